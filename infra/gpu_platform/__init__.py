@@ -1,0 +1,1 @@
+"""gpu-platform: multi-tenant GPU Kubernetes platforms on EKS and bare metal, as code."""

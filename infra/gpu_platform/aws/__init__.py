@@ -1,0 +1,1 @@
+"""AWS capacity: network, EKS cluster, IAM and tiered GPU node pools."""

@@ -1,0 +1,131 @@
+"""The EKS control plane: KMS-encrypted secrets, logging, private endpoint, add-ons, system nodes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from gpu_platform.aws.iam import CLUSTER_MANAGED_POLICIES, NODE_MANAGED_POLICIES, assume_role_policy
+from gpu_platform.spec.models import ClusterSpec
+from gpu_platform.versions import Lockfile
+
+
+def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> str:
+    """A kubeconfig that authenticates with `aws eks get-token` (no static credentials)."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
+            "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+            "current-context": cluster_name,
+            "users": [
+                {
+                    "name": cluster_name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "aws",
+                            "args": ["eks", "get-token", "--cluster-name", cluster_name, "--region", region],
+                        }
+                    },
+                }
+            ],
+        }
+    )
+
+
+@dataclass(frozen=True)
+class EksClusterArgs:
+    """Inputs of the EksCluster component."""
+
+    spec: ClusterSpec
+    lock: Lockfile
+    region: str
+    subnets_by_zone: dict[str, pulumi.Output[str]]
+    tags: dict[str, str]
+
+
+class EksCluster(pulumi.ComponentResource):
+    """EKS cluster with its IAM roles, KMS key, managed add-ons and the system node group."""
+
+    def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:aws:EksCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        spec, lock = args.spec, args.lock
+        cluster_role = aws.iam.Role(f"{name}-cluster-role", assume_role_policy=assume_role_policy("eks.amazonaws.com"), tags=args.tags, opts=child)
+        for i, arn in enumerate(CLUSTER_MANAGED_POLICIES):
+            aws.iam.RolePolicyAttachment(f"{name}-cluster-policy-{i}", role=cluster_role.name, policy_arn=arn, opts=child)
+        encryption = None
+        if spec.secrets_encryption:
+            key = aws.kms.Key(
+                f"{name}-secrets-key",
+                description=f"EKS secrets envelope encryption for {spec.name}",
+                enable_key_rotation=True,
+                deletion_window_in_days=30,
+                tags=args.tags,
+                opts=child,
+            )
+            encryption = aws.eks.ClusterEncryptionConfigArgs(
+                provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=key.arn), resources=["secrets"]
+            )
+        self.cluster = aws.eks.Cluster(
+            f"{name}-eks",
+            name=spec.name,
+            version=lock.kubernetes.version,
+            role_arn=cluster_role.arn,
+            vpc_config=aws.eks.ClusterVpcConfigArgs(
+                subnet_ids=list(args.subnets_by_zone.values()),
+                endpoint_private_access=spec.endpoint_private_access,
+                endpoint_public_access=spec.endpoint_public_access,
+                public_access_cidrs=list(spec.public_access_cidrs) if spec.endpoint_public_access else None,
+            ),
+            encryption_config=encryption,
+            enabled_cluster_log_types=list(spec.log_types),
+            access_config=aws.eks.ClusterAccessConfigArgs(authentication_mode="API", bootstrap_cluster_creator_admin_permissions=True),
+            tags=args.tags,
+            opts=child,
+        )
+        self.node_role = aws.iam.Role(f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=args.tags, opts=child)
+        attachments = [
+            aws.iam.RolePolicyAttachment(f"{name}-node-policy-{i}", role=self.node_role.name, policy_arn=arn, opts=child)
+            for i, arn in enumerate(NODE_MANAGED_POLICIES)
+        ]
+        for addon, version in lock.eks.addons.items():
+            aws.eks.Addon(
+                f"{name}-addon-{addon}",
+                cluster_name=self.cluster.name,
+                addon_name=addon,
+                addon_version=version,
+                resolve_conflicts_on_update="OVERWRITE",
+                tags=args.tags,
+                opts=child,
+            )
+        sys_nodes = spec.system_nodes
+        aws.eks.NodeGroup(
+            f"{name}-system-ng",
+            cluster_name=self.cluster.name,
+            node_group_name=f"{spec.name}-system",
+            node_role_arn=self.node_role.arn,
+            subnet_ids=list(args.subnets_by_zone.values()),
+            capacity_type="ON_DEMAND",
+            ami_type=lock.eks.system_ami_type,
+            release_version=lock.eks.ami_release_version,
+            version=lock.kubernetes.version,
+            instance_types=[sys_nodes.instance_type],
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=sys_nodes.min_size, desired_size=sys_nodes.desired_size, max_size=sys_nodes.max_size
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            labels={"gpu-platform.io/node-role": "system"},
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
+        )
+        self.security_group_id = self.cluster.vpc_config.cluster_security_group_id
+        self.kubeconfig = pulumi.Output.all(
+            self.cluster.name, self.cluster.endpoint, self.cluster.certificate_authority.data
+        ).apply(lambda a: kubeconfig(a[0], a[1], a[2], args.region))
+        self.register_outputs({"cluster_name": self.cluster.name, "endpoint": self.cluster.endpoint})

@@ -1,0 +1,220 @@
+"""Tiered GPU node pools on EKS: a launch template and a managed node group per pool.
+
+The pure functions here decide everything (capacity type, IMDS, volumes, EFA, reservations,
+labels, taints, autoscaler tags); the component only turns those decisions into resources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_labels, node_taints
+from gpu_platform.spec.models import NodePool
+from gpu_platform.versions import Lockfile
+
+CAPACITY_TYPE = {"spot": "SPOT", "on-demand": "ON_DEMAND", "reserved": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
+TAINT_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+ROOT_DEVICE = "/dev/xvda"  # AL2023 EKS AMIs boot from xvda
+
+
+@dataclass(frozen=True)
+class LaunchTemplatePlan:
+    """What a pool's launch template must say, as plain data."""
+
+    root_volume_gib: int
+    efa_interfaces: int
+    placement_group: bool
+    capacity_reservation_id: str | None = None
+    capacity_reservation_group_arn: str | None = None
+    capacity_block: bool = False
+
+
+@dataclass(frozen=True)
+class NodeGroupPlan:
+    """What a pool's managed node group must say, as plain data."""
+
+    node_group_name: str
+    capacity_type: str
+    instance_types: tuple[str, ...]
+    min_size: int
+    desired_size: int
+    max_size: int
+    max_unavailable: int
+    zones: tuple[str, ...]
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def capacity_type(pool: NodePool) -> str:
+    """EKS capacity type: reserved capacity is ON_DEMAND targeted at an ODCR through the launch template."""
+    return CAPACITY_TYPE[pool.capacity]
+
+
+def launch_template_plan(pool: NodePool, catalog: Catalog) -> LaunchTemplatePlan:
+    """EFA interfaces and a cluster placement group for EFA pools; the reservation target if any."""
+    efa = catalog.instance(pool.instance_types[0]).efa_interfaces if pool.efa else 0
+    r = pool.reservation
+    return LaunchTemplatePlan(
+        root_volume_gib=pool.root_volume_gib,
+        efa_interfaces=efa,
+        placement_group=pool.efa,
+        capacity_reservation_id=r.id if r else None,
+        capacity_reservation_group_arn=r.resource_group_arn if r else None,
+        capacity_block=pool.capacity == "capacity-block",
+    )
+
+
+def cost_tags(environment: str, stack: str, pool: NodePool, extra: dict[str, str]) -> dict[str, str]:
+    """Tags that let finance split the bill by environment, pool and capacity tier."""
+    return {
+        **extra,
+        "gpu-platform:environment": environment,
+        "gpu-platform:stack": stack,
+        "gpu-platform:pool": pool.name,
+        "gpu-platform:tier": pool.capacity,
+        "gpu-platform:workload-class": pool.workload_class,
+    }
+
+
+def autoscaler_tags(cluster_name: str, pool: NodePool, catalog: Catalog) -> dict[str, str]:
+    """Discovery tags, plus node-template hints so the autoscaler can scale a GPU pool up from zero."""
+    prefix = "k8s.io/cluster-autoscaler"
+    tags = {f"{prefix}/enabled": "true", f"{prefix}/{cluster_name}": "owned"}
+    for key, value in node_labels(pool, catalog).items():
+        tags[f"{prefix}/node-template/label/{key}"] = value
+    for taint in node_taints(pool):
+        tags[f"{prefix}/node-template/taint/{taint.key}"] = f"{taint.value}:{taint.effect}"
+    tags[f"{prefix}/node-template/resources/nvidia.com/gpu"] = str(gpus_per_node(pool, catalog))
+    return tags
+
+
+def node_group_plan(
+    pool: NodePool, catalog: Catalog, cluster_name: str, zones: tuple[str, ...], environment: str, stack: str, extra_tags: dict[str, str]
+) -> NodeGroupPlan:
+    """Everything the managed node group of one pool declares."""
+    lo, want, hi = node_counts(pool)
+    return NodeGroupPlan(
+        node_group_name=f"{cluster_name}-{pool.name}",
+        capacity_type=capacity_type(pool),
+        instance_types=pool.instance_types,
+        min_size=lo,
+        desired_size=want,
+        max_size=hi,
+        max_unavailable=pool.max_unavailable,
+        zones=pool.availability_zones or zones,
+        labels=node_labels(pool, catalog),
+        taints=[{"key": t.key, "value": t.value, "effect": TAINT_EFFECT[t.effect]} for t in node_taints(pool)],
+        tags={**cost_tags(environment, stack, pool, extra_tags), **autoscaler_tags(cluster_name, pool, catalog)},
+    )
+
+
+@dataclass(frozen=True)
+class GpuNodePoolArgs:
+    """Inputs of one GpuNodePool component."""
+
+    pool: NodePool
+    catalog: Catalog
+    lock: Lockfile
+    cluster_name: pulumi.Input[str]
+    cluster_security_group_id: pulumi.Input[str]
+    node_role_arn: pulumi.Input[str]
+    subnets_by_zone: dict[str, pulumi.Output[str]]
+    plan: NodeGroupPlan
+
+
+class GpuNodePool(pulumi.ComponentResource):
+    """Launch template (IMDSv2, encrypted gp3, EFA, reservation) and EKS managed node group of one pool."""
+
+    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:aws:GpuNodePool", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        pool, plan = args.pool, args.plan
+        lt = launch_template_plan(pool, args.catalog)
+        placement = None
+        if lt.placement_group:
+            pg = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=plan.tags, opts=child)
+            placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=pg.name)
+        interfaces = None
+        if lt.efa_interfaces:
+            # Every EFA card becomes an interface; card 0 carries the primary (device index 0).
+            interfaces = [
+                aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                    device_index=0 if card == 0 else 1,
+                    network_card_index=card,
+                    interface_type="efa",
+                    delete_on_termination="true",
+                    security_groups=[args.cluster_security_group_id],
+                )
+                for card in range(lt.efa_interfaces)
+            ]
+        reservation = None
+        if lt.capacity_reservation_id or lt.capacity_reservation_group_arn:
+            reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    capacity_reservation_id=lt.capacity_reservation_id,
+                    capacity_reservation_resource_group_arn=lt.capacity_reservation_group_arn,
+                )
+            )
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description=f"GPU pool {pool.name} ({gpu_of(pool, args.catalog).name}, {pool.capacity})",
+            update_default_version=True,
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                http_tokens="required",
+                http_put_response_hop_limit=1,
+                instance_metadata_tags="disabled",
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name=ROOT_DEVICE,
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=lt.root_volume_gib,
+                        volume_type="gp3",
+                        iops=6000,
+                        throughput=500,
+                        encrypted="true",
+                        delete_on_termination="true",
+                    ),
+                )
+            ],
+            network_interfaces=interfaces,
+            vpc_security_group_ids=None if interfaces else [args.cluster_security_group_id],
+            placement=placement,
+            capacity_reservation_specification=reservation,
+            instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+            if lt.capacity_block
+            else None,
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=plan.tags) for kind in ("instance", "volume")
+            ],
+            tags=plan.tags,
+            opts=child,
+        )
+        self.node_group = aws.eks.NodeGroup(
+            f"{name}-ng",
+            cluster_name=args.cluster_name,
+            node_group_name=plan.node_group_name,
+            node_role_arn=args.node_role_arn,
+            subnet_ids=[args.subnets_by_zone[z] for z in plan.zones],
+            capacity_type=plan.capacity_type,
+            ami_type=args.lock.eks.ami_type,
+            release_version=args.lock.eks.ami_release_version,
+            version=args.lock.kubernetes.version,
+            instance_types=list(plan.instance_types),
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=plan.min_size, desired_size=plan.desired_size, max_size=plan.max_size
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=plan.max_unavailable),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
+            labels=plan.labels,
+            taints=[aws.eks.NodeGroupTaintArgs(**t) for t in plan.taints],
+            tags=plan.tags,
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
+        )
+        self.register_outputs({"node_group_name": self.node_group.node_group_name})

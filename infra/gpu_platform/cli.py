@@ -1,0 +1,69 @@
+"""`gpu-platform` command line: plan, render, check and capacity over one stack, offline."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from gpu_platform.errors import ConfigError
+
+# command -> (module, function, help). Each function takes (args, spec_path, stack) and returns an exit code.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "plan": ("gpu_platform.commands.plan", "run", "run the program on the offline engine and list every resource"),
+    "capacity": ("gpu_platform.commands.capacity", "run", "capacity, coverage, Spot exposure and cost of the stack"),
+}
+FORMATS = {"plan": ("table", "json"), "capacity": ("table", "json"), "check": ("text", "json", "github")}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpu-platform", description="Offline tools for gpu-platform stacks (no cloud credentials needed).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (_, _, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        where = p.add_mutually_exclusive_group()
+        where.add_argument("--stack", help="stack name: reads stacks/Pulumi.NAME.yaml (default: dev)")
+        where.add_argument("--config", type=Path, help="path of any stack file")
+        if name in FORMATS:
+            p.add_argument("--format", choices=FORMATS[name], default=FORMATS[name][0])
+        if name == "render":
+            p.add_argument("--out", type=Path, required=True, help="directory to write manifests and Helm values into")
+    return parser
+
+
+def resolve_stack_file(stack: str | None, config: Path | None) -> tuple[Path, str]:
+    """(stack file, stack name) from --stack or --config."""
+    if config is not None:
+        name = config.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
+        return config, name
+    name = stack or "dev"
+    root = Path(os.environ.get("GPU_PLATFORM_ROOT", "."))
+    return root / "stacks" / f"Pulumi.{name}.yaml", name
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse arguments, run one command, map bad input to exit code 2 with one line per problem."""
+    args = _parser().parse_args(argv)
+    path, stack = resolve_stack_file(args.stack, args.config)
+    module, func, _ = COMMANDS[args.command]
+    command: Callable[[argparse.Namespace, Path, str], int] = getattr(importlib.import_module(module), func)
+    try:
+        return command(args, path, stack)
+    except ConfigError as err:
+        for problem in err.problems:
+            print(problem, file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug of ours, not bad input: one line, traceback only on request
+        if os.environ.get("GPU_PLATFORM_DEBUG"):
+            raise
+        print(f"gpu-platform: internal error: {type(exc).__name__}: {exc} (set GPU_PLATFORM_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 70
+
+
+if __name__ == "__main__":
+    sys.exit(main())

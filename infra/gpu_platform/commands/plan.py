@@ -1,0 +1,34 @@
+"""`gpu-platform plan`: every resource the program would create, as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from gpu_platform.engine import Plan, run_program
+from gpu_platform.spec.loader import load_stack_file, read_stack_config
+
+
+def plan_stack(path: Path, stack: str) -> Plan:
+    """Validate the stack file (clean errors first), then run the program on the offline engine."""
+    load_stack_file(path, stack)
+    return run_program(read_stack_config(path), stack)
+
+
+def render_table(plan: Plan) -> str:
+    """A human-readable listing: one row per resource, indented under its parent component."""
+    rows = [("  " * depth + r.name, r.type) for depth, r in plan.tree()]
+    width = max((len(n) for n, _ in rows), default=4)
+    lines = [f"Stack {plan.stack}: {len(plan.resources)} resources", "", f"{'NAME':<{width}}  TYPE"]
+    lines += [f"{n:<{width}}  {t}" for n, t in rows]
+    summary = plan.to_json()["summary"]
+    lines += ["", "By type:"] + [f"  {count:>4}  {t}" for t, count in sorted(summary.items())]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, path: Path, stack: str) -> int:
+    """Entry point of the subcommand."""
+    plan = plan_stack(path, stack)
+    print(json.dumps(plan.to_json(), indent=2) if args.format == "json" else render_table(plan))
+    return 0

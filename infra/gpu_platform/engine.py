@@ -1,0 +1,152 @@
+"""The offline engine: run the real program under Pulumi's mock engine and record every resource.
+
+`pulumi up` and `gpu-platform plan` execute the same `program.main()`; here the resource monitor
+is Pulumi's MockMonitor with a recorder, so no cloud, CLI or plugin is involved.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PROJECT = "gpu-platform"
+
+
+@dataclass(frozen=True)
+class PlannedResource:
+    """One registered resource: Pulumi type token, logical name, parent name and wire inputs."""
+
+    type: str
+    name: str
+    parent: str | None
+    inputs: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """The contract's JSON shape."""
+        return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs}
+
+
+@dataclass
+class Plan:
+    """Every resource one run of the program registered, in registration order."""
+
+    stack: str
+    resources: list[PlannedResource] = field(default_factory=list)
+
+    def of_type(self, type_token: str) -> list[PlannedResource]:
+        """Resources of one Pulumi type token."""
+        return [r for r in self.resources if r.type == type_token]
+
+    def named(self, name: str) -> PlannedResource:
+        """The resource with this logical name (KeyError when absent)."""
+        for r in self.resources:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def children(self, parent: str) -> list[PlannedResource]:
+        """Direct children of a component."""
+        return [r for r in self.resources if r.parent == parent]
+
+    def tree(self) -> list[tuple[int, PlannedResource]]:
+        """(depth, resource) in a stable order: each component followed by its children, by name."""
+        by_parent: dict[str | None, list[PlannedResource]] = {}
+        for r in self.resources:
+            by_parent.setdefault(r.parent, []).append(r)
+        out: list[tuple[int, PlannedResource]] = []
+
+        def walk(parent: str | None, depth: int) -> None:
+            for r in sorted(by_parent.get(parent, []), key=lambda x: (x.name, x.type)):
+                out.append((depth, r))
+                walk(r.name, depth + 1)
+
+        walk(None, 0)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"stack", "resources": [...], "summary": {type: count}}`, in tree order."""
+        summary: dict[str, int] = {}
+        for r in self.resources:
+            summary[r.type] = summary.get(r.type, 0) + 1
+        resources = [r.to_json() for _, r in self.tree()]
+        return {"stack": self.stack, "resources": resources, "summary": dict(sorted(summary.items()))}
+
+
+def _plain(value: Any) -> Any:
+    """Inputs as JSON-safe data (resource references become their URN)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # the wire format carries every number as a double
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    urn = getattr(value, "urn", None)
+    return f"<resource {type(value).__name__}>" if urn is not None else str(value)
+
+
+def _parent_name(urn: str) -> str | None:
+    """Logical name of the parent, or None for resources directly under the stack."""
+    if not urn:
+        return None
+    parts = urn.split("::")
+    return None if parts[2].split("$")[-1] == "pulumi:pulumi:Stack" else parts[-1]
+
+
+def _computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The few outputs the program reads back from resources, with recognisable fake values."""
+    out = dict(inputs)
+    out.setdefault("arn", f"arn:aws:mock:::{type_token.split(':')[-1].lower()}/{name}")
+    if type_token == "aws:eks/cluster:Cluster":
+        out["endpoint"] = f"https://{name}.eks.mock"
+        out["certificateAuthority"] = {"data": "bW9jaw=="}
+        out["vpcConfig"] = {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-0mock0cluster"}
+    elif type_token == "aws:ec2/launchTemplate:LaunchTemplate":
+        out["latestVersion"] = 1
+    elif type_token == "aws:ec2/placementGroup:PlacementGroup":
+        out.setdefault("name", name)
+    return out
+
+
+def run_program(config: Mapping[str, Any], stack: str) -> Plan:
+    """Run `program.main()` for `stack` with `config` (namespaced keys) under the mock engine."""
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    import pulumi
+    from pulumi.runtime import mocks, settings
+
+    from gpu_platform.program import main
+
+    plan = Plan(stack=stack)
+
+    class Recorder(pulumi.runtime.Mocks):
+        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
+            return f"{args.name}-id", _computed_outputs(args.typ, args.name, args.inputs)
+
+        def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+            return {}, None
+
+    class RecordingMonitor(mocks.MockMonitor):
+        def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+            response = super().RegisterResource(request)
+            if request.type != "pulumi:pulumi:Stack":
+                inputs = pulumi.runtime.rpc.deserialize_properties(request.object)
+                parent = _parent_name(request.parent or "")
+                plan.resources.append(PlannedResource(request.type, request.name, parent, _plain(inputs)))
+            return response
+
+    recorder = Recorder()
+    # A fresh root per run, so several stacks can be planned in one process (tests do).
+    settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(recorder, project=PROJECT, stack=stack, preview=False, monitor=RecordingMonitor(recorder))
+    pulumi.runtime.set_all_config({str(k): v if isinstance(v, str) else json.dumps(v) for k, v in config.items()})
+
+    @pulumi.runtime.test
+    def _run() -> None:
+        main()
+
+    _run()
+    return plan

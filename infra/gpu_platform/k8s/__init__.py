@@ -1,0 +1,1 @@
+"""The Kubernetes GPU platform layer, the same for EKS and on-prem clusters."""

@@ -1,0 +1,105 @@
+"""The Pulumi program: one `build(spec)` for `pulumi up` and for the offline engine alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_platform.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from gpu_platform.aws.cluster import EksCluster, EksClusterArgs
+from gpu_platform.aws.network import Network, NetworkArgs
+from gpu_platform.aws.nodepools import GpuNodePool, GpuNodePoolArgs, node_group_plan
+from gpu_platform.catalog import load_catalog
+from gpu_platform.errors import ConfigError
+from gpu_platform.k8s.nodes import BareMetalPool, BareMetalPoolArgs
+from gpu_platform.k8s.provider import eks_provider, existing_cluster_provider
+from gpu_platform.spec.loader import spec_from_config
+from gpu_platform.spec.models import PlatformSpec
+
+
+@dataclass(frozen=True)
+class Built:
+    """Handles the program exports."""
+
+    provider: k8s.Provider
+    cluster_name: pulumi.Input[str]
+    kubeconfig: pulumi.Input[str] | None
+
+
+def stack_tags(spec: PlatformSpec) -> dict[str, str]:
+    """Tags on every AWS resource of the stack."""
+    return {**spec.tags, "gpu-platform:environment": spec.environment, "gpu-platform:stack": spec.stack, "managed-by": "pulumi"}
+
+
+def build_aws(spec: PlatformSpec) -> Built:
+    """Network, EKS cluster, GPU node pools and the autoscaler of an EKS stack."""
+    catalog = load_catalog()
+    tags = stack_tags(spec)
+    assert spec.region is not None
+    network = Network("network", NetworkArgs(spec=spec.network, cluster_name=spec.cluster.name, tags=tags))
+    cluster = EksCluster(
+        "cluster",
+        EksClusterArgs(spec=spec.cluster, lock=spec.lock, region=spec.region, subnets_by_zone=network.private_subnets, tags=tags),
+    )
+    for pool in spec.node_pools:
+        plan = node_group_plan(pool, catalog, spec.cluster.name, spec.network.zones(), spec.environment, spec.stack, spec.tags)
+        GpuNodePool(
+            f"pool-{pool.name}",
+            GpuNodePoolArgs(
+                pool=pool,
+                catalog=catalog,
+                lock=spec.lock,
+                cluster_name=cluster.cluster.name,
+                cluster_security_group_id=cluster.security_group_id,
+                node_role_arn=cluster.node_role.arn,
+                subnets_by_zone=network.private_subnets,
+                plan=plan,
+            ),
+        )
+    provider = eks_provider("k8s", cluster.kubeconfig, pulumi.ResourceOptions(depends_on=[cluster]))
+    if spec.cluster.autoscaler:
+        ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs(spec=spec, cluster_name=cluster.cluster.name, provider=provider, tags=tags))
+    return Built(provider=provider, cluster_name=cluster.cluster.name, kubeconfig=pulumi.Output.secret(cluster.kubeconfig))
+
+
+def build_existing(spec: PlatformSpec) -> Built:
+    """The Kubernetes provider and bare-metal pool labels/taints of an on-prem stack."""
+    catalog = load_catalog()
+    provider = existing_cluster_provider("k8s", spec.cluster)
+    for pool in spec.node_pools:
+        BareMetalPool(f"pool-{pool.name}", BareMetalPoolArgs(pool=pool, catalog=catalog, provider=provider))
+    return Built(provider=provider, cluster_name=spec.cluster.name, kubeconfig=None)
+
+
+def build(spec: PlatformSpec) -> Built:
+    """Every resource of the stack, from the validated spec."""
+    built = build_aws(spec) if spec.is_eks else build_existing(spec)
+    pulumi.export("clusterName", built.cluster_name)
+    pulumi.export("environment", spec.environment)
+    pulumi.export("nodePools", [p.name for p in spec.node_pools])
+    if built.kubeconfig is not None:
+        pulumi.export("kubeconfig", built.kubeconfig)
+    return built
+
+
+def runtime_config() -> dict[str, Any]:
+    """All config the Pulumi engine hands the program (stack file, env, or mocks)."""
+    from pulumi.runtime import config as rc
+
+    merged: dict[str, Any] = dict(rc.get_config_env())
+    merged.update(rc.CONFIG.get())
+    return merged
+
+
+def main(config: Mapping[str, Any] | None = None) -> Built:
+    """Entry point of `pulumi up`: parse the stack config once, then build; bad config is one clean error."""
+    stack = pulumi.get_stack()
+    try:
+        spec = spec_from_config(config if config is not None else runtime_config(), stack=stack, file=f"stacks/Pulumi.{stack}.yaml")
+    except ConfigError as err:
+        raise pulumi.RunError(str(err)) from None
+    return build(spec)

@@ -1,0 +1,134 @@
+"""Read a Pulumi stack file (or Pulumi's runtime config) into a validated PlatformSpec."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_platform.catalog import load_catalog
+from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
+from gpu_platform.spec.checks import check_spec
+from gpu_platform.spec.errors import keys_of, problems_from_validation
+from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.versions import deep_merge, parse_lockfile, raw_lockfile
+
+PROJECT = "gpu-platform"
+STACK_FILE_KEYS = {"config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"}
+# Config keys under the project namespace (the PlatformSpec field aliases).
+PROJECT_KEYS = (
+    "environment", "cluster", "network", "nodePools", "tenants", "queueing",
+    "monitoring", "gpuOperator", "versions", "policy", "tags",
+)
+SCALAR_KEYS = {"environment"}
+
+
+def stack_file_for(name: str, root: Path | None = None) -> Path:
+    """`stacks/Pulumi.<name>.yaml` under the repository root."""
+    base = root or Path.cwd()
+    return base / "stacks" / f"Pulumi.{name}.yaml"
+
+
+def read_stack_config(path: Path) -> dict[str, Any]:
+    """The `config:` mapping of a stack file; ConfigError for a missing, empty or malformed file."""
+    file = str(path)
+    if not path.is_file():
+        raise ConfigError([Problem(file, "", "file not found", "pass --stack NAME (stacks/Pulumi.NAME.yaml) or --config FILE")])
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError([Problem(file, where, f"invalid YAML: {reason}", "allowed: a YAML mapping with a `config:` key")]) from None
+    if doc is None:
+        raise ConfigError([Problem(file, "", "file is empty", "allowed: a Pulumi stack file with a `config:` mapping")])
+    if not isinstance(doc, Mapping):
+        raise ConfigError([Problem(file, "", f"top level is a {type(doc).__name__}, not a mapping", "allowed: a Pulumi stack file with a `config:` mapping")])
+    problems = [
+        Problem(file, str(k), f"unknown top-level key '{k}'{did_you_mean(str(k), STACK_FILE_KEYS)}", one_of(STACK_FILE_KEYS))
+        for k in doc
+        if k not in STACK_FILE_KEYS
+    ]
+    config = doc.get("config")
+    if not isinstance(config, Mapping):
+        problems.append(Problem(file, "config", "missing or not a mapping", f"allowed: a mapping of '{PROJECT}:<key>' entries"))
+    if problems:
+        raise ConfigError(problems)
+    return dict(config)
+
+
+def load_stack_file(path: Path, stack: str | None = None) -> PlatformSpec:
+    """Parse and validate one stack file; the stack name defaults to the file's `Pulumi.<name>.yaml`."""
+    name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
+    return spec_from_config(read_stack_config(path), stack=name, file=str(path))
+
+
+def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> PlatformSpec:
+    """Validate namespaced config (`gpu-platform:nodePools`, `aws:region`, ...) into a PlatformSpec."""
+    problems: list[Problem] = []
+    raw: dict[str, Any] = {"stack": stack}
+    for key, value in config.items():
+        key = str(key)
+        ns, sep, short = key.partition(":")
+        if not sep:
+            problems.append(Problem(file, f"config.{key}", "config key has no namespace", f"allowed: '{PROJECT}:{key}' or another provider's 'ns:key'"))
+        elif ns == PROJECT:
+            if short not in PROJECT_KEYS:
+                problems.append(Problem(file, key, f"unknown key '{short}'{did_you_mean(short, PROJECT_KEYS)}", one_of(PROJECT_KEYS)))
+            else:
+                raw[short] = _decode(value, short)
+        elif key == "aws:region":
+            raw["region"] = value
+    if problems:
+        raise ConfigError(problems)
+
+    lock_data = raw_lockfile()
+    override = raw.pop("versions", None) or {}
+    if not isinstance(override, Mapping):
+        raise ConfigError([Problem(file, f"{PROJECT}:versions", "not a mapping", "allowed: a partial copy of the lockfile's structure")])
+    try:
+        raw["lock"] = parse_lockfile(deep_merge(lock_data, override), file=file)
+    except ConfigError as err:
+        raise ConfigError(
+            Problem(file, f"{PROJECT}:versions.{p.path}" if override else p.path, p.message, p.allowed) for p in err.problems
+        ) from None
+
+    try:
+        spec = PlatformSpec.model_validate(raw)
+    except Exception as exc:
+        raise ConfigError(_with_config_keys(problems_from_validation(exc, file, "", PlatformSpec))) from None
+    problems = check_spec(spec, load_catalog(), file)
+    if problems:
+        raise ConfigError(problems)
+    return spec
+
+
+def _decode(value: Any, key: str) -> Any:
+    """Pulumi hands structured config to the program as JSON text; stack files hold it as YAML."""
+    if key in SCALAR_KEYS or not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _with_config_keys(problems: list[Problem]) -> list[Problem]:
+    """Prefix spec paths with the stack file's namespace: 'nodePools[0].x' -> 'gpu-platform:nodePools[0].x'."""
+    out = []
+    for p in problems:
+        if p.path.startswith("region"):
+            path = "aws:" + p.path
+        elif p.path.split(".")[0].split("[")[0] in PROJECT_KEYS:
+            path = f"{PROJECT}:{p.path}"
+        else:
+            path = p.path
+        out.append(Problem(p.file, path, p.message, p.allowed))
+    return out
+
+
+__all__ = ["PROJECT", "PROJECT_KEYS", "keys_of", "load_stack_file", "read_stack_config", "spec_from_config", "stack_file_for"]

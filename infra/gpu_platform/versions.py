@@ -1,0 +1,227 @@
+"""The version lockfile: typed, loaded once, and checked against its compatibility matrix."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpu_platform.errors import ConfigError, Problem
+
+LOCKFILE = "infra/gpu_platform/data/versions.yaml"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EksAmi(_Frozen):
+    """The EKS AMI pinned for managed node groups."""
+
+    ami_type: str
+    system_ami_type: str
+    ami_release_version: str
+    ami_driver_branch: str
+    addons: dict[str, str]
+
+
+class Kubernetes(_Frozen):
+    """Control-plane minor version."""
+
+    version: str
+
+
+class PackagePin(_Frozen):
+    """A component version with exact package versions per package source."""
+
+    version: str
+    packages: dict[str, str] = Field(default_factory=dict)
+
+
+class Driver(PackagePin):
+    """The NVIDIA driver: branch and exact version (two-level pin)."""
+
+    branch: str
+
+
+class KernelRange(_Frozen):
+    """Inclusive range of host kernel minors the driver is supported on."""
+
+    min: str
+    max: str
+
+
+class Chart(_Frozen):
+    """A Helm chart pinned to one version."""
+
+    repository: str
+    chart: str
+    version: str
+
+
+class Image(_Frozen):
+    """A container image pinned to one tag."""
+
+    repository: str
+    tag: str
+
+    @property
+    def ref(self) -> str:
+        """`repository:tag`."""
+        return f"{self.repository}:{self.tag}"
+
+
+class BranchSupport(_Frozen):
+    """What one driver branch supports."""
+
+    max_cuda: str
+    architectures: tuple[str, ...]
+
+
+class KubeRange(_Frozen):
+    """Inclusive range of Kubernetes minors a component supports."""
+
+    min: str
+    max: str
+
+
+class Compatibility(_Frozen):
+    """The compatibility matrix checked on load."""
+
+    driver_branches: dict[str, BranchSupport]
+    kubernetes: dict[str, KubeRange]
+    gpu_min_driver_branch: dict[str, str]
+
+
+class Lockfile(_Frozen):
+    """Every pinned version in the project."""
+
+    lock_schema: int = Field(alias="schema")
+    kubernetes: Kubernetes
+    eks: EksAmi
+    nvidia_driver: Driver
+    cuda: PackagePin
+    kernel: KernelRange
+    fabric_manager: PackagePin
+    container_toolkit: PackagePin
+    dcgm: PackagePin
+    mig_parted: PackagePin
+    charts: dict[str, Chart]
+    images: dict[str, Image]
+    compatibility: Compatibility
+
+    def chart(self, name: str) -> Chart:
+        """A pinned chart by its lockfile key."""
+        return self.charts[name]
+
+    def image(self, name: str) -> Image:
+        """A pinned image by its lockfile key."""
+        return self.images[name]
+
+
+def minor(version: str) -> tuple[int, ...]:
+    """Numeric (major, minor) of a dotted version such as `12.2.2` or `v1.33`."""
+    parts = version.lstrip("v").split(".")
+    return tuple(int(p) for p in parts[:2])
+
+
+REQUIRED_CHARTS = ("gpu-operator", "kueue", "volcano", "cluster-autoscaler", "kube-prometheus-stack")
+REQUIRED_IMAGES = ("driver", "device-plugin", "mig-manager", "dcgm-exporter", "cluster-autoscaler")
+
+
+def check_compatibility(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
+    """Every way the pinned versions contradict each other or the matrix."""
+    problems: list[Problem] = []
+    drv = lock.nvidia_driver
+    matrix = lock.compatibility
+    branch = matrix.driver_branches.get(drv.branch)
+    if not drv.version.startswith(drv.branch + "."):
+        problems.append(Problem(file, "nvidia_driver.version", f"'{drv.version}' is not on branch {drv.branch}", f"allowed: {drv.branch}.x"))
+    for source, pkg in drv.packages.items():
+        if drv.version not in pkg:
+            problems.append(Problem(file, f"nvidia_driver.packages.{source}", f"'{pkg}' does not carry driver {drv.version}", f"allowed: a package version containing {drv.version}"))
+    if branch is None:
+        problems.append(Problem(file, "nvidia_driver.branch", f"branch {drv.branch} is not in compatibility.driver_branches", f"allowed: {', '.join(sorted(matrix.driver_branches))}"))
+    elif minor(lock.cuda.version) > minor(branch.max_cuda):
+        problems.append(Problem(file, "cuda.version", f"CUDA {lock.cuda.version} needs a newer driver than branch {drv.branch}", f"allowed: CUDA <= {branch.max_cuda}"))
+    if lock.fabric_manager.version != drv.version:
+        problems.append(Problem(file, "fabric_manager.version", f"'{lock.fabric_manager.version}' differs from the driver {drv.version}", "fabric manager must equal the driver version exactly"))
+    if lock.images["driver"].tag != drv.version:
+        problems.append(Problem(file, "images.driver.tag", f"'{lock.images['driver'].tag}' differs from the driver {drv.version}", "allowed: the driver version"))
+    if minor(lock.kernel.min) > minor(lock.kernel.max):
+        problems.append(Problem(file, "kernel", f"min {lock.kernel.min} is above max {lock.kernel.max}", "allowed: min <= max"))
+    k8s = minor(lock.kubernetes.version)
+    for component, rng in matrix.kubernetes.items():
+        if not minor(rng.min) <= k8s <= minor(rng.max):
+            problems.append(Problem(file, f"compatibility.kubernetes.{component}", f"Kubernetes {lock.kubernetes.version} is outside {component}'s supported range", f"allowed: {rng.min}..{rng.max}"))
+    if not lock.eks.ami_release_version.startswith(lock.kubernetes.version + "."):
+        problems.append(Problem(file, "eks.ami_release_version", f"'{lock.eks.ami_release_version}' is not built for Kubernetes {lock.kubernetes.version}", f"allowed: {lock.kubernetes.version}.x-<date>"))
+    if lock.images["cluster-autoscaler"].tag.lstrip("v").rsplit(".", 1)[0] != lock.kubernetes.version:
+        problems.append(Problem(file, "images.cluster-autoscaler.tag", "cluster-autoscaler must match the Kubernetes minor", f"allowed: v{lock.kubernetes.version}.x"))
+    if lock.eks.ami_driver_branch not in matrix.driver_branches:
+        problems.append(Problem(file, "eks.ami_driver_branch", f"branch {lock.eks.ami_driver_branch} is not in compatibility.driver_branches", f"allowed: {', '.join(sorted(matrix.driver_branches))}"))
+    if lock.images["mig-manager"].tag.lstrip("v") != lock.mig_parted.version:
+        problems.append(Problem(file, "images.mig-manager.tag", "mig-manager and mig-parted must be the same release", f"allowed: v{lock.mig_parted.version}"))
+    if not lock.images["dcgm-exporter"].tag.startswith(lock.dcgm.version + "-"):
+        problems.append(Problem(file, "images.dcgm-exporter.tag", f"dcgm-exporter is not built on DCGM {lock.dcgm.version}", f"allowed: {lock.dcgm.version}-<exporter>-<os>"))
+    for key in REQUIRED_CHARTS:
+        if key not in lock.charts:
+            problems.append(Problem(file, f"charts.{key}", "missing", "every platform chart must be pinned"))
+    for key in REQUIRED_IMAGES:
+        if key not in lock.images:
+            problems.append(Problem(file, f"images.{key}", "missing", "every image the program sets must be pinned"))
+    for where, value in _all_strings(lock.model_dump(by_alias=True)):
+        if value in {"latest", "stable", "main", "master"} or value.endswith(":latest"):
+            problems.append(Problem(file, where, f"floating version '{value}'", "allowed: an exact version"))
+    return problems
+
+
+def _all_strings(node: Any, path: str = "") -> list[tuple[str, str]]:
+    if isinstance(node, Mapping):
+        return [item for k, v in node.items() for item in _all_strings(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(node, (list, tuple)):
+        return [item for i, v in enumerate(node) for item in _all_strings(v, f"{path}[{i}]")]
+    return [(path, node)] if isinstance(node, str) else []
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `override` laid over it, key by key (used for a stack's versions override)."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def raw_lockfile() -> dict[str, Any]:
+    """The lockfile as plain data."""
+    text = resources.files("gpu_platform").joinpath("data/versions.yaml").read_text()
+    data = yaml.safe_load(text)
+    assert isinstance(data, dict)
+    return data
+
+
+def parse_lockfile(data: Mapping[str, Any], file: str = LOCKFILE) -> Lockfile:
+    """Validate lockfile data and its compatibility matrix; ConfigError lists every problem."""
+    from gpu_platform.spec.errors import problems_from_validation
+
+    try:
+        lock = Lockfile.model_validate(data)
+    except Exception as exc:  # pydantic.ValidationError, reported as one line per problem
+        raise ConfigError(problems_from_validation(exc, file, prefix="")) from None
+    problems = check_compatibility(lock, file)
+    if problems:
+        raise ConfigError(problems)
+    return lock
+
+
+@cache
+def load_lockfile() -> Lockfile:
+    """The project's lockfile, validated (cached: immutable)."""
+    return parse_lockfile(raw_lockfile())
