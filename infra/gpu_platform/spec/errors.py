@@ -9,6 +9,19 @@ from pydantic import BaseModel, ValidationError
 from gpu_platform.errors import Problem, did_you_mean, one_of
 
 
+# pydantic error type prefix -> what the key accepts
+EXPECTED = {
+    "int_": "an integer",
+    "float_": "a number",
+    "bool_": "true or false",
+    "string_": "text",
+    "list_": "a list",
+    "tuple_": "a list",
+    "dict_": "a mapping",
+    "model_": "a mapping",
+}
+
+
 def format_loc(loc: tuple[Any, ...], prefix: str) -> str:
     """('nodePools', 2, 'min') -> 'prefix nodePools[2].min'."""
     out = prefix
@@ -77,6 +90,7 @@ def problems_from_validation(
             limit = next(iter(ctx.values()), "")
             problems.append(Problem(file, path, f"{value!r} is out of range", f"allowed: {bound} {limit}"))
         else:
-            shown = repr(value) if not isinstance(value, dict) else "a mapping"
-            problems.append(Problem(file, path, f"{shown}: {err['msg'].lower()}", ""))
+            shown = "a mapping" if isinstance(value, dict) else "a list" if isinstance(value, list) else repr(value)
+            expected = next((v for k, v in EXPECTED.items() if kind.startswith(k)), "")
+            problems.append(Problem(file, path, f"{shown}: {err['msg'].lower()}", f"allowed: {expected}" if expected else ""))
     return problems

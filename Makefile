@@ -1,0 +1,57 @@
+# gpu-platform: every entry point a person or CI needs. `make demo` and `make test` set
+# themselves up on a fresh Debian 12 machine (apt packages when run as root, .venv, pip pins).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STACK ?= dev
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: help setup system-deps demo plan capacity render check lint test test-python test-ansible bench lock clean
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+$(BIN)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+setup: $(BIN)/.installed  ## create .venv with every pinned Python dependency
+
+system-deps:  ## apt packages the full test suite needs (promtool, podman, debootstrap, packer)
+	scripts/system-deps.sh
+
+demo: setup  ## print the offline plan and capacity report of the default stack
+	$(BIN)/gpu-platform plan --stack $(STACK)
+	@echo
+	$(BIN)/gpu-platform capacity --stack $(STACK)
+
+plan: setup  ## offline plan of STACK (default dev)
+	$(BIN)/gpu-platform plan --stack $(STACK)
+
+capacity: setup  ## capacity, coverage, Spot exposure and cost of STACK
+	$(BIN)/gpu-platform capacity --stack $(STACK)
+
+lint: setup  ## ruff, mypy, yamllint
+	$(BIN)/ruff check infra policies tests benchmarks
+	$(BIN)/ruff format --check infra policies tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/yamllint -s .
+
+test-python: setup system-deps  ## the pytest suite
+	$(BIN)/pytest -q -n 2 tests
+
+test: setup system-deps lint test-python  ## everything CI runs
+
+bench: setup  ## benchmark scripts (print figures; they never fail on timing)
+	$(BIN)/python benchmarks/plan_bench.py
+
+lock:  ## re-pin requirements.txt from a fresh resolve of pyproject's ranges plus dev tools
+	scripts/lock.sh
+
+clean:  ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,198 @@
+"""Bad stack files: each gives one clear line (file, key path, what is wrong, what is allowed) and exit 2."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_platform.cli import main
+from tests.conftest import stack_path
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _cfg(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc["config"]
+
+
+def _pool(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(p for p in _cfg(doc)["gpu-platform:nodePools"] if p["name"] == name)
+
+
+def set_pool(pool: str, **changes: Any) -> Mutation:
+    def mutate(doc: dict[str, Any]) -> None:
+        _pool(doc, pool).update(changes)
+
+    return mutate
+
+
+def drop_pool_key(name: str, key: str) -> Mutation:
+    def mutate(doc: dict[str, Any]) -> None:
+        del _pool(doc, name)[key]
+
+    return mutate
+
+
+def set_cfg(key: str, value: Any) -> Mutation:
+    def mutate(doc: dict[str, Any]) -> None:
+        _cfg(doc)[key] = value
+
+    return mutate
+
+
+def drop_cfg(key: str) -> Mutation:
+    def mutate(doc: dict[str, Any]) -> None:
+        del _cfg(doc)[key]
+
+    return mutate
+
+
+def edit(path: str, value: Any) -> Mutation:
+    """Set a dotted path inside the config, e.g. 'gpu-platform:cluster.name'."""
+
+    def mutate(doc: dict[str, Any]) -> None:
+        head, *rest = path.split(".")
+        node = _cfg(doc)[head]
+        for part in rest[:-1]:
+            node = node[int(part)] if part.isdigit() else node[part]
+        last = rest[-1]
+        if last.isdigit():
+            node[int(last)] = value
+        else:
+            node[last] = value
+
+    return mutate
+
+
+def tenant_quota(tenant: int, quota: int, **changes: Any) -> Mutation:
+    def mutate(doc: dict[str, Any]) -> None:
+        _cfg(doc)["gpu-platform:tenants"][tenant]["quotas"][quota].update(changes)
+
+    return mutate
+
+
+def dup_pool(name: str) -> Mutation:
+    def mutate(doc: dict[str, Any]) -> None:
+        _cfg(doc)["gpu-platform:nodePools"].append(copy.deepcopy(_pool(doc, name)))
+
+    return mutate
+
+
+# (id, base stack, mutation, expected key path, expected fragment of the message)
+CASES: list[tuple[str, str, Mutation, str, str]] = [
+    ("typo-top-key", "prod", lambda d: _cfg(d).__setitem__("gpu-platform:nodePool", []), "gpu-platform:nodePool", "did you mean 'nodePools'"),
+    ("typo-pool-key", "prod", set_pool("infer-l4-spot", instanceType=["g6.xlarge"]), "gpu-platform:nodePools[4].instanceType", "did you mean 'instanceTypes'"),
+    ("typo-cluster-key", "prod", edit("gpu-platform:cluster.endpointPrivateAcess", True), "gpu-platform:cluster.endpointPrivateAcess", "did you mean 'endpointPrivateAccess'"),
+    ("wrong-type-scaling", "prod", set_pool("infer-l4-spot", scaling={"min": "zero", "desired": 4, "max": 24}), "gpu-platform:nodePools[4].scaling.min", "'zero': input should be a valid integer"),
+    ("wrong-type-efa", "prod", set_pool("infer-l4-spot", efa="maybe"), "gpu-platform:nodePools[4].efa", "allowed: true or false"),
+    ("min-gt-max", "prod", set_pool("infer-l4-spot", scaling={"min": 30, "desired": 30, "max": 24}), "gpu-platform:nodePools[4].scaling", "min <= desired <= max"),
+    ("desired-gt-max", "dev", set_pool("dev-l4-spot", scaling={"min": 0, "desired": 9, "max": 6}), "gpu-platform:nodePools[0].scaling", "min <= desired <= max"),
+    ("unknown-instance-type", "prod", set_pool("infer-l4-spot", instanceTypes=["g6.2xlarge", "g6.3xlarge"]), "gpu-platform:nodePools[4].instanceTypes[1]", "unknown instance type 'g6.3xlarge'"),
+    ("mixed-gpu-models", "prod", set_pool("infer-l4-spot", instanceTypes=["g6.2xlarge", "g5.2xlarge"]), "gpu-platform:nodePools[4].instanceTypes[1]", "same GPU model"),
+    ("mig-profile-wrong-gpu", "prod", set_pool("infer-h100-mig", sharing={"mode": "mig", "migConfig": "all-1g.5gb"}), "gpu-platform:nodePools[2].sharing.migConfig", "does not exist for H100-80GB"),
+    ("mig-on-l4", "prod", set_pool("infer-l4-spot", sharing={"mode": "mig", "migConfig": "all-1g.10gb"}), "gpu-platform:nodePools[4].sharing.mode", "L4 does not support mig"),
+    ("replicas-zero", "dev", set_pool("dev-l4-spot", sharing={"mode": "time-slicing", "replicas": 0}), "gpu-platform:nodePools[0].sharing.replicas", "out of range"),
+    ("replicas-too-many", "dev", set_pool("dev-l4-spot", sharing={"mode": "mps", "replicas": 500}), "gpu-platform:nodePools[0].sharing.replicas", "2..48"),
+    ("replicas-missing", "dev", set_pool("dev-l4-spot", sharing={"mode": "time-slicing"}), "gpu-platform:nodePools[0].sharing.replicas", "required for time-slicing"),
+    ("mig-and-timeslicing", "prod", set_pool("infer-h100-mig", sharing={"mode": "time-slicing", "replicas": 4, "migConfig": "all-3g.40gb"}), "gpu-platform:nodePools[2].sharing.migConfig", "never share a pool"),
+    ("sharing-mode-typo", "dev", set_pool("dev-l4-spot", sharing={"mode": "timeslicing", "replicas": 4}), "gpu-platform:nodePools[0].sharing.mode", "'timeslicing' is not a valid choice"),
+    ("reserved-without-reservation", "prod", drop_pool_key("train-h100-reserved", "reservation"), "gpu-platform:nodePools[0].reservation", "must name its reservation"),
+    ("reserved-not-always-on", "prod", set_pool("train-h100-reserved", scaling={"min": 2, "desired": 4, "max": 4}), "gpu-platform:nodePools[0].scaling", "always on"),
+    ("reservation-bad-id", "prod", set_pool("train-h100-reserved", reservation={"id": "odcr-123"}), "gpu-platform:nodePools[0].reservation.id", "wrong format"),
+    ("spot-with-reservation", "prod", set_pool("infer-l4-spot", reservation={"id": "cr-0a1b2c3d4e5f60718"}), "gpu-platform:nodePools[4].reservation", "takes no reservation"),
+    ("capacity-block-on-g6", "prod", set_pool("infer-l4-ondemand", capacity="capacity-block", instanceTypes=["g6.2xlarge"], reservation={"id": "cr-0a1b2c3d4e5f60719"}, scaling={"min": 2, "desired": 2, "max": 2}), "gpu-platform:nodePools[5].instanceTypes[0]", "not sold as a Capacity Block"),
+    ("efa-on-small-type", "prod", set_pool("infer-l4-ondemand", efa=True, instanceTypes=["g6.2xlarge"], availabilityZones=["us-east-1a"]), "gpu-platform:nodePools[5].efa", "no EFA network interface"),
+    ("efa-multi-az", "prod", set_pool("train-h100-ondemand", availabilityZones=["us-east-1a", "us-east-1b"]), "gpu-platform:nodePools[1].availabilityZones", "exactly one zone"),
+    ("pool-zone-not-in-network", "prod", set_pool("train-h100-ondemand", availabilityZones=["us-east-1f"]), "gpu-platform:nodePools[1].availabilityZones[0]", "not one of the network's zones"),
+    ("duplicate-pool", "prod", dup_pool("infer-l4-spot"), "gpu-platform:nodePools[8].name", "duplicate pool name 'infer-l4-spot'"),
+    ("bad-pool-name", "prod", set_pool("infer-l4-spot", name="Infer_L4"), "gpu-platform:nodePools[4].name", "wrong format"),
+    ("unknown-workload-class", "prod", set_pool("infer-l4-spot", workloadClass="serving"), "gpu-platform:nodePools[4].workloadClass", "allowed: 'training', 'inference', 'batch' or 'development'"),
+    ("unknown-capacity-tier", "prod", set_pool("infer-l4-spot", capacity="preemptible"), "gpu-platform:nodePools[4].capacity", "'preemptible' is not a valid choice"),
+    ("quota-unknown-pool", "prod", tenant_quota(0, 0, pool="train-h100-reservd"), "gpu-platform:tenants[0].quotas[0].pool", "did you mean 'train-h100-reserved'"),
+    ("lending-above-quota", "prod", tenant_quota(0, 0, lendingLimit=99), "gpu-platform:tenants[0].quotas[0].lendingLimit", "allowed: 0..24"),
+    ("tenant-in-system-ns", "prod", edit("gpu-platform:tenants.0.namespace", "kube-system"), "gpu-platform:tenants[0].namespace", "platform namespace"),
+    ("missing-region", "prod", drop_cfg("aws:region"), "aws:region", "required for an EKS stack"),
+    ("single-az", "prod", edit("gpu-platform:network.availabilityZones", ["us-east-1a"]), "gpu-platform:network.availabilityZones", "at least 2 zones"),
+    ("az-other-region", "prod", edit("gpu-platform:network.availabilityZones", ["us-east-1a", "eu-west-1b"]), "gpu-platform:network.availabilityZones[1]", "not in region us-east-1"),
+    ("missing-cluster", "prod", drop_cfg("gpu-platform:cluster"), "gpu-platform:cluster", "required key is missing"),
+    ("cluster-provider-typo", "prod", edit("gpu-platform:cluster.provider", "eksctl"), "gpu-platform:cluster.provider", "allowed: 'eks' or 'existing'"),
+    ("onprem-pool-with-instance-types", "onprem", set_pool("l40s-dev", instanceTypes=["g6e.xlarge"]), "gpu-platform:nodePools[2].instanceTypes", "only for pools of an EKS cluster"),
+    ("onprem-unknown-gpu", "onprem", set_pool("l40s-dev", gpuModel="L40"), "gpu-platform:nodePools[2].gpuModel", "did you mean 'L40S'"),
+    ("onprem-spot", "onprem", set_pool("l40s-dev", capacity="spot"), "gpu-platform:nodePools[2].capacity", "not available on bare metal"),
+    ("onprem-node-in-two-pools", "onprem", set_pool("l40s-dev", nodes=["l40s-01", "dgx-a100-01"]), "gpu-platform:nodePools[2].nodes[1]", "already in pool 'hgx-a100-mig'"),
+    ("reserved-label-domain", "prod", set_pool("infer-l4-spot", labels={"nvidia.com/gpu.product": "x"}), "gpu-platform:nodePools[4].labels.nvidia.com/gpu.product", "domain the platform manages"),
+    ("version-override-breaks-matrix", "prod", set_cfg("gpu-platform:versions", {"cuda": {"version": "12.8.0"}}), "gpu-platform:versions.cuda.version", "needs a newer driver than branch 535"),
+    ("version-override-fabric-manager", "prod", set_cfg("gpu-platform:versions", {"fabric_manager": {"version": "535.230.02"}}), "gpu-platform:versions.fabric_manager.version", "differs from the driver"),
+    ("version-override-latest", "prod", set_cfg("gpu-platform:versions", {"charts": {"kueue": {"version": "latest"}}}), "gpu-platform:versions.charts.kueue.version", "floating version 'latest'"),
+    ("no-namespace-key", "prod", lambda d: _cfg(d).__setitem__("nodePools", []), "config.nodePools", "has no namespace"),
+]
+
+
+def _run(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int, str]:
+    code = main(["plan", "--config", str(path)])
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+@pytest.mark.parametrize(("case", "base", "mutate", "key", "fragment"), CASES, ids=[c[0] for c in CASES])
+def test_bad_stack_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, base: str, mutate: Mutation, key: str, fragment: str
+) -> None:
+    doc = yaml.safe_load(stack_path(base).read_text())
+    mutate(doc)
+    path = tmp_path / f"Pulumi.{case}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, err = _run(capsys, path)
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"{path}: {key}: "), lines[0]
+    assert fragment in lines[0]
+    assert "; " in lines[0], "every error says what is allowed"
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "fragment"),
+    [
+        ("empty", "", "file is empty"),
+        ("comments-only", "# nothing here\n", "file is empty"),
+        ("invalid-yaml", "config:\n  gpu-platform:environment: [prod\n", "invalid YAML"),
+        ("tab-indent", "config:\n\tgpu-platform:environment: prod\n", "invalid YAML"),
+        ("list-at-top", "- config\n", "top level is a list"),
+        ("no-config", "secretsprovider: passphrase\n", "config: missing or not a mapping"),
+        ("top-level-typo", "confg: {}\n", "did you mean 'config'"),
+    ],
+)
+def test_malformed_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, text: str, fragment: str) -> None:
+    path = tmp_path / f"Pulumi.{case}.yaml"
+    path.write_text(text)
+    code, err = _run(capsys, path)
+    assert code == 2
+    assert "Traceback" not in err
+    assert err.startswith(f"{path}: ")
+    assert fragment in err
+
+
+def test_missing_stack_names_the_file(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", "--stack", "does-not-exist"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "stacks/Pulumi.does-not-exist.yaml" in err
+    assert "file not found" in err
+
+
+def test_all_problems_reported_together(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = yaml.safe_load(stack_path("prod").read_text())
+    set_pool("infer-l4-spot", scaling={"min": 30, "desired": 30, "max": 24})(doc)
+    set_pool("infer-h100-mig", sharing={"mode": "mig", "migConfig": "all-1g.5gb"})(doc)
+    path = tmp_path / "Pulumi.two.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    code, err = _run(capsys, path)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 2
