@@ -124,7 +124,7 @@ class Lockfile(_Frozen):
 
 
 def minor(version: str) -> tuple[int, ...]:
-    """Numeric (major, minor) of a dotted version such as `12.2.2` or `v1.33`."""
+    """Numeric (major, minor) of a dotted version string, with or without a leading v."""
     parts = version.lstrip("v").split(".")
     return tuple(int(p) for p in parts[:2])
 

@@ -1,0 +1,77 @@
+"""AWS's own API model as the judge: every enumerated value the program emits is one AWS accepts.
+
+botocore ships the EC2 and EKS service models (the same JSON the AWS SDKs are generated from), so
+a typo'd capacity type, a retired AMI type or a non-existent instance type fails here, not at apply.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import botocore.session
+import pytest
+
+from gpu_platform.catalog import load_catalog
+from gpu_platform.versions import load_lockfile
+from tests.conftest import plan_for
+
+
+@cache
+def enum(service: str, shape: str) -> frozenset[str]:
+    model = botocore.session.get_session().get_service_model(service)
+    values = model.shape_for(shape).enum
+    assert values, f"{service}:{shape} has no enum"
+    return frozenset(values)
+
+
+def test_every_catalog_instance_type_exists_in_ec2() -> None:
+    known = enum("ec2", "InstanceType")
+    missing = sorted(set(load_catalog().instance_types) - known)
+    assert not missing, f"not EC2 instance types: {missing}"
+
+
+def test_lockfile_ami_types_exist_in_eks() -> None:
+    lock = load_lockfile()
+    assert lock.eks.ami_type in enum("eks", "AMITypes")
+    assert lock.eks.system_ami_type in enum("eks", "AMITypes")
+    assert "NVIDIA" in lock.eks.ami_type
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_node_group_values_are_valid_eks_enums(stack: str) -> None:
+    plan = plan_for(stack)
+    groups = plan.of_type("aws:eks/nodeGroup:NodeGroup")
+    assert groups
+    for ng in groups:
+        i = ng.inputs
+        assert i["capacityType"] in enum("eks", "CapacityTypes"), ng.name
+        assert i["amiType"] in enum("eks", "AMITypes"), ng.name
+        for t in i["instanceTypes"]:
+            assert t in enum("ec2", "InstanceType"), (ng.name, t)
+        for taint in i.get("taints", []):
+            assert taint["effect"] in enum("eks", "TaintEffect"), ng.name
+    for cluster in plan.of_type("aws:eks/cluster:Cluster"):
+        for log in cluster.inputs["enabledClusterLogTypes"]:
+            assert log in enum("eks", "LogType")
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_launch_template_values_are_valid_ec2_enums(stack: str) -> None:
+    for lt in plan_for(stack).of_type("aws:ec2/launchTemplate:LaunchTemplate"):
+        i = lt.inputs
+        assert i["metadataOptions"]["httpTokens"] in enum("ec2", "LaunchTemplateHttpTokensState")
+        assert i["metadataOptions"]["httpEndpoint"] in enum("ec2", "LaunchTemplateInstanceMetadataEndpointState")
+        for bdm in i["blockDeviceMappings"]:
+            assert bdm["ebs"]["volumeType"] in enum("ec2", "VolumeType")
+        for nic in i.get("networkInterfaces", []):
+            assert nic["interfaceType"] in enum("ec2", "NetworkInterfaceType")
+        market = i.get("instanceMarketOptions", {}).get("marketType")
+        if market is not None:
+            assert market in enum("ec2", "MarketType")
+    for pg in plan_for(stack).of_type("aws:ec2/placementGroup:PlacementGroup"):
+        assert pg.inputs["strategy"] in enum("ec2", "PlacementStrategy")
+
+
+def test_capacity_block_market_type_is_known_to_ec2() -> None:
+    assert "capacity-block" in enum("ec2", "MarketType")
+    assert "CAPACITY_BLOCK" in enum("eks", "CapacityTypes")

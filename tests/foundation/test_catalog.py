@@ -1,0 +1,90 @@
+"""The GPU catalog: internally consistent, and its MIG data equal to NVIDIA's mig-parted configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_platform.catalog import load_catalog
+from gpu_platform.versions import load_lockfile
+from tests.conftest import require_shared_crds
+
+MIG_GPUS = ("A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB")
+
+
+def test_families_a_user_expects_are_present() -> None:
+    families = {t.family for t in load_catalog().instance_types.values()}
+    assert families >= {"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en"}
+
+
+def test_prices_carry_region_date_and_source() -> None:
+    c = load_catalog()
+    assert c.pricing.region == "us-east-1"
+    assert c.pricing.as_of[:4].isdigit()
+    assert c.pricing.source.startswith("https://")
+    priced = [t for t in c.instance_types.values() if t.price_per_hour is not None]
+    assert len(priced) >= 30
+    # More GPUs of the same model never cost less per hour.
+    for fam in ("g5", "g6", "g6e"):
+        sizes = [t for t in c.instance_types.values() if t.family == fam and t.price_per_hour]
+        by_gpus = sorted(sizes, key=lambda t: (t.gpus, t.vcpu))
+        assert by_gpus[-1].price_per_hour == max(t.price_per_hour or 0 for t in sizes)
+
+
+def test_only_a100_h100_h200_class_support_mig() -> None:
+    c = load_catalog()
+    assert {g.name for g in c.gpus.values() if g.supports_mig} == set(MIG_GPUS)
+    for name in MIG_GPUS:
+        gpu = c.gpu(name)
+        assert "all-balanced" in gpu.mig_configs
+        for layout in gpu.mig_configs.values():
+            slices = sum(int(p.split("g.")[0]) * n for p, n in layout.items())
+            assert slices <= 7, (name, layout)
+
+
+def test_every_gpu_model_has_a_driver_floor_in_the_lockfile() -> None:
+    lock = load_lockfile()
+    assert set(load_catalog().gpus) == set(lock.compatibility.gpu_min_driver_branch)
+
+
+def test_nvswitch_and_efa_on_the_training_types() -> None:
+    c = load_catalog()
+    for name in ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge"):
+        t = c.instance(name)
+        assert t.nvswitch and t.supports_efa and t.gpus == 8
+
+
+def _mig_parted_layout(configs: dict[str, Any], name: str, device_id: str) -> dict[str, int] | None:
+    """The layout mig-parted applies to a GPU with this PCI device id under config `name`."""
+    for entry in configs.get(name, []):
+        filt = entry.get("device-filter")
+        ids = [filt] if isinstance(filt, str) else (filt or [])
+        if ids and device_id.upper() not in [i.upper() for i in ids]:
+            continue
+        if not entry.get("mig-enabled"):
+            return None
+        return {str(k): int(v) for k, v in entry.get("mig-devices", {}).items()}
+    return None
+
+
+@pytest.mark.parametrize("gpu_name", MIG_GPUS)
+def test_mig_configs_match_mig_parted(gpu_name: str) -> None:
+    crds = require_shared_crds()
+    doc = yaml.safe_load((crds / "mig-parted" / "v0.15.0" / "config-default.yaml").read_text())
+    configs = doc["mig-configs"]
+    gpu = load_catalog().gpu(gpu_name)
+    for name, layout in gpu.mig_configs.items():
+        assert name in configs, f"{name} is not a standard mig-parted config"
+        assert _mig_parted_layout(configs, name, gpu.pci_device_id) == layout, (gpu_name, name)
+    assert configs["all-disabled"][0]["mig-enabled"] is False
+
+
+def test_mig_parted_cross_check_catches_a_wrong_layout() -> None:
+    crds = require_shared_crds()
+    configs = yaml.safe_load((crds / "mig-parted" / "v0.15.0" / "config-default.yaml").read_text())["mig-configs"]
+    h100 = load_catalog().gpu("H100-80GB")
+    assert _mig_parted_layout(configs, "all-1g.10gb", h100.pci_device_id) == {"1g.10gb": 7}
+    a100_40 = load_catalog().gpu("A100-40GB")
+    assert _mig_parted_layout(configs, "all-1g.10gb", a100_40.pci_device_id) == {"1g.10gb": 4}

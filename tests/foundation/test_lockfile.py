@@ -1,0 +1,103 @@
+"""The version lockfile: the compatibility matrix holds, and no version literal lives anywhere else."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+
+from gpu_platform.errors import ConfigError
+from gpu_platform.versions import deep_merge, load_lockfile, parse_lockfile, raw_lockfile
+from tests.conftest import ROOT
+
+LOCKFILE = ROOT / "infra" / "gpu_platform" / "data" / "versions.yaml"
+
+
+def test_lockfile_loads_and_pins_every_component() -> None:
+    lock = load_lockfile()
+    assert lock.nvidia_driver.version.startswith(lock.nvidia_driver.branch + ".")
+    assert lock.fabric_manager.version == lock.nvidia_driver.version
+    for key in ("gpu-operator", "kueue", "volcano", "cluster-autoscaler", "kube-prometheus-stack"):
+        assert re.fullmatch(r"v?\d+\.\d+\.\d+", lock.chart(key).version), key
+    for key in ("driver", "device-plugin", "mig-manager", "dcgm-exporter", "cluster-autoscaler"):
+        assert lock.image(key).tag not in {"latest", ""}
+
+
+@pytest.mark.parametrize(
+    ("override", "path", "fragment"),
+    [
+        ({"cuda": {"version": "12.4.1"}}, "cuda.version", "needs a newer driver"),
+        ({"fabric_manager": {"version": "535.230.02"}}, "fabric_manager.version", "differs from the driver"),
+        ({"nvidia_driver": {"version": "550.54.15"}}, "nvidia_driver.version", "is not on branch 535"),
+        ({"nvidia_driver": {"packages": {"debian": "535.247.01-1"}}}, "nvidia_driver.packages.debian", "does not carry driver"),
+        ({"kubernetes": {"version": "1.36"}}, "compatibility.kubernetes.gpu-operator", "outside gpu-operator's supported range"),
+        ({"kernel": {"min": "6.9", "max": "6.8"}}, "kernel", "above max"),
+        ({"images": {"mig-manager": {"tag": "v0.14.0"}}}, "images.mig-manager.tag", "same release"),
+        ({"images": {"device-plugin": {"tag": "latest"}}}, "images.device-plugin.tag", "floating version"),
+        ({"eks": {"ami_release_version": "1.32.9-20251001"}}, "eks.ami_release_version", "not built for Kubernetes 1.33"),
+        ({"images": {"dcgm-exporter": {"tag": "3.3.9-3.6.1-ubuntu22.04"}}}, "images.dcgm-exporter.tag", "not built on DCGM"),
+    ],
+)
+def test_compatibility_matrix_rejects_drift(override: dict, path: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_lockfile(deep_merge(raw_lockfile(), override))
+    lines = [str(p) for p in err.value.problems]
+    assert any(f": {path}: " in line and fragment in line for line in lines), lines
+
+
+def test_unknown_lockfile_key_is_rejected() -> None:
+    data = copy.deepcopy(raw_lockfile())
+    data["nvidia_driver"]["brnach"] = "535"
+    with pytest.raises(ConfigError) as err:
+        parse_lockfile(data)
+    assert "nvidia_driver.brnach" in str(err.value)
+
+
+# A version-looking literal: 1.2.3, v0.19.2, 535.261.03, 12.2 after a version-ish key.
+VERSION_LITERAL = re.compile(r"""(?<![\w.])v?\d+\.\d+\.\d+(?:[-+.][\w.]+)?(?![\w.])""")
+IPV4 = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
+SCANNED = ("infra", "stacks", "ansible", "policies")
+SKIP_PARTS = {"__pycache__", ".gpu-host-deps", "fixtures", "molecule"}
+# Files allowed to hold version literals: the lockfile itself, and catalog/fixture data that
+# describes hardware (prices, not software versions).
+ALLOWED = {LOCKFILE, ROOT / "infra" / "gpu_platform" / "data" / "catalog.yaml"}
+
+
+def _scanned_files() -> list[Path]:
+    out = []
+    for top in SCANNED:
+        for path in (ROOT / top).rglob("*"):
+            if path.is_file() and path.suffix in {".py", ".yaml", ".yml", ".j2", ".hcl", ".cfg", ".toml", ".txt"}:
+                if not SKIP_PARTS & set(path.relative_to(ROOT).parts) and path not in ALLOWED:
+                    out.append(path)
+    return out
+
+
+def stray_pins(text: str) -> list[str]:
+    """Version literals in a file's lines (comments included: a stale comment misleads as much as code)."""
+    hits = []
+    for line in text.splitlines():
+        for m in VERSION_LITERAL.finditer(line):
+            if IPV4.fullmatch(m.group(0)):
+                continue  # an address or CIDR, not a version
+            if "://" in line and m.group(0) in line.split("://", 1)[1].split()[0]:
+                continue  # part of a URL path
+            hits.append(m.group(0))
+    return hits
+
+
+def test_stray_pin_detector_finds_pins() -> None:
+    assert stray_pins('version: "0.19.2"') == ["0.19.2"]
+    assert stray_pins("image: nvcr.io/nvidia/driver:535.261.03") == ["535.261.03"]
+    assert stray_pins("tag: v1.33.2") == ["v1.33.2"]
+    assert stray_pins("cidr: 10.40.0.0/16") == []  # an IPv4 CIDR has four parts, not a version
+    assert stray_pins("name: all-1g.10gb") == []
+
+
+def test_no_version_literal_outside_the_lockfile() -> None:
+    files = _scanned_files()
+    assert any(p.suffix == ".py" for p in files)
+    offenders = {str(p.relative_to(ROOT)): hits for p in files if (hits := stray_pins(p.read_text(errors="replace")))}
+    assert not offenders, f"version literals outside {LOCKFILE.relative_to(ROOT)}: {offenders}"

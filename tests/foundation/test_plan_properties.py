@@ -1,0 +1,256 @@
+"""Properties of the offline plan of every stack: what `pulumi up` would create, checked like a reviewer would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpu_platform.catalog import load_catalog
+from gpu_platform.engine import Plan, PlannedResource
+from gpu_platform.pools import gpu_of, gpus_per_node
+from gpu_platform.spec.models import NodePool, PlatformSpec
+from gpu_platform.versions import load_lockfile
+from tests.conftest import plan_for, spec_for
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+EKS_STACKS = ("dev", "staging", "prod")
+
+
+def _pool_resources(plan: Plan, pool: NodePool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(node group inputs, launch template inputs) of one pool."""
+    ng = plan.named(f"pool-{pool.name}-ng").inputs
+    lt = plan.named(f"pool-{pool.name}-lt").inputs
+    return ng, lt
+
+
+def _taints(ng: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {(t["key"], t.get("value", ""), t["effect"]) for t in ng.get("taints", [])}
+
+
+@pytest.mark.parametrize("stack", EKS_STACKS)
+def test_every_gpu_pool_is_tainted_and_labelled(stack: str) -> None:
+    plan, spec = plan_for(stack), spec_for(stack)
+    catalog = load_catalog()
+    for pool in spec.node_pools:
+        ng, _ = _pool_resources(plan, pool)
+        assert ("nvidia.com/gpu", "present", "NO_SCHEDULE") in _taints(ng), pool.name
+        labels = ng["labels"]
+        assert labels["gpu-platform.io/workload-class"] == pool.workload_class
+        assert labels["gpu-platform.io/capacity-tier"] == pool.capacity
+        assert labels["gpu-platform.io/gpu-model"] == gpu_of(pool, catalog).name
+        assert ng["tags"]["gpu-platform:pool"] == pool.name
+        assert ng["tags"]["gpu-platform:tier"] == pool.capacity
+        assert ng["tags"]["gpu-platform:environment"] == spec.environment
+
+
+@pytest.mark.parametrize("stack", EKS_STACKS)
+def test_spot_pools_are_spot_with_interruptible_taint(stack: str) -> None:
+    plan, spec = plan_for(stack), spec_for(stack)
+    spot = [p for p in spec.node_pools if p.capacity == "spot"]
+    assert spot, f"{stack} is expected to have Spot pools"
+    for pool in spot:
+        ng, _ = _pool_resources(plan, pool)
+        assert ng["capacityType"] == "SPOT"
+        assert ("gpu-platform.io/interruptible", "true", "NO_SCHEDULE") in _taints(ng)
+        assert ng["labels"]["gpu-platform.io/interruptible"] == "true"
+        assert len(ng["instanceTypes"]) >= 2, "Spot pools diversify over several instance types"
+    for pool in spec.node_pools:
+        if pool.capacity != "spot":
+            ng, _ = _pool_resources(plan, pool)
+            assert ng["capacityType"] in {"ON_DEMAND", "CAPACITY_BLOCK"}
+            assert all(t[0] != "gpu-platform.io/interruptible" for t in _taints(ng))
+
+
+@pytest.mark.parametrize("stack", EKS_STACKS)
+def test_launch_templates_require_imdsv2_and_encrypt_volumes(stack: str) -> None:
+    plan = plan_for(stack)
+    templates = plan.of_type(LAUNCH_TEMPLATE)
+    assert len(templates) == len(spec_for(stack).node_pools)
+    for lt in templates:
+        assert lt.inputs["metadataOptions"]["httpTokens"] == "required", lt.name
+        assert lt.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 1
+        for bdm in lt.inputs["blockDeviceMappings"]:
+            assert bdm["ebs"]["encrypted"] == "true", lt.name
+            assert bdm["ebs"]["volumeType"] == "gp3"
+            assert bdm["ebs"]["volumeSize"] >= 100
+
+
+def test_efa_training_pools_get_placement_group_and_all_efa_interfaces() -> None:
+    plan, spec = plan_for("prod"), spec_for("prod")
+    catalog = load_catalog()
+    efa_pools = [p for p in spec.node_pools if p.efa]
+    assert {p.name for p in efa_pools} == {"train-h100-reserved", "train-h100-ondemand"}
+    for pool in efa_pools:
+        ng, lt = _pool_resources(plan, pool)
+        pg = plan.named(f"pool-{pool.name}-pg")
+        assert pg.inputs["strategy"] == "cluster"
+        assert lt["placement"]["groupName"] == pg.name
+        interfaces = lt["networkInterfaces"]
+        assert len(interfaces) == catalog.instance("p5.48xlarge").efa_interfaces == 32
+        assert all(i["interfaceType"] == "efa" for i in interfaces)
+        assert sorted(i["networkCardIndex"] for i in interfaces) == list(range(32))
+        assert [i["deviceIndex"] for i in interfaces if i["networkCardIndex"] == 0] == [0]
+        assert len(ng["subnetIds"]) == 1, "an EFA pool lives in one zone"
+    for pool in spec.node_pools:
+        if not pool.efa:
+            _, lt = _pool_resources(plan, pool)
+            assert "networkInterfaces" not in lt and "placement" not in lt
+
+
+def test_reserved_pools_target_their_reservation() -> None:
+    plan, spec = plan_for("prod"), spec_for("prod")
+    h100 = plan.named("pool-train-h100-reserved-lt").inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert h100 == {"capacityReservationId": "cr-0a1b2c3d4e5f60718"}
+    a100 = plan.named("pool-infer-a100-mig-lt").inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert a100 == {"capacityReservationResourceGroupArn": "arn:aws:resource-groups:us-east-1:123456789012:group/gpu-prod-a100"}
+    for pool in spec.node_pools:
+        ng, lt = _pool_resources(plan, pool)
+        if pool.capacity == "reserved":
+            assert ng["capacityType"] == "ON_DEMAND"
+            s = ng["scalingConfig"]
+            assert s["minSize"] == s["desiredSize"] == s["maxSize"], "reserved capacity is always on"
+        else:
+            assert "capacityReservationSpecification" not in lt
+
+
+def test_capacity_block_pool_uses_capacity_block_market(tmp_path: Any) -> None:
+    from gpu_platform.engine import run_program
+    from gpu_platform.spec.loader import read_stack_config
+    from tests.conftest import stack_path
+
+    config = read_stack_config(stack_path("prod"))
+    pools = [dict(p) for p in config["gpu-platform:nodePools"]]
+    pools[0] = {**pools[0], "capacity": "capacity-block", "reservation": {"id": "cr-0b1b2c3d4e5f60719"}}
+    config["gpu-platform:nodePools"] = pools
+    plan = run_program(config, "prod-cb")
+    ng = plan.named("pool-train-h100-reserved-ng").inputs
+    lt = plan.named("pool-train-h100-reserved-lt").inputs
+    assert ng["capacityType"] == "CAPACITY_BLOCK"
+    assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert lt["capacityReservationSpecification"]["capacityReservationTarget"] == {"capacityReservationId": "cr-0b1b2c3d4e5f60719"}
+
+
+@pytest.mark.parametrize("stack", EKS_STACKS)
+def test_sharing_labels_select_the_right_config(stack: str) -> None:
+    plan, spec = plan_for(stack), spec_for(stack)
+    catalog = load_catalog()
+    for pool in spec.node_pools:
+        labels = _pool_resources(plan, pool)[0]["labels"]
+        mode = pool.sharing.mode
+        if mode in ("time-slicing", "mps"):
+            assert labels["nvidia.com/device-plugin.config"] == f"{mode}-{pool.sharing.replicas}"
+        elif mode == "mig":
+            assert labels["nvidia.com/mig.config"] == pool.sharing.mig_config
+            assert labels["nvidia.com/device-plugin.config"] == "mig-mixed"
+        else:
+            assert labels["nvidia.com/device-plugin.config"] == "default"
+            if gpu_of(pool, catalog).supports_mig:
+                assert labels["nvidia.com/mig.config"] == "all-disabled"
+            else:
+                assert "nvidia.com/mig.config" not in labels
+
+
+def test_prod_sharing_labels_by_pool() -> None:
+    plan = plan_for("prod")
+    assert plan.named("pool-infer-h100-mig-ng").inputs["labels"]["nvidia.com/mig.config"] == "all-3g.40gb"
+    assert plan.named("pool-infer-a100-mig-ng").inputs["labels"]["nvidia.com/mig.config"] == "all-balanced"
+    assert plan.named("pool-train-h100-reserved-ng").inputs["labels"]["nvidia.com/mig.config"] == "all-disabled"
+    dev = plan_for("dev")
+    assert dev.named("pool-dev-l4-spot-ng").inputs["labels"]["nvidia.com/device-plugin.config"] == "time-slicing-4"
+
+
+@pytest.mark.parametrize("stack", EKS_STACKS)
+def test_node_groups_roll_one_node_at_a_time_and_pin_the_ami(stack: str) -> None:
+    lock = load_lockfile()
+    for ng in plan_for(stack).of_type(NODE_GROUP):
+        assert ng.inputs["updateConfig"]["maxUnavailable"] <= 2, ng.name
+        assert ng.inputs["releaseVersion"] == lock.eks.ami_release_version
+        assert ng.inputs["version"] == lock.kubernetes.version
+        if ng.name != "cluster-system-ng":
+            assert ng.inputs["amiType"] == lock.eks.ami_type
+
+
+@pytest.mark.parametrize("stack", EKS_STACKS)
+def test_gpu_pools_can_scale_from_zero(stack: str) -> None:
+    """The autoscaler needs node-template tags to know what a zero-node GPU pool would offer."""
+    plan, spec = plan_for(stack), spec_for(stack)
+    catalog = load_catalog()
+    prefix = "k8s.io/cluster-autoscaler"
+    for pool in spec.node_pools:
+        tags = _pool_resources(plan, pool)[0]["tags"]
+        assert tags[f"{prefix}/{spec.cluster.name}"] == "owned"
+        assert tags[f"{prefix}/node-template/resources/nvidia.com/gpu"] == str(gpus_per_node(pool, catalog))
+        assert tags[f"{prefix}/node-template/taint/nvidia.com/gpu"] == "present:NoSchedule"
+
+
+def test_inference_pools_span_every_zone() -> None:
+    plan, spec = plan_for("prod"), spec_for("prod")
+    for pool in spec.node_pools:
+        if pool.workload_class == "inference":
+            ng = _pool_resources(plan, pool)[0]
+            assert len(ng["subnetIds"]) == len(spec.network.availability_zones) == 3, pool.name
+
+
+def test_autoscaler_tries_spot_first_then_on_demand() -> None:
+    release = plan_for("prod").named("autoscaler-release").inputs
+    lock = load_lockfile()
+    assert release["chart"] == lock.chart("cluster-autoscaler").chart
+    assert release["version"] == lock.chart("cluster-autoscaler").version
+    values = release["values"]
+    assert values["extraArgs"]["expander"] == "priority"
+    assert values["image"]["tag"] == lock.image("cluster-autoscaler").tag
+    prio = {int(k): v for k, v in values["expanderPriorities"].items()}
+    def priority_of(pool: str) -> int:
+        return next(p for p, patterns in prio.items() if any(f"-{pool}-" in x for x in patterns))
+    assert priority_of("infer-l4-spot") > priority_of("infer-l4-ondemand") > priority_of("train-h100-reserved")
+    assert priority_of("batch-l40s-spot") > priority_of("batch-l40s-ondemand")
+
+
+def test_eks_cluster_is_private_encrypted_and_logged() -> None:
+    plan = plan_for("prod")
+    cluster = plan.of_type("aws:eks/cluster:Cluster")[0].inputs
+    assert cluster["vpcConfig"]["endpointPrivateAccess"] is True
+    assert cluster["vpcConfig"]["endpointPublicAccess"] is False
+    assert cluster["encryptionConfig"]["resources"] == ["secrets"]
+    assert set(cluster["enabledClusterLogTypes"]) >= {"api", "audit", "authenticator"}
+    key = plan.of_type("aws:kms/key:Key")[0].inputs
+    assert key["enableKeyRotation"] is True
+    dev = plan_for("dev").of_type("aws:eks/cluster:Cluster")[0].inputs
+    assert dev["vpcConfig"]["publicAccessCidrs"] == ["203.0.113.0/24"]
+
+
+def test_node_role_has_only_the_policies_nodes_need() -> None:
+    plan = plan_for("prod")
+    arns = {r.inputs["policyArn"] for r in plan.children("cluster") if r.name.startswith("cluster-node-policy-")}
+    assert arns == {
+        "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+        "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+        "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+        "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+    }
+
+
+def test_onprem_creates_no_aws_resources_and_patches_nodes() -> None:
+    plan = plan_for("onprem")
+    spec = spec_for("onprem")
+    assert not [r for r in plan.resources if r.type.startswith("aws:")]
+    catalog = load_catalog()
+    patches = {r.inputs["metadata"]["name"]: r for r in plan.of_type("kubernetes:core/v1:NodePatch")}
+    for pool in spec.node_pools:
+        for node in pool.nodes:
+            patch: PlannedResource = patches[node]
+            assert patch.inputs["metadata"]["labels"]["gpu-platform.io/pool"] == pool.name
+            assert patch.inputs["metadata"]["labels"]["gpu-platform.io/gpu-model"] == gpu_of(pool, catalog).name
+            assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"} in patch.inputs["spec"]["taints"]
+    assert patches["dgx-a100-01"].inputs["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.10gb"
+    assert patches["l40s-01"].inputs["metadata"]["labels"]["nvidia.com/device-plugin.config"] == "mps-8"
+
+
+def test_every_aws_resource_carries_stack_tags() -> None:
+    plan = plan_for("prod")
+    taggable = [r for r in plan.resources if r.type.startswith("aws:") and "tags" in r.inputs]
+    assert len(taggable) > 30
+    for r in taggable:
+        assert r.inputs["tags"]["gpu-platform:environment"] == "prod", r.name
