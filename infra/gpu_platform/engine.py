@@ -7,10 +7,14 @@ is Pulumi's MockMonitor with a recorder, so no cloud, CLI or plugin is involved.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks, settings
+
+from gpu_platform.program import main
 
 PROJECT = "gpu-platform"
 
@@ -100,7 +104,7 @@ def _parent_name(urn: str) -> str | None:
 def _computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """The few outputs the program reads back from resources, with recognisable fake values."""
     out = dict(inputs)
-    out.setdefault("arn", f"arn:aws:mock:::{type_token.split(':')[-1].lower()}/{name}")
+    out.setdefault("arn", f"arn:aws:mock:::{type_token.rsplit(':', maxsplit=1)[-1].lower()}/{name}")
     if type_token == "aws:eks/cluster:Cluster":
         out["endpoint"] = f"https://{name}.eks.mock"
         out["certificateAuthority"] = {"data": "bW9jaw=="}
@@ -114,12 +118,6 @@ def _computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dic
 
 def run_program(config: Mapping[str, Any], stack: str) -> Plan:
     """Run `program.main()` for `stack` with `config` (namespaced keys) under the mock engine."""
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    import pulumi
-    from pulumi.runtime import mocks, settings
-
-    from gpu_platform.program import main
-
     plan = Plan(stack=stack)
 
     class Recorder(pulumi.runtime.Mocks):
@@ -130,7 +128,7 @@ def run_program(config: Mapping[str, Any], stack: str) -> Plan:
             return {}, None
 
     class RecordingMonitor(mocks.MockMonitor):
-        def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+        def RegisterResource(self, request: Any) -> Any:
             response = super().RegisterResource(request)
             if request.type != "pulumi:pulumi:Stack":
                 inputs = pulumi.runtime.rpc.deserialize_properties(request.object)

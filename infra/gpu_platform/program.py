@@ -8,6 +8,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi.runtime import config as rc
 
 from gpu_platform.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from gpu_platform.aws.cluster import EksCluster, EksClusterArgs
@@ -88,8 +89,6 @@ def build(spec: PlatformSpec) -> Built:
 
 def runtime_config() -> dict[str, Any]:
     """All config the Pulumi engine hands the program (stack file, env, or mocks)."""
-    from pulumi.runtime import config as rc
-
     merged: dict[str, Any] = dict(rc.get_config_env())
     merged.update(rc.CONFIG.get())
     return merged

@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.spec.errors import problems_from_validation
 
 LOCKFILE = "infra/gpu_platform/data/versions.yaml"
 
@@ -143,31 +144,92 @@ def check_compatibility(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
         problems.append(Problem(file, "nvidia_driver.version", f"'{drv.version}' is not on branch {drv.branch}", f"allowed: {drv.branch}.x"))
     for source, pkg in drv.packages.items():
         if drv.version not in pkg:
-            problems.append(Problem(file, f"nvidia_driver.packages.{source}", f"'{pkg}' does not carry driver {drv.version}", f"allowed: a package version containing {drv.version}"))
+            problems.append(
+                Problem(
+                    file,
+                    f"nvidia_driver.packages.{source}",
+                    f"'{pkg}' does not carry driver {drv.version}",
+                    f"allowed: a package version containing {drv.version}",
+                )
+            )
     if branch is None:
-        problems.append(Problem(file, "nvidia_driver.branch", f"branch {drv.branch} is not in compatibility.driver_branches", f"allowed: {', '.join(sorted(matrix.driver_branches))}"))
+        problems.append(
+            Problem(
+                file,
+                "nvidia_driver.branch",
+                f"branch {drv.branch} is not in compatibility.driver_branches",
+                f"allowed: {', '.join(sorted(matrix.driver_branches))}",
+            )
+        )
     elif minor(lock.cuda.version) > minor(branch.max_cuda):
-        problems.append(Problem(file, "cuda.version", f"CUDA {lock.cuda.version} needs a newer driver than branch {drv.branch}", f"allowed: CUDA <= {branch.max_cuda}"))
+        problems.append(
+            Problem(
+                file, "cuda.version", f"CUDA {lock.cuda.version} needs a newer driver than branch {drv.branch}", f"allowed: CUDA <= {branch.max_cuda}"
+            )
+        )
     if lock.fabric_manager.version != drv.version:
-        problems.append(Problem(file, "fabric_manager.version", f"'{lock.fabric_manager.version}' differs from the driver {drv.version}", "fabric manager must equal the driver version exactly"))
+        problems.append(
+            Problem(
+                file,
+                "fabric_manager.version",
+                f"'{lock.fabric_manager.version}' differs from the driver {drv.version}",
+                "fabric manager must equal the driver version exactly",
+            )
+        )
     if lock.images["driver"].tag != drv.version:
-        problems.append(Problem(file, "images.driver.tag", f"'{lock.images['driver'].tag}' differs from the driver {drv.version}", "allowed: the driver version"))
+        problems.append(
+            Problem(file, "images.driver.tag", f"'{lock.images['driver'].tag}' differs from the driver {drv.version}", "allowed: the driver version")
+        )
     if minor(lock.kernel.min) > minor(lock.kernel.max):
         problems.append(Problem(file, "kernel", f"min {lock.kernel.min} is above max {lock.kernel.max}", "allowed: min <= max"))
     k8s = minor(lock.kubernetes.version)
     for component, rng in matrix.kubernetes.items():
         if not minor(rng.min) <= k8s <= minor(rng.max):
-            problems.append(Problem(file, f"compatibility.kubernetes.{component}", f"Kubernetes {lock.kubernetes.version} is outside {component}'s supported range", f"allowed: {rng.min}..{rng.max}"))
+            problems.append(
+                Problem(
+                    file,
+                    f"compatibility.kubernetes.{component}",
+                    f"Kubernetes {lock.kubernetes.version} is outside {component}'s supported range",
+                    f"allowed: {rng.min}..{rng.max}",
+                )
+            )
     if not lock.eks.ami_release_version.startswith(lock.kubernetes.version + "."):
-        problems.append(Problem(file, "eks.ami_release_version", f"'{lock.eks.ami_release_version}' is not built for Kubernetes {lock.kubernetes.version}", f"allowed: {lock.kubernetes.version}.x-<date>"))
+        problems.append(
+            Problem(
+                file,
+                "eks.ami_release_version",
+                f"'{lock.eks.ami_release_version}' is not built for Kubernetes {lock.kubernetes.version}",
+                f"allowed: {lock.kubernetes.version}.x-<date>",
+            )
+        )
     if lock.images["cluster-autoscaler"].tag.lstrip("v").rsplit(".", 1)[0] != lock.kubernetes.version:
-        problems.append(Problem(file, "images.cluster-autoscaler.tag", "cluster-autoscaler must match the Kubernetes minor", f"allowed: v{lock.kubernetes.version}.x"))
+        problems.append(
+            Problem(
+                file, "images.cluster-autoscaler.tag", "cluster-autoscaler must match the Kubernetes minor", f"allowed: v{lock.kubernetes.version}.x"
+            )
+        )
     if lock.eks.ami_driver_branch not in matrix.driver_branches:
-        problems.append(Problem(file, "eks.ami_driver_branch", f"branch {lock.eks.ami_driver_branch} is not in compatibility.driver_branches", f"allowed: {', '.join(sorted(matrix.driver_branches))}"))
+        problems.append(
+            Problem(
+                file,
+                "eks.ami_driver_branch",
+                f"branch {lock.eks.ami_driver_branch} is not in compatibility.driver_branches",
+                f"allowed: {', '.join(sorted(matrix.driver_branches))}",
+            )
+        )
     if lock.images["mig-manager"].tag.lstrip("v") != lock.mig_parted.version:
-        problems.append(Problem(file, "images.mig-manager.tag", "mig-manager and mig-parted must be the same release", f"allowed: v{lock.mig_parted.version}"))
+        problems.append(
+            Problem(file, "images.mig-manager.tag", "mig-manager and mig-parted must be the same release", f"allowed: v{lock.mig_parted.version}")
+        )
     if not lock.images["dcgm-exporter"].tag.startswith(lock.dcgm.version + "-"):
-        problems.append(Problem(file, "images.dcgm-exporter.tag", f"dcgm-exporter is not built on DCGM {lock.dcgm.version}", f"allowed: {lock.dcgm.version}-<exporter>-<os>"))
+        problems.append(
+            Problem(
+                file,
+                "images.dcgm-exporter.tag",
+                f"dcgm-exporter is not built on DCGM {lock.dcgm.version}",
+                f"allowed: {lock.dcgm.version}-<exporter>-<os>",
+            )
+        )
     for key in REQUIRED_CHARTS:
         if key not in lock.charts:
             problems.append(Problem(file, f"charts.{key}", "missing", "every platform chart must be pinned"))
@@ -209,8 +271,6 @@ def raw_lockfile() -> dict[str, Any]:
 
 def parse_lockfile(data: Mapping[str, Any], file: str = LOCKFILE) -> Lockfile:
     """Validate lockfile data and its compatibility matrix; ConfigError lists every problem."""
-    from gpu_platform.spec.errors import problems_from_validation
-
     try:
         lock = Lockfile.model_validate(data)
     except Exception as exc:  # pydantic.ValidationError, reported as one line per problem

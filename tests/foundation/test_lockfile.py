@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-
 from gpu_platform.errors import ConfigError
 from gpu_platform.versions import deep_merge, load_lockfile, parse_lockfile, raw_lockfile
+
 from tests.conftest import ROOT
 
 LOCKFILE = ROOT / "infra" / "gpu_platform" / "data" / "versions.yaml"
@@ -69,9 +69,9 @@ def _scanned_files() -> list[Path]:
     out = []
     for top in SCANNED:
         for path in (ROOT / top).rglob("*"):
-            if path.is_file() and path.suffix in {".py", ".yaml", ".yml", ".j2", ".hcl", ".cfg", ".toml", ".txt"}:
-                if not SKIP_PARTS & set(path.relative_to(ROOT).parts) and path not in ALLOWED:
-                    out.append(path)
+            scanned_kind = path.is_file() and path.suffix in {".py", ".yaml", ".yml", ".j2", ".hcl", ".cfg", ".toml", ".txt"}
+            if scanned_kind and not SKIP_PARTS & set(path.relative_to(ROOT).parts) and path not in ALLOWED:
+                out.append(path)
     return out
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import Plan, PlannedResource
 from gpu_platform.pools import gpu_of, gpus_per_node
-from gpu_platform.spec.models import NodePool, PlatformSpec
+from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import load_lockfile
+
 from tests.conftest import plan_for, spec_for
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -118,6 +118,7 @@ def test_reserved_pools_target_their_reservation() -> None:
 def test_capacity_block_pool_uses_capacity_block_market(tmp_path: Any) -> None:
     from gpu_platform.engine import run_program
     from gpu_platform.spec.loader import read_stack_config
+
     from tests.conftest import stack_path
 
     config = read_stack_config(stack_path("prod"))
@@ -202,8 +203,10 @@ def test_autoscaler_tries_spot_first_then_on_demand() -> None:
     assert values["extraArgs"]["expander"] == "priority"
     assert values["image"]["tag"] == lock.image("cluster-autoscaler").tag
     prio = {int(k): v for k, v in values["expanderPriorities"].items()}
+
     def priority_of(pool: str) -> int:
         return next(p for p, patterns in prio.items() if any(f"-{pool}-" in x for x in patterns))
+
     assert priority_of("infer-l4-spot") > priority_of("infer-l4-ondemand") > priority_of("train-h100-reserved")
     assert priority_of("batch-l40s-spot") > priority_of("batch-l40s-ondemand")
 

@@ -125,7 +125,7 @@ class EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
         )
         self.security_group_id = self.cluster.vpc_config.cluster_security_group_id
-        self.kubeconfig = pulumi.Output.all(
-            self.cluster.name, self.cluster.endpoint, self.cluster.certificate_authority.data
-        ).apply(lambda a: kubeconfig(a[0], a[1], a[2], args.region))
+        self.kubeconfig = pulumi.Output.all(self.cluster.name, self.cluster.endpoint, self.cluster.certificate_authority.data).apply(
+            lambda a: kubeconfig(a[0], a[1], a[2], args.region)
+        )
         self.register_outputs({"cluster_name": self.cluster.name, "endpoint": self.cluster.endpoint})

@@ -13,7 +13,7 @@ from gpu_platform.spec.models import NetworkSpec
 
 def subnet_plan(cidr: str, zones: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     """Zone -> (private CIDR, public CIDR): large private subnets for pod IPs, small public ones for NAT/LBs."""
-    net = ipaddress.ip_network(cidr)
+    net = ipaddress.IPv4Network(cidr)
     eighths = list(net.subnets(prefixlen_diff=3))
     publics = list(eighths[-1].subnets(prefixlen_diff=3))
     if len(zones) > len(eighths) - 1:

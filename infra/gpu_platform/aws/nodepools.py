@@ -187,12 +187,8 @@ class GpuNodePool(pulumi.ComponentResource):
             vpc_security_group_ids=None if interfaces else [args.cluster_security_group_id],
             placement=placement,
             capacity_reservation_specification=reservation,
-            instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
-            if lt.capacity_block
-            else None,
-            tag_specifications=[
-                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=plan.tags) for kind in ("instance", "volume")
-            ],
+            instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block") if lt.capacity_block else None,
+            tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=plan.tags) for kind in ("instance", "volume")],
             tags=plan.tags,
             opts=child,
         )
@@ -207,9 +203,7 @@ class GpuNodePool(pulumi.ComponentResource):
             release_version=args.lock.eks.ami_release_version,
             version=args.lock.kubernetes.version,
             instance_types=list(plan.instance_types),
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=plan.min_size, desired_size=plan.desired_size, max_size=plan.max_size
-            ),
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=plan.min_size, desired_size=plan.desired_size, max_size=plan.max_size),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=plan.max_unavailable),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
             labels=plan.labels,

@@ -33,7 +33,14 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
         for i, pool in enumerate(spec.node_pools):
             for j, node in enumerate(pool.nodes):
                 if node in seen:
-                    add(Problem(file, f"{P}nodePools[{i}].nodes[{j}]", f"node '{node}' is already in pool '{seen[node]}'", "allowed: each node in one pool"))
+                    add(
+                        Problem(
+                            file,
+                            f"{P}nodePools[{i}].nodes[{j}]",
+                            f"node '{node}' is already in pool '{seen[node]}'",
+                            "allowed: each node in one pool",
+                        )
+                    )
                 seen.setdefault(node, pool.name)
     problems += _check_tenants(spec, file)
     return problems
@@ -46,10 +53,24 @@ def _check_eks(spec: PlatformSpec, file: str) -> list[Problem]:
         out.append(Problem(file, "aws:region", "required for an EKS stack", "set aws:region, e.g. us-east-1"))
     if net.mode == "new":
         if len(net.availability_zones) < 2:
-            out.append(Problem(file, f"{P}network.availabilityZones", f"{len(net.availability_zones)} zone(s) given", "allowed: at least 2 zones (EKS needs subnets in two)"))
+            out.append(
+                Problem(
+                    file,
+                    f"{P}network.availabilityZones",
+                    f"{len(net.availability_zones)} zone(s) given",
+                    "allowed: at least 2 zones (EKS needs subnets in two)",
+                )
+            )
         for i, az in enumerate(net.availability_zones):
             if spec.region and not az.startswith(spec.region):
-                out.append(Problem(file, f"{P}network.availabilityZones[{i}]", f"'{az}' is not in region {spec.region}", f"allowed: {spec.region}a, {spec.region}b, ..."))
+                out.append(
+                    Problem(
+                        file,
+                        f"{P}network.availabilityZones[{i}]",
+                        f"'{az}' is not in region {spec.region}",
+                        f"allowed: {spec.region}a, {spec.region}b, ...",
+                    )
+                )
         for az, n in Counter(net.availability_zones).items():
             if n > 1:
                 out.append(Problem(file, f"{P}network.availabilityZones", f"zone '{az}' listed twice", "allowed: distinct zones"))
@@ -57,12 +78,18 @@ def _check_eks(spec: PlatformSpec, file: str) -> list[Problem]:
         if not net.vpc_id:
             out.append(Problem(file, f"{P}network.vpcId", "required when network.mode is existing", "allowed: vpc-<hex>"))
         if len(net.subnets) < 2:
-            out.append(Problem(file, f"{P}network.subnets", f"{len(net.subnets)} subnet(s) given", "allowed: at least 2 private subnets, as zone: subnet-id"))
+            out.append(
+                Problem(file, f"{P}network.subnets", f"{len(net.subnets)} subnet(s) given", "allowed: at least 2 private subnets, as zone: subnet-id")
+            )
     if spec.cluster.kubeconfig:
         out.append(Problem(file, f"{P}cluster.kubeconfig", "only for cluster.provider existing", "remove it, or set provider: existing"))
     c = spec.cluster.system_nodes
     if not c.min_size <= c.desired_size <= c.max_size:
-        out.append(Problem(file, f"{P}cluster.systemNodes", f"min {c.min_size}, desired {c.desired_size}, max {c.max_size}", "allowed: min <= desired <= max"))
+        out.append(
+            Problem(
+                file, f"{P}cluster.systemNodes", f"min {c.min_size}, desired {c.desired_size}, max {c.max_size}", "allowed: min <= desired <= max"
+            )
+        )
     return out
 
 
@@ -71,7 +98,14 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
     add = out.append
     for key in pool.labels:
         if key.startswith(RESERVED_PREFIXES):
-            add(Problem(file, f"{at}.labels.{key}", "label key uses a domain the platform manages", f"allowed: keys outside {', '.join(RESERVED_PREFIXES)}"))
+            add(
+                Problem(
+                    file,
+                    f"{at}.labels.{key}",
+                    "label key uses a domain the platform manages",
+                    f"allowed: keys outside {', '.join(RESERVED_PREFIXES)}",
+                )
+            )
     gpu_name: str | None = None
     if spec.is_eks:
         if pool.scaling is None:
@@ -82,13 +116,24 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
                 add(Problem(file, f"{at}.scaling", f"min {s.min_size}, desired {s.desired_size}, max {s.max_size}", "allowed: min <= desired <= max"))
         for key, value in (("gpuModel", pool.gpu_model), ("gpusPerNode", pool.gpus_per_node), ("nodes", pool.nodes or None)):
             if value is not None:
-                add(Problem(file, f"{at}.{key}", "only for pools of an existing (on-prem) cluster", "remove it: EKS pools take this from instanceTypes"))
+                add(
+                    Problem(
+                        file, f"{at}.{key}", "only for pools of an existing (on-prem) cluster", "remove it: EKS pools take this from instanceTypes"
+                    )
+                )
         if not pool.instance_types:
             add(Problem(file, f"{at}.instanceTypes", "no instance types", "allowed: one or more EC2 GPU instance types, e.g. g6.xlarge"))
         known = [t for t in pool.instance_types if t in catalog.instance_types]
         for j, t in enumerate(pool.instance_types):
             if t not in catalog.instance_types:
-                add(Problem(file, f"{at}.instanceTypes[{j}]", f"unknown instance type '{t}'{did_you_mean(t, catalog.instance_types)}", one_of(catalog.instance_types)))
+                add(
+                    Problem(
+                        file,
+                        f"{at}.instanceTypes[{j}]",
+                        f"unknown instance type '{t}'{did_you_mean(t, catalog.instance_types)}",
+                        one_of(catalog.instance_types),
+                    )
+                )
         if known:
             first = catalog.instance(known[0])
             gpu_name = first.gpu.name
@@ -96,7 +141,14 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
                 it = catalog.instance(t)
                 if it.gpu.name != first.gpu.name or it.gpus != first.gpus:
                     j = pool.instance_types.index(t)
-                    add(Problem(file, f"{at}.instanceTypes[{j}]", f"'{t}' has {it.gpus}x {it.gpu.name}, unlike {known[0]} ({first.gpus}x {first.gpu.name})", "allowed: types with the same GPU model and count in one pool"))
+                    add(
+                        Problem(
+                            file,
+                            f"{at}.instanceTypes[{j}]",
+                            f"'{t}' has {it.gpus}x {it.gpu.name}, unlike {known[0]} ({first.gpus}x {first.gpu.name})",
+                            "allowed: types with the same GPU model and count in one pool",
+                        )
+                    )
         out += _check_capacity(pool, at, catalog, file)
         zones = spec.network.zones()
         for j, az in enumerate(pool.availability_zones):
@@ -105,13 +157,33 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
         if pool.efa:
             for t in known:
                 if not catalog.instance(t).supports_efa:
-                    add(Problem(file, f"{at}.efa", f"'{t}' has no EFA network interface", "allowed: efa on EFA-capable types (p4d, p5, g6e.8xlarge and larger, ...)"))
+                    add(
+                        Problem(
+                            file,
+                            f"{at}.efa",
+                            f"'{t}' has no EFA network interface",
+                            "allowed: efa on EFA-capable types (p4d, p5, g6e.8xlarge and larger, ...)",
+                        )
+                    )
             if len(pool.availability_zones) != 1:
-                add(Problem(file, f"{at}.availabilityZones", "an EFA pool needs exactly one zone", "allowed: one zone (its cluster placement group lives in one zone)"))
+                add(
+                    Problem(
+                        file,
+                        f"{at}.availabilityZones",
+                        "an EFA pool needs exactly one zone",
+                        "allowed: one zone (its cluster placement group lives in one zone)",
+                    )
+                )
     else:
-        for key, value in (("instanceTypes", pool.instance_types or None), ("reservation", pool.reservation), ("scaling", pool.scaling), ("availabilityZones", pool.availability_zones or None)):
-            if value is not None:
-                add(Problem(file, f"{at}.{key}", "only for pools of an EKS cluster", "remove it: an on-prem pool is its listed nodes"))
+        eks_only: tuple[tuple[str, object], ...] = (
+            ("instanceTypes", pool.instance_types or None),
+            ("reservation", pool.reservation),
+            ("scaling", pool.scaling),
+            ("availabilityZones", pool.availability_zones or None),
+        )
+        for field_name, given in eks_only:
+            if given is not None:
+                add(Problem(file, f"{at}.{field_name}", "only for pools of an EKS cluster", "remove it: an on-prem pool is its listed nodes"))
         if pool.efa:
             add(Problem(file, f"{at}.efa", "EFA is an AWS network interface", "remove it for on-prem pools"))
         if pool.capacity not in ("reserved", "on-demand"):
@@ -119,7 +191,11 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
         if pool.gpu_model is None:
             add(Problem(file, f"{at}.gpuModel", "required for an on-prem pool", one_of(catalog.gpus)))
         elif pool.gpu_model not in catalog.gpus:
-            add(Problem(file, f"{at}.gpuModel", f"unknown GPU model '{pool.gpu_model}'{did_you_mean(pool.gpu_model, catalog.gpus)}", one_of(catalog.gpus)))
+            add(
+                Problem(
+                    file, f"{at}.gpuModel", f"unknown GPU model '{pool.gpu_model}'{did_you_mean(pool.gpu_model, catalog.gpus)}", one_of(catalog.gpus)
+                )
+            )
         else:
             gpu_name = pool.gpu_model
         if pool.gpus_per_node is None:
@@ -139,21 +215,46 @@ def _check_capacity(pool: NodePool, at: str, catalog: Catalog, file: str) -> lis
             out.append(Problem(file, f"{at}.reservation", f"a {pool.capacity} pool takes no reservation", "remove it, or set capacity: reserved"))
         return out
     if r is None or (r.id is None and r.resource_group_arn is None):
-        hint = "reservation.id (cr-...) or reservation.resourceGroupArn" if pool.capacity == "reserved" else "reservation.id of the Capacity Block (cr-...)"
+        hint = (
+            "reservation.id (cr-...) or reservation.resourceGroupArn"
+            if pool.capacity == "reserved"
+            else "reservation.id of the Capacity Block (cr-...)"
+        )
         out.append(Problem(file, f"{at}.reservation", f"a {pool.capacity} pool must name its reservation", f"allowed: {hint}"))
     elif r.id and r.resource_group_arn:
         out.append(Problem(file, f"{at}.reservation", "both id and resourceGroupArn given", "allowed: exactly one of them"))
     elif pool.capacity == "capacity-block" and r.resource_group_arn:
         out.append(Problem(file, f"{at}.reservation.resourceGroupArn", "a Capacity Block is targeted by id", "allowed: reservation.id (cr-...)"))
     if len(pool.instance_types) != 1:
-        out.append(Problem(file, f"{at}.instanceTypes", f"{len(pool.instance_types)} types for a {pool.capacity} pool", "allowed: exactly one (a reservation is for one instance type)"))
+        out.append(
+            Problem(
+                file,
+                f"{at}.instanceTypes",
+                f"{len(pool.instance_types)} types for a {pool.capacity} pool",
+                "allowed: exactly one (a reservation is for one instance type)",
+            )
+        )
     if pool.capacity == "capacity-block":
         for j, t in enumerate(pool.instance_types):
             if t in catalog.instance_types and catalog.instance(t).family not in CAPACITY_BLOCK_FAMILIES:
-                out.append(Problem(file, f"{at}.instanceTypes[{j}]", f"'{t}' is not sold as a Capacity Block", f"allowed: {', '.join(CAPACITY_BLOCK_FAMILIES)} families"))
+                out.append(
+                    Problem(
+                        file,
+                        f"{at}.instanceTypes[{j}]",
+                        f"'{t}' is not sold as a Capacity Block",
+                        f"allowed: {', '.join(CAPACITY_BLOCK_FAMILIES)} families",
+                    )
+                )
     s = pool.scaling
     if s is not None and not s.min_size == s.desired_size == s.max_size:
-        out.append(Problem(file, f"{at}.scaling", f"min {s.min_size}, desired {s.desired_size}, max {s.max_size} for {pool.capacity} capacity", "allowed: min = desired = max (reserved capacity is paid for whether used or not, so it is always on)"))
+        out.append(
+            Problem(
+                file,
+                f"{at}.scaling",
+                f"min {s.min_size}, desired {s.desired_size}, max {s.max_size} for {pool.capacity} capacity",
+                "allowed: min = desired = max (reserved capacity is paid for whether used or not, so it is always on)",
+            )
+        )
     return out
 
 
@@ -164,7 +265,14 @@ def _check_sharing(pool: NodePool, at: str, catalog: Catalog, gpu_name: str, fil
     at = f"{at}.sharing"
     if s.mode != "none" and s.mode not in gpu.sharing:
         allowed = ", ".join(["none", *gpu.sharing])
-        out.append(Problem(file, f"{at}.mode", f"{gpu.name} does not support {s.mode}", f"allowed for {gpu.name}: {allowed} (MIG needs an A100/H100/H200-class GPU)"))
+        out.append(
+            Problem(
+                file,
+                f"{at}.mode",
+                f"{gpu.name} does not support {s.mode}",
+                f"allowed for {gpu.name}: {allowed} (MIG needs an A100/H100/H200-class GPU)",
+            )
+        )
         return out
     if s.mode in ("time-slicing", "mps"):
         if s.replicas is None:
@@ -172,14 +280,28 @@ def _check_sharing(pool: NodePool, at: str, catalog: Catalog, gpu_name: str, fil
         elif not REPLICAS_MIN <= s.replicas <= REPLICAS_MAX:
             out.append(Problem(file, f"{at}.replicas", f"{s.replicas} is out of range", f"allowed: {REPLICAS_MIN}..{REPLICAS_MAX}"))
         if s.mig_config is not None:
-            out.append(Problem(file, f"{at}.migConfig", f"set with mode {s.mode}", "allowed: migConfig only with mode mig (time-slicing and MIG never share a pool)"))
+            out.append(
+                Problem(
+                    file,
+                    f"{at}.migConfig",
+                    f"set with mode {s.mode}",
+                    "allowed: migConfig only with mode mig (time-slicing and MIG never share a pool)",
+                )
+            )
     elif s.mode == "mig":
         if s.replicas is not None:
             out.append(Problem(file, f"{at}.replicas", "set with mode mig", "allowed: replicas only with time-slicing or mps"))
         if s.mig_config is None:
             out.append(Problem(file, f"{at}.migConfig", "required for mode mig", one_of(gpu.mig_configs)))
         elif s.mig_config not in gpu.mig_configs:
-            out.append(Problem(file, f"{at}.migConfig", f"'{s.mig_config}' does not exist for {gpu.name}{did_you_mean(s.mig_config, gpu.mig_configs)}", f"allowed for {gpu.name}: {', '.join(sorted(gpu.mig_configs))}"))
+            out.append(
+                Problem(
+                    file,
+                    f"{at}.migConfig",
+                    f"'{s.mig_config}' does not exist for {gpu.name}{did_you_mean(s.mig_config, gpu.mig_configs)}",
+                    f"allowed for {gpu.name}: {', '.join(sorted(gpu.mig_configs))}",
+                )
+            )
     else:
         for key, value in (("replicas", s.replicas), ("migConfig", s.mig_config)):
             if value is not None:

@@ -8,7 +8,6 @@ from pydantic import BaseModel, ValidationError
 
 from gpu_platform.errors import Problem, did_you_mean, one_of
 
-
 # pydantic error type prefix -> what the key accepts
 EXPECTED = {
     "int_": "an integer",
@@ -61,9 +60,7 @@ def keys_of(model: type[BaseModel]) -> list[str]:
     return [f.alias or n for n, f in model.model_fields.items()]
 
 
-def problems_from_validation(
-    exc: Exception, file: str, prefix: str, model: type[BaseModel] | None = None
-) -> list[Problem]:
+def problems_from_validation(exc: Exception, file: str, prefix: str, model: type[BaseModel] | None = None) -> list[Problem]:
     """One Problem per pydantic error, with the key path, the bad value and what is allowed."""
     if not isinstance(exc, ValidationError):
         return [Problem(file, prefix, str(exc))]

@@ -20,8 +20,17 @@ PROJECT = "gpu-platform"
 STACK_FILE_KEYS = {"config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"}
 # Config keys under the project namespace (the PlatformSpec field aliases).
 PROJECT_KEYS = (
-    "environment", "cluster", "network", "nodePools", "tenants", "queueing",
-    "monitoring", "gpuOperator", "versions", "policy", "tags",
+    "environment",
+    "cluster",
+    "network",
+    "nodePools",
+    "tenants",
+    "queueing",
+    "monitoring",
+    "gpuOperator",
+    "versions",
+    "policy",
+    "tags",
 )
 SCALAR_KEYS = {"environment"}
 
@@ -47,7 +56,9 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     if doc is None:
         raise ConfigError([Problem(file, "", "file is empty", "allowed: a Pulumi stack file with a `config:` mapping")])
     if not isinstance(doc, Mapping):
-        raise ConfigError([Problem(file, "", f"top level is a {type(doc).__name__}, not a mapping", "allowed: a Pulumi stack file with a `config:` mapping")])
+        raise ConfigError(
+            [Problem(file, "", f"top level is a {type(doc).__name__}, not a mapping", "allowed: a Pulumi stack file with a `config:` mapping")]
+        )
     problems = [
         Problem(file, str(k), f"unknown top-level key '{k}'{did_you_mean(str(k), STACK_FILE_KEYS)}", one_of(STACK_FILE_KEYS))
         for k in doc
@@ -56,6 +67,7 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     config = doc.get("config")
     if not isinstance(config, Mapping):
         problems.append(Problem(file, "config", "missing or not a mapping", f"allowed: a mapping of '{PROJECT}:<key>' entries"))
+        raise ConfigError(problems)
     if problems:
         raise ConfigError(problems)
     return dict(config)
@@ -71,11 +83,13 @@ def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> Platfo
     """Validate namespaced config (`gpu-platform:nodePools`, `aws:region`, ...) into a PlatformSpec."""
     problems: list[Problem] = []
     raw: dict[str, Any] = {"stack": stack}
-    for key, value in config.items():
-        key = str(key)
+    for raw_key, value in config.items():
+        key = str(raw_key)
         ns, sep, short = key.partition(":")
         if not sep:
-            problems.append(Problem(file, f"config.{key}", "config key has no namespace", f"allowed: '{PROJECT}:{key}' or another provider's 'ns:key'"))
+            problems.append(
+                Problem(file, f"config.{key}", "config key has no namespace", f"allowed: '{PROJECT}:{key}' or another provider's 'ns:key'")
+            )
         elif ns == PROJECT:
             if short not in PROJECT_KEYS:
                 problems.append(Problem(file, key, f"unknown key '{short}'{did_you_mean(short, PROJECT_KEYS)}", one_of(PROJECT_KEYS)))
@@ -93,9 +107,7 @@ def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> Platfo
     try:
         raw["lock"] = parse_lockfile(deep_merge(lock_data, override), file=file)
     except ConfigError as err:
-        raise ConfigError(
-            Problem(file, f"{PROJECT}:versions.{p.path}" if override else p.path, p.message, p.allowed) for p in err.problems
-        ) from None
+        raise ConfigError(Problem(file, f"{PROJECT}:versions.{p.path}" if override else p.path, p.message, p.allowed) for p in err.problems) from None
 
     try:
         spec = PlatformSpec.model_validate(raw)

@@ -21,9 +21,7 @@ Priority = Literal["production-training", "inference", "batch", "experiments"]
 class Model(BaseModel):
     """Base for every spec model: frozen, unknown keys rejected, camelCase keys."""
 
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True
-    )
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
 
 class Scaling(Model):
@@ -77,9 +75,7 @@ class Reservation(Model):
     """An On-Demand Capacity Reservation (by id or resource group) or a Capacity Block."""
 
     id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{8,17}$")
-    resource_group_arn: str | None = Field(
-        default=None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/.+$"
-    )
+    resource_group_arn: str | None = Field(default=None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/.+$")
 
 
 class Sharing(Model):
