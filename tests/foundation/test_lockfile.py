@@ -60,9 +60,14 @@ VERSION_LITERAL = re.compile(r"""(?<![\w.])v?\d+\.\d+\.\d+(?:[-+.][\w.]+)?(?![\w
 IPV4 = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
 SCANNED = ("infra", "stacks", "ansible", "policies")
 SKIP_PARTS = {"__pycache__", ".gpu-host-deps", "fixtures", "molecule"}
-# Files allowed to hold version literals: the lockfile itself, and catalog/fixture data that
-# describes hardware (prices, not software versions).
-ALLOWED = {LOCKFILE, ROOT / "infra" / "gpu_platform" / "data" / "catalog.yaml"}
+# Files allowed to hold version literals: the lockfile itself; catalog data that describes
+# hardware (prices, not software); and toolchain manifests whose own tools need literal pins
+# (ansible-galaxy reads requirements.yml, like pip reads requirements.txt, which is not scanned).
+ALLOWED = {
+    LOCKFILE,
+    ROOT / "infra" / "gpu_platform" / "data" / "catalog.yaml",
+    ROOT / "ansible" / "requirements.yml",
+}
 
 
 def _scanned_files() -> list[Path]:
