@@ -10,9 +10,9 @@ from functools import cache
 
 import botocore.session
 import pytest
+
 from gpu_platform.catalog import load_catalog
 from gpu_platform.versions import load_lockfile
-
 from tests.conftest import plan_for
 
 

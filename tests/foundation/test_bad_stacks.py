@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-from gpu_platform.cli import main
 
+from gpu_platform.cli import main
 from tests.conftest import stack_path
 
 Mutation = Callable[[dict[str, Any]], None]

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 import yaml
+
 from gpu_platform.catalog import load_catalog
 from gpu_platform.versions import load_lockfile
-
 from tests.conftest import require_shared_crds
 
 MIG_GPUS = ("A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB")

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+
 from gpu_platform.errors import ConfigError
 from gpu_platform.versions import deep_merge, load_lockfile, parse_lockfile, raw_lockfile
-
 from tests.conftest import ROOT
 
 LOCKFILE = ROOT / "infra" / "gpu_platform" / "data" / "versions.yaml"

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import Plan, PlannedResource
 from gpu_platform.pools import gpu_of, gpus_per_node
 from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import load_lockfile
-
 from tests.conftest import plan_for, spec_for
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -118,7 +118,6 @@ def test_reserved_pools_target_their_reservation() -> None:
 def test_capacity_block_pool_uses_capacity_block_market(tmp_path: Any) -> None:
     from gpu_platform.engine import run_program
     from gpu_platform.spec.loader import read_stack_config
-
     from tests.conftest import stack_path
 
     config = read_stack_config(stack_path("prod"))

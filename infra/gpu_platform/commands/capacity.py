@@ -1,0 +1,62 @@
+"""`gpu-platform capacity`: GPUs, reserved floor, Spot exposure, quota coverage and cost of a stack."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from gpu_platform.capacity import (
+    HOURS_PER_MONTH,
+    SPOT_PRICE_FACTOR,
+    ClassCapacity,
+    PoolCapacity,
+    class_capacity_report,
+    monthly_cost,
+    pool_capacity_report,
+)
+from gpu_platform.catalog import load_catalog
+from gpu_platform.spec.loader import load_stack_file
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.2f}"
+
+
+def render_table(stack: str, pools: list[PoolCapacity], classes: list[ClassCapacity], pricing_note: str) -> str:
+    """Two tables (pools, workload classes) and the cost estimate."""
+    head = f"{'POOL':<24} {'CLASS':<12} {'TIER':<15} {'GPU':<11} {'MIN':>5} {'DESIRED':>8} {'MAX':>5} {'QUOTA':>6} {'COVER':>6} {'$/HOUR':>11}"
+    lines = [f"Stack {stack}: GPU capacity (GPUs are physical GPUs)", "", head]
+    for p in pools:
+        lines.append(
+            f"{p.pool:<24} {p.workload_class:<12} {p.tier:<15} {p.gpu:<11} {p.min_gpus:>5} {p.desired_gpus:>8} "
+            f"{p.max_gpus:>5} {p.quota_gpus:>6} {p.quota_coverage:>6.0%} {_money(p.hourly_cost):>11}"
+        )
+    lines += ["", f"{'CLASS':<12} {'MAX GPUS':>9} {'FLOOR':>6} {'SPOT MAX':>9} {'SPOT EXPOSURE':>14}"]
+    for c in classes:
+        lines.append(f"{c.workload_class:<12} {c.max_gpus:>9} {c.floor_gpus:>6} {c.spot_max_gpus:>9} {c.spot_exposure:>14.0%}")
+    lines += ["", f"Estimated cost at desired size: {_money(monthly_cost(pools))} per month ({HOURS_PER_MONTH} h)", pricing_note]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, path: Path, stack: str) -> int:
+    """Entry point of the subcommand."""
+    spec = load_stack_file(path, stack)
+    catalog = load_catalog()
+    pools = pool_capacity_report(spec, catalog)
+    classes = class_capacity_report(pools)
+    p = catalog.pricing
+    note = f"Prices: {p.source}, as of {p.as_of}; Spot estimated at {SPOT_PRICE_FACTOR:.0%} of On-Demand; on-prem pools unpriced."
+    if args.format == "json":
+        payload = {
+            "stack": stack,
+            "pools": [{**asdict(x), "quota_coverage": round(x.quota_coverage, 4)} for x in pools],
+            "classes": [{**asdict(c), "spot_exposure": round(c.spot_exposure, 4)} for c in classes],
+            "monthly_cost": round(monthly_cost(pools), 2),
+            "pricing": {"region": p.region, "as_of": p.as_of, "source": p.source, "spot_price_factor": SPOT_PRICE_FACTOR},
+        }
+        print(json.dumps(payload, indent=2))
+    else:
+        print(render_table(stack, pools, classes, note))
+    return 0
