@@ -21,50 +21,73 @@ Priority = Literal["production-training", "inference", "batch", "experiments"]
 class Model(BaseModel):
     """Base for every spec model: frozen, unknown keys rejected, camelCase keys."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, use_attribute_docstrings=True)
 
 
 class Scaling(Model):
     """Node counts of a node group."""
 
     min_size: int = Field(alias="min", ge=0, le=1000)
+    """Fewest nodes the pool scales down to (0 lets an idle pool cost nothing)."""
     desired_size: int = Field(alias="desired", ge=0, le=1000)
+    """Nodes at creation; the autoscaler owns it afterwards (changes are ignored)."""
     max_size: int = Field(alias="max", ge=1, le=1000)
+    """Most nodes the autoscaler may add; the pool's capacity for quotas."""
 
 
 class SystemNodes(Scaling):
     """The CPU node group that runs controllers (operator, Kueue, autoscaler, monitoring)."""
 
     instance_type: str = "m7i.xlarge"
+    """Instance type of the system (CPU) node group."""
     min_size: int = Field(default=2, alias="min", ge=1, le=100)
+    """Fewest system nodes (two or more keep controllers available)."""
     desired_size: int = Field(default=2, alias="desired", ge=1, le=100)
+    """System nodes at creation."""
     max_size: int = Field(default=4, alias="max", ge=1, le=100)
+    """Most system nodes."""
 
 
 class ClusterSpec(Model):
     """A new EKS cluster, or an existing cluster reached through a kubeconfig (on-prem)."""
 
     provider: Literal["eks", "existing"]
+    """`eks` creates an EKS cluster; `existing` drives a cluster you already run (on-prem)."""
     name: DnsLabel
+    """Cluster name (EKS cluster name, prefix of node group names)."""
     endpoint_private_access: bool = True
+    """EKS API reachable from inside the VPC."""
     endpoint_public_access: bool = False
+    """EKS API reachable from the internet (then restrict `publicAccessCidrs`)."""
     public_access_cidrs: tuple[str, ...] = ()
+    """CIDRs allowed to reach a public EKS API endpoint."""
     secrets_encryption: bool = True
+    """Envelope-encrypt Kubernetes secrets with a rotating KMS key."""
     log_types: tuple[LogType, ...] = ("api", "audit", "authenticator")
+    """Control-plane log types sent to CloudWatch."""
     kubeconfig: str | None = None
+    """Kubeconfig file of an existing cluster (provider `existing`)."""
     context: str | None = None
+    """Kubeconfig context of an existing cluster."""
     system_nodes: SystemNodes = SystemNodes()
+    """Size of the system node group (EKS): `{instanceType, min, desired, max}`."""
     autoscaler: bool = True
+    """Install cluster-autoscaler with the priority expander (EKS)."""
 
 
 class NetworkSpec(Model):
     """A new VPC across availability zones, or existing private subnets (zone -> subnet id)."""
 
     mode: Literal["new", "existing"] = "new"
+    """`new` builds a VPC; `existing` uses your private subnets."""
     cidr: str = Field(default="10.0.0.0/16", pattern=r"^\d+\.\d+\.\d+\.\d+/(1[6-9]|2[0-4])$")
+    """CIDR of a new VPC (/16 to /24)."""
     availability_zones: tuple[str, ...] = ()
+    """Zones of a new VPC (at least two, in `aws:region`)."""
     vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
+    """VPC of existing subnets."""
     subnets: dict[str, Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")]] = Field(default_factory=dict)
+    """Existing private subnets as `zone: subnet-id`."""
 
     def zones(self) -> tuple[str, ...]:
         """The zones the cluster spans: the new VPC's zones, or those of the existing subnets."""
@@ -75,65 +98,100 @@ class Reservation(Model):
     """An On-Demand Capacity Reservation (by id or resource group) or a Capacity Block."""
 
     id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{8,17}$")
+    """On-Demand Capacity Reservation or Capacity Block id (`cr-...`)."""
     resource_group_arn: str | None = Field(default=None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/.+$")
+    """Resource group of several ODCRs (reserved pools only)."""
 
 
 class Sharing(Model):
     """How a pool's GPUs are shared: whole GPUs, time-slicing, MPS, or MIG."""
 
     mode: SharingMode = "none"
+    """`none` (whole GPUs), `time-slicing`, `mps` or `mig`."""
     replicas: int | None = None
+    """Time-slicing/MPS: workloads per physical GPU (2..48)."""
     mig_config: str | None = None
+    """MIG: a standard mig-parted config valid for the pool's GPU, e.g. `all-3g.40gb`."""
 
 
 class NodePool(Model):
     """One GPU node pool: what runs there, how it is bought, and how its GPUs are shared."""
 
     name: DnsLabel
+    """Pool name (DNS label, unique in the stack)."""
     workload_class: WorkloadClass
+    """`training`, `inference`, `batch` or `development`."""
     capacity: CapacityTier
+    """`reserved` (ODCR), `capacity-block`, `on-demand` or `spot`; on-prem: `reserved` or `on-demand`."""
     scaling: Scaling | None = None
+    """`{min, desired, max}` nodes (EKS; reserved pools need min = desired = max)."""
     instance_types: tuple[str, ...] = ()
+    """EC2 GPU instance types, same GPU model and count (EKS; several for Spot)."""
     gpu_model: str | None = None
+    """GPU model of an on-prem pool, e.g. `H100-80GB`."""
     gpus_per_node: int | None = Field(default=None, ge=1, le=16)
+    """GPUs per node of an on-prem pool."""
     nodes: tuple[str, ...] = ()
+    """Kubernetes node names of an on-prem pool."""
     reservation: Reservation | None = None
+    """Capacity the pool targets: `{id}` or `{resourceGroupArn}`."""
     efa: bool = False
+    """EFA interfaces on every network card and a cluster placement group (one zone)."""
     root_volume_gib: int = Field(default=200, alias="rootVolumeGiB", ge=100, le=16000)
+    """Encrypted gp3 root volume size (GPU images are large)."""
     availability_zones: tuple[str, ...] = ()
+    """Zones of the pool (default: every cluster zone)."""
     sharing: Sharing = Sharing()
+    """How the pool's GPUs are shared: `{mode, replicas, migConfig}`."""
     labels: dict[str, str] = Field(default_factory=dict)
+    """Extra node labels (outside the platform's label domains)."""
     max_unavailable: int = Field(default=1, ge=1, le=100)
+    """Nodes replaced at once during a node group update."""
 
 
 class TenantQuota(Model):
     """A tenant's share of one pool, in physical GPUs' worth (converted to the pool's resources)."""
 
     pool: str
+    """Pool the quota is on."""
     gpus: int = Field(ge=0, le=10000)
+    """Nominal quota in physical GPUs' worth (converted to shared or MIG resources)."""
     borrowing_limit: int | None = Field(default=None, ge=0)
+    """GPUs the tenant may borrow from its cohort beyond `gpus`."""
     lending_limit: int | None = Field(default=None, ge=0)
+    """GPUs of `gpus` the tenant may lend to its cohort."""
 
 
 class TenantResources(Model):
     """Non-GPU ceilings of a tenant namespace."""
 
     cpu: int = Field(default=64, ge=1)
+    """CPU cores the namespace may request."""
     memory_gib: int = Field(default=256, alias="memoryGiB", ge=1)
+    """Memory the namespace may request."""
     pods: int = Field(default=200, ge=1)
+    """Pods the namespace may run."""
 
 
 class Tenant(Model):
     """A team that shares the platform: namespace, groups, quotas and queue placement."""
 
     name: DnsLabel
+    """Tenant name (DNS label)."""
     namespace: DnsLabel | None = None
+    """Namespace of the tenant (default: its name)."""
     groups: tuple[str, ...] = ()
+    """Identity-provider groups bound to the tenant's namespace."""
     cohort: DnsLabel = "platform"
+    """Kueue cohort: tenants in one cohort borrow and lend quota."""
     priority: Priority = "batch"
+    """Default priority: `production-training`, `inference`, `batch` or `experiments`."""
     fair_share_weight: int = Field(default=1, ge=1, le=100)
+    """Fair-sharing weight of the tenant's queue."""
     quotas: tuple[TenantQuota, ...] = ()
+    """GPU quotas per pool: `[{pool, gpus, borrowingLimit, lendingLimit}]`."""
     resources: TenantResources = TenantResources()
+    """Non-GPU ceilings: `{cpu, memoryGiB, pods}`."""
 
     @property
     def ns(self) -> str:
@@ -145,72 +203,99 @@ class KueuePreemption(Model):
     """Kueue ClusterQueue preemption policy shared by every tenant queue."""
 
     reclaim_within_cohort: Preemption = "Any"
+    """Preempt borrowers in the cohort to reclaim nominal quota."""
     within_cluster_queue: Preemption = "LowerPriority"
+    """Preempt within the tenant's own queue."""
     borrow_within_cohort: Literal["Never", "LowerPriority"] = "LowerPriority"
+    """Preempt while borrowing from the cohort."""
 
 
 class Kueue(Model):
     """Kueue quota and admission."""
 
     enabled: bool = True
+    """Install Kueue and the tenant queues."""
     preemption: KueuePreemption = KueuePreemption()
+    """ClusterQueue preemption policy."""
     fair_sharing: bool = True
+    """Weight-based fair sharing between queues of a cohort."""
 
 
 class Volcano(Model):
     """Volcano gang scheduling for distributed training."""
 
     enabled: bool = False
+    """Install Volcano (gang scheduling, DRF) and a queue per tenant."""
 
 
 class Queueing(Model):
     """Which batch schedulers the platform runs."""
 
     kueue: Kueue = Kueue()
+    """Kueue settings."""
     volcano: Volcano = Volcano()
+    """Volcano settings."""
 
 
 class AlertThresholds(Model):
     """Thresholds of the GPU alert rules."""
 
     gpu_temp_celsius: int = Field(default=83, ge=60, le=100)
+    """GPU temperature alert threshold."""
     framebuffer_percent: int = Field(default=95, ge=50, le=100)
+    """GPU memory (framebuffer) use alert threshold."""
     idle_util_percent: int = Field(default=30, ge=1, le=100)
+    """Allocated GPUs below this utilisation count as idle."""
     idle_minutes: int = Field(default=30, ge=5, le=1440)
+    """How long allocated GPUs must be idle before alerting."""
     pending_minutes: int = Field(default=60, ge=5, le=10080)
+    """How long a Kueue workload may pend before alerting."""
 
 
 class Monitoring(Model):
     """GPU monitoring: Prometheus (installed or existing), alerts and dashboard."""
 
     prometheus: Literal["install", "existing"] = "install"
+    """`install` kube-prometheus-stack, or use an `existing` Prometheus."""
     namespace: DnsLabel = "monitoring"
+    """Namespace of the monitoring stack."""
     rule_labels: dict[str, str] = Field(default_factory=lambda: {"release": "kube-prometheus-stack"})
+    """Labels your Prometheus selects PrometheusRules and ServiceMonitors by."""
     alerts: AlertThresholds = AlertThresholds()
+    """Alert thresholds."""
     dashboard: bool = True
+    """Ship the Grafana GPU dashboard as a labelled ConfigMap."""
 
 
 class UpgradePolicy(Model):
     """GPU Operator driver upgrade policy (only used when the operator manages drivers)."""
 
     auto_upgrade: bool = False
+    """Let the GPU Operator upgrade drivers by itself (off: upgrades are deliberate)."""
     max_parallel_upgrades: int = Field(default=1, ge=1, le=100)
+    """Nodes upgraded at once."""
     max_unavailable: str = Field(default="25%", pattern=r"^(\d+|\d{1,3}%)$")
+    """GPU nodes unavailable at once during upgrades (count or percent)."""
     drain_timeout_seconds: int = Field(default=600, ge=60, le=7200)
+    """Drain timeout before an upgrade gives up on a node."""
 
 
 class GpuOperator(Model):
     """Who installs the driver and toolkit: the node image (EKS AMI, golden image) or the operator."""
 
     driver: Literal["preinstalled", "operator"] = "preinstalled"
+    """`preinstalled` (node image or Ansible installs driver and toolkit) or `operator`."""
     upgrade_policy: UpgradePolicy = UpgradePolicy()
+    """Driver upgrade policy."""
 
 
 class PolicyConfig(Model):
     """Per-stack overrides of the policy gate: thresholds and enforcement levels by rule name."""
 
     thresholds: dict[str, float] = Field(default_factory=dict)
+    """Policy thresholds by name (see the policy table)."""
     enforcement: dict[str, Literal["advisory", "mandatory", "disabled"]] = Field(default_factory=dict)
+    """Enforcement by rule name: `advisory`, `mandatory` or `disabled`."""
 
 
 class PlatformSpec(Model):
@@ -218,16 +303,26 @@ class PlatformSpec(Model):
 
     stack: str
     environment: DnsLabel
+    """Environment name; tags every resource; `prod` tightens policies."""
     region: str | None = None
     cluster: ClusterSpec
+    """The cluster."""
     network: NetworkSpec = NetworkSpec()
+    """The network (EKS stacks)."""
     node_pools: tuple[NodePool, ...]
+    """GPU node pools."""
     tenants: tuple[Tenant, ...] = ()
+    """Tenants sharing the platform."""
     queueing: Queueing = Queueing()
+    """Batch schedulers."""
     monitoring: Monitoring = Monitoring()
+    """GPU monitoring and alerts."""
     gpu_operator: GpuOperator = GpuOperator()
+    """NVIDIA GPU Operator settings."""
     policy: PolicyConfig = PolicyConfig()
+    """Policy gate overrides."""
     tags: dict[str, str] = Field(default_factory=dict)
+    """Extra cost-allocation tags on every AWS resource."""
     lock: Lockfile
 
     @property
