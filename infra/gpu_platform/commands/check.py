@@ -1,0 +1,114 @@
+"""`gpu-platform check`: every policy over the offline plan (and the repository), for people, machines and CI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpu_platform.catalog import load_catalog
+from gpu_platform.engine import run_program
+from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
+from gpu_platform.spec.loader import load_stack_file, read_stack_config
+from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.versions import load_lockfile
+from gpu_platform_policies import RULES, THRESHOLD_DEFAULTS, Context, Resource, Violation, evaluate
+
+POLICY_KEY = "gpu-platform:policy"
+
+
+def check_policy_config(spec: PlatformSpec, file: str) -> list[Problem]:
+    """Unknown rule or threshold names in the stack's policy section (typos would silently do nothing)."""
+    problems = [
+        Problem(file, f"{POLICY_KEY}.enforcement.{name}", f"unknown rule '{name}'{did_you_mean(name, RULES)}", one_of(RULES))
+        for name in spec.policy.enforcement
+        if name not in RULES
+    ]
+    problems += [
+        Problem(
+            file, f"{POLICY_KEY}.thresholds.{name}", f"unknown threshold '{name}'{did_you_mean(name, THRESHOLD_DEFAULTS)}", one_of(THRESHOLD_DEFAULTS)
+        )
+        for name in spec.policy.thresholds
+        if name not in THRESHOLD_DEFAULTS
+    ]
+    return problems
+
+
+def check_stack(path: Path, stack: str, root: Path | None = None) -> tuple[PlatformSpec, list[Violation]]:
+    """Validate the stack, plan it offline, and evaluate every enabled rule at the stack's levels."""
+    spec = load_stack_file(path, stack)
+    problems = check_policy_config(spec, str(path))
+    if problems:
+        raise ConfigError(problems)
+    plan = run_program(read_stack_config(path), stack)
+    resources = [Resource(r.type, r.name, r.parent, r.inputs) for r in plan.resources]
+    ctx = Context(
+        lock=load_lockfile(),  # the repository's lockfile: a stack's `versions` override shows up as drift
+        catalog=load_catalog(),
+        environment=spec.environment,
+        thresholds={**THRESHOLD_DEFAULTS, **spec.policy.thresholds},
+        root=root or Path(os.environ.get("GPU_PLATFORM_ROOT", ".")),
+    )
+    return spec, evaluate(resources, ctx, spec.policy.enforcement)
+
+
+def _counts(violations: Sequence[Violation]) -> dict[str, int]:
+    return {level: sum(v.level == level for v in violations) for level in ("mandatory", "advisory")}
+
+
+def render_text(stack: str, violations: Sequence[Violation]) -> str:
+    """For people: violations grouped under the resource they concern, mandatory first."""
+    counts = _counts(violations)
+    lines = [f"Stack {stack}: {len(RULES)} rules, {counts['mandatory']} mandatory and {counts['advisory']} advisory violation(s)"]
+    current = None
+    for v in violations:
+        if v.resource != current:
+            current = v.resource
+            lines += ["", v.resource]
+        lines.append(f"  {v.level:<9}  {v.policy}: {v.message}")
+    if not violations:
+        lines.append("No violations.")
+    return "\n".join(lines)
+
+
+def render_json(stack: str, file: str, violations: Sequence[Violation]) -> str:
+    """For machines: the contract's `{"violations": [{policy, level, resource, message}], ...}`."""
+    doc = {
+        "stack": stack,
+        "file": file,
+        "violations": [v.to_json() for v in violations],
+        "summary": {**_counts(violations), "rules": len(RULES)},
+    }
+    return json.dumps(doc, indent=2)
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    """GitHub workflow-command escaping (data, or a property value)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def render_github(file: str, violations: Sequence[Violation]) -> str:
+    """For pull requests: one `::error`/`::warning` annotation per violation, on the file to change."""
+    lines = []
+    for v in violations:
+        command = "error" if v.level == "mandatory" else "warning"
+        where = _escape(v.file or file, prop=True)
+        lines.append(f"::{command} file={where},title={_escape(v.policy, prop=True)}::{_escape(f'{v.resource}: {v.message}')}")
+    counts = _counts(violations)
+    lines.append(f"gpu-platform check: {counts['mandatory']} mandatory, {counts['advisory']} advisory violation(s) in {file}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, path: Path, stack: str) -> int:
+    """Entry point: 1 when any mandatory violation remains, 0 otherwise (bad input raises: exit 2)."""
+    _, violations = check_stack(path, stack)
+    if args.format == "json":
+        print(render_json(stack, str(path), violations))
+    elif args.format == "github":
+        print(render_github(str(path), violations))
+    else:
+        print(render_text(stack, violations))
+    return 1 if any(v.level == "mandatory" for v in violations) else 0

@@ -1,0 +1,38 @@
+"""gpu-platform's policy rule set: small pure rules over a plain resource view, two runners.
+
+`gpu-platform check` runs them over the offline plan; `policies/pack` wraps them for CrossGuard.
+"""
+
+from gpu_platform_policies.evaluate import effective_level, evaluate, run_rule
+from gpu_platform_policies.model import (
+    LEVELS,
+    RULES,
+    THRESHOLD_DEFAULTS,
+    Context,
+    Finding,
+    Level,
+    PlanView,
+    Resource,
+    Rule,
+    Violation,
+)
+from gpu_platform_policies.rules import ansible, capacity, gpu, observability, rollout, security, versions
+
+CATEGORIES = (security, gpu, versions, capacity, rollout, observability, ansible)
+
+__all__ = [
+    "CATEGORIES",
+    "LEVELS",
+    "RULES",
+    "THRESHOLD_DEFAULTS",
+    "Context",
+    "Finding",
+    "Level",
+    "PlanView",
+    "Resource",
+    "Rule",
+    "Violation",
+    "effective_level",
+    "evaluate",
+    "run_rule",
+]

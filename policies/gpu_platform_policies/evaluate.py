@@ -1,0 +1,41 @@
+"""Run the rule set over one stack's resources (and the repository), at each rule's effective level."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from gpu_platform_policies.model import RULES, Context, Finding, Level, PlanView, Resource, Rule, Violation
+
+
+def effective_level(rule: Rule, enforcement: Mapping[str, Level]) -> Level:
+    """The stack's override for this rule, else its default level."""
+    return enforcement.get(rule.name, rule.level)
+
+
+def run_rule(rule: Rule, plan: PlanView, ctx: Context) -> list[Finding]:
+    """Every finding of one rule over the plan (or the repository at ctx.root)."""
+    if rule.scope == "resource":
+        return [Finding(r.name, msg) for r in plan if rule.applies_to(r) for msg in rule.check(r, ctx)]
+    if rule.scope == "stack":
+        return list(rule.check(plan, ctx))
+    root = ctx.root or Path(".")
+    return list(rule.check(root, ctx))
+
+
+def evaluate(
+    resources: Iterable[Resource],
+    ctx: Context,
+    enforcement: Mapping[str, Level] | None = None,
+    *,
+    repository: bool = True,
+) -> list[Violation]:
+    """Violations of every enabled rule, sorted by resource, then level (mandatory first), then rule."""
+    plan = PlanView(resources)
+    out: list[Violation] = []
+    for rule in RULES.values():
+        level = effective_level(rule, enforcement or {})
+        if level == "disabled" or (rule.scope == "repository" and not repository):
+            continue
+        out += [Violation(rule.name, level, f.resource, f.message, f.file) for f in run_rule(rule, plan, ctx)]
+    return sorted(out, key=lambda v: (v.resource, v.level != "mandatory", v.policy, v.message))

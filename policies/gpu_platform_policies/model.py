@@ -1,0 +1,149 @@
+"""The plain data every rule works on: a resource view, findings, rules and their context.
+
+Rules never see Pulumi or CrossGuard objects. The offline gate (`gpu-platform check`) builds
+`Resource`s from the mock engine's plan; the CrossGuard pack builds them from the policy args.
+Both carry the same Pulumi type token and the same camelCase wire inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.versions import Lockfile
+
+Level = Literal["advisory", "mandatory", "disabled"]
+Scope = Literal["resource", "stack", "repository"]
+LEVELS: tuple[Level, ...] = ("advisory", "mandatory", "disabled")
+# Environments whose stacks get the production-only rules (the name, or a `prod-` prefix).
+PRODUCTION_ENVIRONMENTS = ("prod", "production")
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One planned resource: Pulumi type token, logical name, parent's logical name, wire inputs."""
+
+    type: str
+    name: str
+    parent: str | None
+    inputs: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a rule reports: the resource (or repository file) at fault and why."""
+
+    resource: str
+    message: str
+    file: str | None = None
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A finding with its rule and the enforcement level it was reported at."""
+
+    policy: str
+    level: Level
+    resource: str
+    message: str
+    file: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `check --format json` shape."""
+        out: dict[str, Any] = {"policy": self.policy, "level": self.level, "resource": self.resource, "message": self.message}
+        if self.file:
+            out["file"] = self.file
+        return out
+
+
+@dataclass(frozen=True)
+class Context:
+    """What rules may know besides the resources: environment, thresholds, lockfile, catalog."""
+
+    lock: Lockfile
+    catalog: Catalog
+    environment: str | None = None
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    root: Path | None = None
+
+    @property
+    def production(self) -> bool:
+        """True for production stacks (production-only rules apply)."""
+        env = self.environment or ""
+        return env in PRODUCTION_ENVIRONMENTS or env.startswith("prod-")
+
+    def threshold(self, name: str) -> float:
+        """A threshold by name: the stack's override, else the default its rule declared."""
+        if name in self.thresholds:
+            return float(self.thresholds[name])
+        return THRESHOLD_DEFAULTS[name]
+
+
+ResourceCheck = Callable[[Resource, Context], Iterable[str]]
+StackCheck = Callable[["PlanView", Context], Iterable[Finding]]
+RepositoryCheck = Callable[[Path, Context], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One policy: kebab-case name, one-line description, default level, scope and check."""
+
+    name: str
+    description: str
+    level: Level
+    scope: Scope
+    check: Callable[..., Iterable[Any]]
+    types: tuple[str, ...] = ()
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    category: str = ""
+
+    def applies_to(self, resource: Resource) -> bool:
+        """Resource rules run on their type tokens only (every type when none are listed)."""
+        return not self.types or resource.type in self.types
+
+
+THRESHOLD_DEFAULTS: dict[str, float] = {}
+RULES: dict[str, Rule] = {}
+
+
+def rule(
+    name: str,
+    description: str,
+    level: Level,
+    scope: Scope,
+    *,
+    category: str,
+    types: tuple[str, ...] = (),
+    thresholds: Mapping[str, float] | None = None,
+) -> Callable[[Callable[..., Iterable[Any]]], Callable[..., Iterable[Any]]]:
+    """Register a check function as a rule (names are unique; thresholds share one namespace)."""
+
+    def register(fn: Callable[..., Iterable[Any]]) -> Callable[..., Iterable[Any]]:
+        assert name not in RULES, f"duplicate rule {name}"
+        for key, value in (thresholds or {}).items():
+            assert THRESHOLD_DEFAULTS.get(key, value) == value, f"threshold {key} has two defaults"
+            THRESHOLD_DEFAULTS[key] = value
+        RULES[name] = Rule(name, description, level, scope, fn, types, dict(thresholds or {}), category)
+        return fn
+
+    return register
+
+
+class PlanView:
+    """The resources of one stack, with the lookups stack rules share."""
+
+    def __init__(self, resources: Iterable[Resource]):
+        self.resources = list(resources)
+        self._by_type: dict[str, list[Resource]] = {}
+        for r in self.resources:
+            self._by_type.setdefault(r.type, []).append(r)
+
+    def of_type(self, *types: str) -> list[Resource]:
+        """Resources of any of these type tokens."""
+        return [r for t in types for r in self._by_type.get(t, [])]
+
+    def __iter__(self) -> Iterator[Resource]:
+        return iter(self.resources)

@@ -1,0 +1,1 @@
+"""The rules, one module per concern; importing the package registers them all."""

@@ -1,0 +1,181 @@
+"""Capacity rules: production floors, Spot exposure, and Kueue quotas, flavors and queues per pool and tenant."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpu_platform.pools import LABEL_POOL
+from gpu_platform_policies.model import Context, Finding, PlanView, rule
+from gpu_platform_policies.view import (
+    Pool,
+    api_group,
+    get,
+    helm_releases,
+    namespace_of,
+    object_name,
+    objects,
+    pools,
+    quantity,
+    tenant_namespaces,
+)
+
+KUEUE = "kueue.x-k8s.io"
+WORKLOAD_CLASSES = ("training", "inference", "batch", "development")
+
+
+@rule(
+    "production-capacity-floor",
+    "In production every workload class has a reserved, capacity-block or on-demand pool, not Spot alone.",
+    "mandatory",
+    "stack",
+    category="capacity",
+)
+def production_capacity_floor(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A Spot-only class has no capacity at all when the Spot market dries up."""
+    if not ctx.production:
+        return
+    by_class: dict[str, list[Pool]] = {}
+    for p in pools(plan, ctx.catalog):
+        by_class.setdefault(p.workload_class or "unlabelled", []).append(p)
+    for cls, members in sorted(by_class.items()):
+        if not any(not p.spot and p.nodes > 0 for p in members):
+            names = ", ".join(p.name for p in members)
+            yield Finding(
+                members[0].resource, f"workload class {cls} has only Spot capacity in production ({names}); add a reserved or on-demand pool"
+            )
+
+
+@rule(
+    "spot-exposure",
+    "Spot's share of each workload class's GPUs at maximum size stays under max-spot-share-<class>.",
+    "advisory",
+    "stack",
+    category="capacity",
+    thresholds={
+        "max-spot-share-training": 0.25,
+        "max-spot-share-inference": 0.5,
+        "max-spot-share-batch": 0.8,
+        "max-spot-share-development": 0.8,
+    },
+)
+def spot_exposure(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Cheap until a reclaim wave takes most of a class's GPUs at once."""
+    totals: dict[str, list[int]] = {}
+    first: dict[str, str] = {}
+    for p in pools(plan, ctx.catalog):
+        if p.max_gpus is None or p.workload_class not in WORKLOAD_CLASSES:
+            continue
+        t = totals.setdefault(p.workload_class, [0, 0])
+        t[1] += p.max_gpus
+        if p.spot:
+            t[0] += p.max_gpus
+            first.setdefault(p.workload_class, p.resource)
+    for cls, (spot, total) in sorted(totals.items()):
+        limit = ctx.threshold(f"max-spot-share-{cls}")
+        if total and spot / total > limit:
+            yield Finding(
+                first[cls], f"{cls}: {spot} of {total} GPUs at max size are Spot ({spot / total:.0%}); threshold max-spot-share-{cls} is {limit:.0%}"
+            )
+
+
+def kueue_present(plan: PlanView) -> bool:
+    """True when the stack installs Kueue or declares any Kueue object."""
+    return bool(helm_releases(plan, "kueue")) or any(api_group(r) == KUEUE for r in plan)
+
+
+def flavor_pools(plan: PlanView) -> dict[str, str]:
+    """ResourceFlavor name -> pool it selects (by the pool label in spec.nodeLabels)."""
+    out = {}
+    for r in objects(plan, "ResourceFlavor", KUEUE):
+        pool = get(r.inputs, "spec", "nodeLabels", LABEL_POOL)
+        if pool:
+            out[object_name(r)] = str(pool)
+    return out
+
+
+def nominal_quotas(plan: PlanView) -> Iterator[tuple[str, str, str, Any]]:
+    """(ClusterQueue resource, flavor, resource name, nominalQuota) of every ClusterQueue entry."""
+    for r in objects(plan, "ClusterQueue", KUEUE):
+        for group in get(r.inputs, "spec", "resourceGroups", default=[]) or []:
+            for flavor in group.get("flavors", []) if isinstance(group, Mapping) else []:
+                for res in flavor.get("resources", []):
+                    yield r.name, str(flavor.get("name")), str(res.get("name")), res.get("nominalQuota")
+
+
+@rule(
+    "kueue-quota-fits-pool",
+    "Kueue nominal quotas per flavor and resource add up to no more than the pool offers (max-quota-overcommit).",
+    "mandatory",
+    "stack",
+    category="capacity",
+    thresholds={"max-quota-overcommit": 1.0},
+)
+def kueue_quota_fits_pool(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Quota the hardware cannot back admits jobs that then sit pending forever."""
+    by_name = {p.name: p for p in pools(plan, ctx.catalog)}
+    flavors = flavor_pools(plan)
+    sums: dict[tuple[str, str], float] = {}
+    where: dict[tuple[str, str], list[str]] = {}
+    for cq, flavor, resource, nominal in nominal_quotas(plan):
+        if not resource.startswith("nvidia.com/"):
+            continue
+        n = quantity(nominal)
+        if n is None:
+            yield Finding(cq, f"flavor {flavor}: nominalQuota {nominal!r} for {resource} is not a number")
+            continue
+        sums[(flavor, resource)] = sums.get((flavor, resource), 0) + n
+        where.setdefault((flavor, resource), []).append(cq)
+    factor = ctx.threshold("max-quota-overcommit")
+    for (flavor, resource), total in sorted(sums.items()):
+        pool = by_name.get(flavors.get(flavor, ""))
+        if pool is None:
+            yield Finding(where[(flavor, resource)][0], f"flavor {flavor} selects no GPU pool of this stack")
+            continue
+        offered = (pool.capacity(ctx.catalog) or {}).get(resource)
+        if pool.capacity(ctx.catalog) is None:
+            continue  # GPU count unknown (on-prem without a gpus-per-node label): nothing to compare
+        if offered is None:
+            yield Finding(where[(flavor, resource)][0], f"flavor {flavor}: pool {pool.name} offers no {resource}")
+        elif total > offered * factor:
+            queues = ", ".join(sorted(set(where[(flavor, resource)])))
+            yield Finding(
+                where[(flavor, resource)][0],
+                f"flavor {flavor}: nominal quotas of {resource} add up to {total:g} ({queues}) but pool {pool.name} offers {offered} at max size",
+            )
+
+
+@rule(
+    "pool-has-flavor",
+    "Every GPU pool has a Kueue ResourceFlavor selecting it (where the stack runs Kueue).",
+    "mandatory",
+    "stack",
+    category="capacity",
+)
+def pool_has_flavor(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A pool without a flavor is capacity no queue can admit work onto."""
+    if not kueue_present(plan):
+        return
+    selected = set(flavor_pools(plan).values())
+    for p in pools(plan, ctx.catalog):
+        if p.name not in selected:
+            yield Finding(p.resource, f"pool {p.name} has no ResourceFlavor with nodeLabels {LABEL_POOL}: {p.name}")
+
+
+@rule(
+    "tenant-has-quota-and-queue",
+    "Every tenant namespace has a ResourceQuota and (where the stack runs Kueue) a LocalQueue.",
+    "mandatory",
+    "stack",
+    category="capacity",
+)
+def tenant_has_quota_and_queue(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Without a quota one tenant can take the cluster; without a queue its jobs bypass admission."""
+    quotas = {namespace_of(r) for r in objects(plan, "ResourceQuota", "")}
+    queues = {namespace_of(r) for r in objects(plan, "LocalQueue", KUEUE)}
+    kueue = kueue_present(plan)
+    for ns, resource in sorted(tenant_namespaces(plan).items()):
+        if ns not in quotas:
+            yield Finding(resource, f"tenant namespace {ns} has no ResourceQuota")
+        if kueue and ns not in queues:
+            yield Finding(resource, f"tenant namespace {ns} has no Kueue LocalQueue")

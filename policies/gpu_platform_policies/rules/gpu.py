@@ -1,0 +1,168 @@
+"""GPU hygiene: taints, Spot marking, whole GPUs for training, MIG layouts, sharing modes and replicas."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import yaml
+
+from gpu_platform.pools import GPU_TAINT, INTERRUPTIBLE_TAINT, LABEL_INTERRUPTIBLE
+from gpu_platform_policies.model import Context, Resource, rule
+from gpu_platform_policies.view import NODE_GROUP, NODE_PATCH, Pool, get, pool_of
+
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+POOL_TYPES = (NODE_GROUP, NODE_PATCH)
+
+
+def _has_taint(pool: Pool, key: str, effect: str) -> bool:
+    return any(k == key and e in (effect, "NoExecute") for k, _, e in pool.taints)
+
+
+@rule(
+    "gpu-pool-tainted",
+    "Every GPU pool carries the nvidia.com/gpu NoSchedule taint, so only GPU pods land on GPU nodes.",
+    "mandatory",
+    "resource",
+    category="gpu",
+    types=POOL_TYPES,
+)
+def gpu_pool_tainted(r: Resource, ctx: Context) -> Iterator[str]:
+    """Untainted GPU nodes fill up with CPU pods and strand the GPUs."""
+    pool = pool_of(r, ctx.catalog)
+    if pool is not None and not _has_taint(pool, GPU_TAINT.key, GPU_TAINT.effect):
+        yield f"GPU pool {pool.name} has no {GPU_TAINT.key} taint with effect {GPU_TAINT.effect}"
+
+
+@rule(
+    "spot-pool-interruptible",
+    "Spot GPU pools carry the interruptible taint and label, so only jobs that tolerate loss run there.",
+    "mandatory",
+    "resource",
+    category="gpu",
+    types=POOL_TYPES,
+)
+def spot_pool_interruptible(r: Resource, ctx: Context) -> Iterator[str]:
+    """AWS reclaims Spot capacity with two minutes' notice."""
+    pool = pool_of(r, ctx.catalog)
+    if pool is None or not pool.spot:
+        return
+    if not _has_taint(pool, INTERRUPTIBLE_TAINT.key, INTERRUPTIBLE_TAINT.effect):
+        yield f"Spot pool {pool.name} has no {INTERRUPTIBLE_TAINT.key} NoSchedule taint"
+    if pool.labels.get(LABEL_INTERRUPTIBLE) != "true":
+        yield f"Spot pool {pool.name} has no label {LABEL_INTERRUPTIBLE}=true"
+
+
+@rule(
+    "training-whole-gpus",
+    "Training pools use whole GPUs: no time-slicing, MPS or MIG.",
+    "mandatory",
+    "resource",
+    category="gpu",
+    types=POOL_TYPES,
+)
+def training_whole_gpus(r: Resource, ctx: Context) -> Iterator[str]:
+    """Sliced GPUs break NCCL collectives and make step times unpredictable."""
+    pool = pool_of(r, ctx.catalog)
+    if pool is None or pool.workload_class != "training":
+        return
+    if pool.sharing != "none":
+        yield f"training pool {pool.name} shares its GPUs ({pool.sharing}); training needs whole GPUs"
+    if pool.device_plugin_config != "default":
+        yield f"training pool {pool.name} selects device-plugin config {pool.device_plugin_config!r}; allowed: 'default'"
+    if pool.mig_config:
+        yield f"training pool {pool.name} selects MIG layout {pool.mig_config!r}; allowed: MIG off (all-disabled)"
+
+
+@rule(
+    "mig-config-valid",
+    "A pool's MIG layout exists for its GPU model (standard mig-parted configs from the catalog).",
+    "mandatory",
+    "resource",
+    category="gpu",
+    types=POOL_TYPES,
+)
+def mig_config_valid(r: Resource, ctx: Context) -> Iterator[str]:
+    """mig-manager leaves nodes unschedulable when asked for a layout the GPU cannot make."""
+    pool = pool_of(r, ctx.catalog)
+    if pool is None or (pool.mig_config is None and pool.sharing != "mig"):
+        return
+    gpu = ctx.catalog.gpus.get(pool.gpu_model or "")
+    if gpu is None:
+        yield f"pool {pool.name} has unknown GPU model {pool.gpu_model!r}; cannot validate MIG"
+    elif not gpu.supports_mig:
+        yield f"pool {pool.name}: {gpu.name} does not support MIG"
+    elif pool.mig_config is None:
+        yield f"pool {pool.name} shares by MIG but selects no MIG layout; allowed: {', '.join(sorted(gpu.mig_configs))}"
+    elif pool.mig_config not in gpu.mig_configs:
+        yield f"pool {pool.name}: MIG layout {pool.mig_config!r} does not exist for {gpu.name}; allowed: {', '.join(sorted(gpu.mig_configs))}"
+
+
+def device_plugin_configs(r: Resource) -> dict[str, Mapping[str, Any]]:
+    """Config name -> parsed device-plugin config, for a ConfigMap that holds them (else empty)."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for key, text in (r.inputs.get("data") or {}).items():
+        try:
+            doc = yaml.safe_load(text) if isinstance(text, str) else None
+        except yaml.YAMLError:
+            continue
+        if isinstance(doc, Mapping) and doc.get("version") == "v1" and ("sharing" in doc or "flags" in doc):
+            out[str(key)] = doc
+    return out
+
+
+def _shared_replicas(doc: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    out = []
+    for mode in ("timeSlicing", "mps"):
+        for res in get(doc, "sharing", mode, "resources", default=[]) or []:
+            out.append((mode, res.get("replicas") if isinstance(res, Mapping) else None))
+    return out
+
+
+@rule(
+    "sharing-modes-exclusive",
+    "Time-slicing or MPS and MIG are never both on for one pool or one device-plugin config.",
+    "mandatory",
+    "resource",
+    category="gpu",
+    types=(*POOL_TYPES, CONFIG_MAP),
+)
+def sharing_modes_exclusive(r: Resource, ctx: Context) -> Iterator[str]:
+    """Mixing them double-counts GPU memory and confuses the device plugin's accounting."""
+    if r.type == CONFIG_MAP:
+        for name, doc in device_plugin_configs(r).items():
+            strategy = get(doc, "flags", "migStrategy", default="none")
+            if _shared_replicas(doc) and strategy in ("single", "mixed"):
+                yield f"device-plugin config {name!r} time-slices or MPS-shares with migStrategy {strategy!r}"
+        return
+    pool = pool_of(r, ctx.catalog)
+    if pool is None:
+        return
+    sliced = pool.sharing in ("time-slicing", "mps") or pool.replicas is not None
+    if sliced and pool.mig_config:
+        yield f"pool {pool.name} selects {pool.device_plugin_config!r} and MIG layout {pool.mig_config!r}; choose one"
+
+
+@rule(
+    "sharing-replicas-bounds",
+    "Time-slicing and MPS replicas per GPU stay within bounds (thresholds sharing-min-replicas, sharing-max-replicas).",
+    "mandatory",
+    "resource",
+    category="gpu",
+    types=(*POOL_TYPES, CONFIG_MAP),
+    thresholds={"sharing-min-replicas": 2, "sharing-max-replicas": 16},
+)
+def sharing_replicas_bounds(r: Resource, ctx: Context) -> Iterator[str]:
+    """Too many replicas starve each tenant of memory; one replica is just a renamed GPU."""
+    lo, hi = ctx.threshold("sharing-min-replicas"), ctx.threshold("sharing-max-replicas")
+    if r.type == CONFIG_MAP:
+        for name, doc in device_plugin_configs(r).items():
+            for mode, replicas in _shared_replicas(doc):
+                if not isinstance(replicas, int) or not lo <= replicas <= hi:
+                    yield f"device-plugin config {name!r}: {mode} replicas {replicas!r}; allowed: {lo:g}..{hi:g}"
+        return
+    pool = pool_of(r, ctx.catalog)
+    if pool is None or pool.sharing not in ("time-slicing", "mps"):
+        return
+    if pool.replicas is None or not lo <= pool.replicas <= hi:
+        yield f"pool {pool.name}: {pool.sharing} replicas {pool.replicas!r} (from {pool.device_plugin_config!r}); allowed: {lo:g}..{hi:g}"

@@ -1,0 +1,177 @@
+"""Security rules: instance metadata, encryption, API endpoint exposure, privilege, network isolation."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
+from gpu_platform_policies.view import (
+    EKS_CLUSTER,
+    HELM_CHART,
+    HELM_RELEASE,
+    LAUNCH_TEMPLATE,
+    get,
+    kind_of,
+    namespace_of,
+    objects,
+    tenant_namespaces,
+    truthy,
+    walk,
+)
+
+# Namespaces whose components legitimately need privileged containers (driver, toolkit, device
+# plugin, MIG manager, DCGM and node agents run as host-level system software).
+PRIVILEGED_NAMESPACES = frozenset({"kube-system", "gpu-operator"})
+WORKLOAD_KINDS = ("Pod", "Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job", "CronJob")
+
+
+@rule(
+    "imdsv2-required",
+    "Launch templates require IMDSv2 session tokens and keep the metadata hop limit at the node.",
+    "mandatory",
+    "resource",
+    category="security",
+    types=(LAUNCH_TEMPLATE, "aws:ec2/instance:Instance"),
+    thresholds={"imds-max-hop-limit": 1},
+)
+def imdsv2_required(r: Resource, ctx: Context) -> Iterator[str]:
+    """IMDSv1 lets any pod on the node read the node role's credentials with one GET."""
+    meta = r.inputs.get("metadataOptions") or {}
+    tokens = meta.get("httpTokens")
+    if tokens != "required":
+        yield f"metadataOptions.httpTokens is {tokens!r}; set it to 'required' (IMDSv2 only)"
+    if str(meta.get("httpEndpoint", "enabled")) == "enabled":
+        hops = meta.get("httpPutResponseHopLimit")
+        limit = ctx.threshold("imds-max-hop-limit")
+        if hops is None or float(hops) > limit:
+            yield f"metadataOptions.httpPutResponseHopLimit is {hops!r}; allowed: at most {limit:g} so pods cannot reach IMDS"
+
+
+@rule(
+    "ebs-encrypted",
+    "Every EBS volume a launch template or instance creates is encrypted.",
+    "mandatory",
+    "resource",
+    category="security",
+    types=(LAUNCH_TEMPLATE, "aws:ebs/volume:Volume", "aws:ec2/instance:Instance"),
+)
+def ebs_encrypted(r: Resource, ctx: Context) -> Iterator[str]:
+    """Training data, checkpoints and container layers land on these volumes."""
+    if r.type == "aws:ebs/volume:Volume":
+        if not truthy(r.inputs.get("encrypted")):
+            yield "encrypted is not true"
+        return
+    mappings = r.inputs.get("blockDeviceMappings") or []
+    if r.type == "aws:ec2/instance:Instance":
+        mappings = [{"deviceName": "root", "ebs": r.inputs.get("rootBlockDevice") or {}}, *r.inputs.get("ebsBlockDevices", [])]
+    for m in mappings:
+        ebs = m.get("ebs") if isinstance(m, Mapping) and "ebs" in m else m
+        if isinstance(ebs, Mapping) and not truthy(ebs.get("encrypted")):
+            yield f"volume {m.get('deviceName', '?')} is not encrypted; set ebs.encrypted to true"
+
+
+@rule(
+    "eks-endpoint-restricted",
+    "In production the EKS API endpoint is private, or public only to listed CIDRs (never 0.0.0.0/0).",
+    "mandatory",
+    "resource",
+    category="security",
+    types=(EKS_CLUSTER,),
+)
+def eks_endpoint_restricted(r: Resource, ctx: Context) -> Iterator[str]:
+    """A world-reachable control plane is one leaked token away from the whole cluster."""
+    env = ctx.environment or get(r.inputs, "tags", "gpu-platform:environment")
+    if not (ctx.production or Context(ctx.lock, ctx.catalog, env).production):
+        return
+    vpc = r.inputs.get("vpcConfig") or {}
+    public = vpc.get("endpointPublicAccess", True)  # EKS default: public
+    if not truthy(public) and public is not None:
+        return
+    cidrs = list(vpc.get("publicAccessCidrs") or [])
+    if not cidrs:
+        yield "vpcConfig.endpointPublicAccess is on with no publicAccessCidrs (open to the internet); make it private or list CIDRs"
+        return
+    for cidr in cidrs:
+        try:
+            net = ipaddress.ip_network(str(cidr), strict=False)
+        except ValueError:
+            yield f"publicAccessCidrs entry {cidr!r} is not a CIDR"
+            continue
+        if net.prefixlen == 0:
+            yield f"publicAccessCidrs contains {cidr} (the whole internet)"
+
+
+@rule(
+    "eks-secrets-encryption",
+    "EKS envelope-encrypts Kubernetes Secrets with a KMS key.",
+    "mandatory",
+    "resource",
+    category="security",
+    types=(EKS_CLUSTER,),
+)
+def eks_secrets_encryption(r: Resource, ctx: Context) -> Iterator[str]:
+    """Without it, Secrets sit in etcd encrypted only by the volume."""
+    enc = r.inputs.get("encryptionConfig") or {}
+    if "secrets" not in (enc.get("resources") or []):
+        yield "encryptionConfig does not cover 'secrets'; enable secrets encryption with a KMS key"
+    elif not get(enc, "provider", "keyArn"):
+        yield "encryptionConfig.provider.keyArn is empty; name the KMS key"
+
+
+def _privileged_paths(node: Any) -> Iterator[str]:
+    for path, key, value in walk(node):
+        if key == "privileged" and truthy(value) and ("securityContext" in path or "SecurityContext" in path):
+            yield path
+
+
+@rule(
+    "no-privileged-containers",
+    "No privileged container outside the system namespaces (kube-system, gpu-operator).",
+    "mandatory",
+    "stack",
+    category="security",
+)
+def no_privileged_containers(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Privileged pods own the node; only host-level GPU system software may run that way."""
+    for r in plan:
+        kind = kind_of(r)
+        if kind in WORKLOAD_KINDS:
+            ns = namespace_of(r) or "default"
+            body: Any = r.inputs.get("spec")
+        elif r.type in (HELM_RELEASE, HELM_CHART):
+            ns = namespace_of(r) or "default"
+            body = r.inputs.get("values")
+        else:
+            continue
+        if ns in PRIVILEGED_NAMESPACES:
+            continue
+        for path in _privileged_paths(body):
+            yield Finding(r.name, f"{path} is privileged in namespace {ns}; allowed only in {', '.join(sorted(PRIVILEGED_NAMESPACES))}")
+
+
+def _is_default_deny(r: Resource) -> bool:
+    spec = r.inputs.get("spec") or {}
+    selector = spec.get("podSelector")
+    selects_all = isinstance(selector, Mapping) and not selector.get("matchLabels") and not selector.get("matchExpressions")
+    types = spec.get("policyTypes") or []
+    return selects_all and "Ingress" in types and not spec.get("ingress")
+
+
+@rule(
+    "tenant-default-deny",
+    "Every tenant namespace has a default-deny NetworkPolicy (all pods, Ingress, no allow rules).",
+    "mandatory",
+    "stack",
+    category="security",
+)
+def tenant_default_deny(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Tenants share nodes; isolation starts from deny and adds explicit allows."""
+    covered = {namespace_of(r) for r in objects(plan, "NetworkPolicy", "networking.k8s.io") if _is_default_deny(r)}
+    for ns, resource in sorted(tenant_namespaces(plan).items()):
+        if ns not in covered:
+            yield Finding(
+                resource,
+                f"tenant namespace {ns} has no default-deny NetworkPolicy (podSelector: {{}}, policyTypes: [Ingress, ...], no ingress rules)",
+            )

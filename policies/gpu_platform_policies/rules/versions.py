@@ -1,0 +1,222 @@
+"""Version rules: charts, images, EKS AMI and add-ons pinned to the lockfile; driver fits every GPU."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpu_platform.versions import Lockfile
+from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
+from gpu_platform_policies.view import (
+    EKS_ADDON,
+    EKS_CLUSTER,
+    HELM_CHART,
+    HELM_RELEASE,
+    NODE_GROUP,
+    chart_name,
+    get,
+    helm_releases,
+    is_gpu_node_group,
+    pools,
+    truthy,
+    walk,
+)
+
+FLOATING = frozenset({"latest", "stable", "main", "master", "edge", "nightly", "*", ""})
+EXACT_VERSION = re.compile(r"^v?\d+(\.\d+){1,3}([-+][0-9A-Za-z.-]+)?$")
+VERSION_KEYS = re.compile(r"(^|[a-z_])(version|tag)$", re.IGNORECASE)
+
+
+def _lock_chart(lock: Lockfile, r: Resource) -> tuple[str, str] | None:
+    """(lockfile key, pinned version) of the chart a release installs, matched by chart name."""
+    name = chart_name(r)
+    for key, chart in lock.charts.items():
+        if name in (chart.chart, key):
+            return key, chart.version
+    return None
+
+
+@rule(
+    "charts-pinned",
+    "Every Helm chart is pinned to an exact version equal to the lockfile's.",
+    "mandatory",
+    "resource",
+    category="versions",
+    types=(HELM_RELEASE, HELM_CHART),
+)
+def charts_pinned(r: Resource, ctx: Context) -> Iterator[str]:
+    """An unpinned chart upgrades itself the next time anyone runs `pulumi up`."""
+    version = str(r.inputs.get("version") or "")
+    if not version:
+        yield f"chart {chart_name(r)!r} has no version; pin it in infra/gpu_platform/data/versions.yaml"
+        return
+    if not EXACT_VERSION.match(version):
+        yield f"chart {chart_name(r)!r} version {version!r} is not an exact version"
+    pinned = _lock_chart(ctx.lock, r)
+    if pinned is None:
+        yield f"chart {chart_name(r)!r} is not in the lockfile; add it under charts:"
+    elif version != pinned[1]:
+        yield f"chart {chart_name(r)!r} version {version!r} differs from the lockfile's charts.{pinned[0]}.version {pinned[1]!r}"
+
+
+def split_image(ref: str) -> tuple[str, str | None, str | None]:
+    """(repository, tag, digest) of an image reference."""
+    ref, _, digest = ref.partition("@")
+    slash = ref.rfind("/")
+    colon = ref.rfind(":")
+    if colon > slash:
+        return ref[:colon], ref[colon + 1 :], digest or None
+    return ref, None, digest or None
+
+
+def image_refs(inputs: Any) -> Iterator[tuple[str, str, str | None, str | None]]:
+    """(path, repository, tag, digest) of every container image the inputs set."""
+    for path, key, value in walk(inputs):
+        if isinstance(value, Mapping):
+            repo, image = value.get("repository"), value.get("image")
+            tag = value.get("tag", value.get("version"))
+            if isinstance(repo, str) and isinstance(image, str) and "version" in value:
+                yield path, f"{repo.rstrip('/')}/{image}", str(tag) if tag is not None else None, value.get("digest")
+            elif isinstance(repo, str) and "tag" in value and "/" in repo:
+                yield path, repo, str(tag) if tag is not None else None, value.get("digest")
+        elif key == "image" and isinstance(value, str) and ("/" in value or ":" in value):
+            repo, tag, digest = split_image(value)
+            yield path, repo, tag, digest
+
+
+@rule(
+    "images-pinned",
+    "Every container image the program sets has a tag or digest, equal to the lockfile's where it pins that image.",
+    "mandatory",
+    "resource",
+    category="versions",
+)
+def images_pinned(r: Resource, ctx: Context) -> Iterator[str]:
+    """Images drift silently: the same tag can be re-pushed, a missing tag means latest."""
+    pinned = {img.repository: (key, img.tag) for key, img in ctx.lock.images.items()}
+    for path, repo, tag, digest in image_refs(r.inputs):
+        if not tag and not digest:
+            yield f"{path}: image {repo} has no tag or digest"
+            continue
+        if repo in pinned and tag and tag != pinned[repo][1]:
+            key, want = pinned[repo]
+            yield f"{path}: image {repo}:{tag} differs from the lockfile's images.{key}.tag {want!r}"
+
+
+@rule(
+    "no-floating-versions",
+    "No version, tag or image anywhere is `latest` or another floating name.",
+    "mandatory",
+    "resource",
+    category="versions",
+)
+def no_floating_versions(r: Resource, ctx: Context) -> Iterator[str]:
+    """A floating name resolves to something different on every node and every day."""
+    for path, key, value in walk(r.inputs):
+        if not isinstance(value, str):
+            continue
+        if value.endswith(":latest") or (VERSION_KEYS.search(str(key)) and value.strip().lower() in FLOATING - {""}):
+            yield f"{path} is {value!r}; pin an exact version"
+
+
+@rule(
+    "eks-versions-match-lockfile",
+    "EKS control plane, node group AMIs and add-ons use the lockfile's versions.",
+    "mandatory",
+    "resource",
+    category="versions",
+    types=(EKS_CLUSTER, NODE_GROUP, EKS_ADDON),
+)
+def eks_versions_match_lockfile(r: Resource, ctx: Context) -> Iterator[str]:
+    """A node group without a pinned release version takes whatever AMI (and driver) is newest."""
+    lock = ctx.lock
+    if r.type == EKS_CLUSTER and r.inputs.get("version") != lock.kubernetes.version:
+        yield f"version {r.inputs.get('version')!r} differs from the lockfile's kubernetes.version {lock.kubernetes.version!r}"
+    elif r.type == NODE_GROUP:
+        if r.inputs.get("version") != lock.kubernetes.version:
+            yield f"version {r.inputs.get('version')!r} differs from the lockfile's kubernetes.version {lock.kubernetes.version!r}"
+        if r.inputs.get("releaseVersion") != lock.eks.ami_release_version:
+            yield f"releaseVersion {r.inputs.get('releaseVersion')!r} differs from the lockfile's {lock.eks.ami_release_version!r}"
+        want_ami = lock.eks.ami_type if is_gpu_node_group(r, ctx.catalog) else lock.eks.system_ami_type
+        if r.inputs.get("amiType") != want_ami:
+            yield f"amiType {r.inputs.get('amiType')!r} differs from the lockfile's {want_ami!r}"
+    elif r.type == EKS_ADDON:
+        name = str(r.inputs.get("addonName"))
+        want = lock.eks.addons.get(name)
+        if want is None:
+            yield f"add-on {name!r} is not in the lockfile's eks.addons"
+        elif r.inputs.get("addonVersion") != want:
+            yield f"add-on {name} version {r.inputs.get('addonVersion')!r} differs from the lockfile's {want!r}"
+
+
+def operator_driver(plan: PlanView) -> tuple[Resource, Mapping[str, Any]] | None:
+    """The GPU Operator release and its `driver` values, when the operator installs the driver."""
+    for r in helm_releases(plan, "gpu-operator"):
+        driver = get(r.inputs, "values", "driver", default={}) or {}
+        if truthy(driver.get("enabled", True)):
+            return r, driver
+    return None
+
+
+def _branch(version: str) -> str:
+    return version.split(".", 1)[0]
+
+
+@rule(
+    "driver-supports-gpu",
+    "The driver branch each pool runs is new enough for, and supports the architecture of, its GPU.",
+    "mandatory",
+    "stack",
+    category="versions",
+)
+def driver_supports_gpu(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """An H200 on a 535 driver does not come up; the node joins with zero GPUs."""
+    lock, matrix = ctx.lock, ctx.lock.compatibility
+    operator = operator_driver(plan)
+    for pool in pools(plan, ctx.catalog):
+        if operator is not None:
+            branch, source = _branch(str(operator[1].get("version", lock.nvidia_driver.version))), "GPU Operator driver.version"
+        elif pool.platform == "eks":
+            branch, source = lock.eks.ami_driver_branch, "eks.ami_driver_branch"
+        else:
+            branch, source = lock.nvidia_driver.branch, "nvidia_driver.branch"
+        gpu = ctx.catalog.gpus.get(pool.gpu_model or "")
+        if gpu is None:
+            yield Finding(pool.resource, f"pool {pool.name} has unknown GPU model {pool.gpu_model!r}")
+            continue
+        need = matrix.gpu_min_driver_branch.get(gpu.name)
+        support = matrix.driver_branches.get(branch)
+        if need is None:
+            yield Finding(pool.resource, f"{gpu.name} has no compatibility.gpu_min_driver_branch entry in the lockfile")
+        elif int(branch) < int(need):
+            yield Finding(pool.resource, f"pool {pool.name}: {gpu.name} needs driver branch >= {need}, but {source} is {branch}")
+        if support is None:
+            yield Finding(pool.resource, f"pool {pool.name}: driver branch {branch} ({source}) is not in compatibility.driver_branches")
+        elif gpu.architecture not in support.architectures:
+            yield Finding(pool.resource, f"pool {pool.name}: driver branch {branch} does not support {gpu.architecture} ({gpu.name})")
+
+
+@rule(
+    "fabric-manager-matches-driver",
+    "On NVSwitch systems the fabric manager version equals the driver version exactly.",
+    "mandatory",
+    "stack",
+    category="versions",
+)
+def fabric_manager_matches_driver(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Fabric manager refuses to start against any other driver build, and the GPUs stay unusable."""
+    lock = ctx.lock
+    nvswitch_models = {t.gpu.name for t in ctx.catalog.instance_types.values() if t.nvswitch}
+    operator = operator_driver(plan)
+    for pool in pools(plan, ctx.catalog):
+        if pool.gpu_model not in nvswitch_models:
+            continue
+        driver = str(operator[1].get("version", lock.nvidia_driver.version)) if operator else lock.nvidia_driver.version
+        if pool.platform == "eks" and operator is None:
+            continue  # the EKS NVIDIA AMI ships driver and fabric manager as one matched set
+        if lock.fabric_manager.version != driver:
+            yield Finding(
+                pool.resource,
+                f"pool {pool.name} ({pool.gpu_model}, NVSwitch): fabric manager {lock.fabric_manager.version!r} differs from driver {driver!r}",
+            )

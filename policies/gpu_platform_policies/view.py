@@ -1,0 +1,317 @@
+"""Shared readings of the resource view: GPU pools, Kubernetes objects, Helm values, images.
+
+Every helper reads only type tokens and wire inputs, so it behaves the same on the offline plan
+and under CrossGuard.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.pools import (
+    GPU_RESOURCE,
+    LABEL_DEVICE_PLUGIN_CONFIG,
+    LABEL_GPU_MODEL,
+    LABEL_MIG_CONFIG,
+    LABEL_POOL,
+    LABEL_SHARING,
+    LABEL_TIER,
+    LABEL_WORKLOAD,
+    SHARED_GPU_RESOURCE,
+)
+from gpu_platform_policies.model import PlanView, Resource
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+NODE_PATCH = "kubernetes:core/v1:NodePatch"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+EKS_ADDON = "aws:eks/addon:Addon"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+HELM_CHART = "kubernetes:helm.sh/v4:Chart"
+CUSTOM_RESOURCE = "kubernetes:apiextensions.k8s.io:CustomResource"
+LABEL_TENANT = "gpu-platform.io/tenant"
+# Namespaces the platform itself runs in; everything else with a quota or queue is a tenant's.
+SYSTEM_NAMESPACES = frozenset(
+    {"kube-system", "kube-public", "kube-node-lease", "default", "gpu-operator", "kueue-system", "volcano-system", "monitoring"}
+)
+TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+MIG_OFF = "all-disabled"
+
+
+def get(node: Any, *path: str, default: Any = None) -> Any:
+    """`node[path[0]][path[1]]...`, or `default` where any step is missing or not a mapping."""
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return default
+        node = node[key]
+    return node
+
+
+def truthy(value: Any) -> bool:
+    """Wire booleans arrive as bools or as the strings "true"/"false"."""
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+# --- GPU pools -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A GPU pool as the plan shows it: an EKS node group, or the node patches of one on-prem pool."""
+
+    name: str
+    resource: str
+    platform: str  # "eks" or "onprem"
+    labels: Mapping[str, str]
+    taints: tuple[tuple[str, str, str], ...]
+    gpu_model: str | None
+    capacity_type: str  # EKS capacityType (SPOT, ON_DEMAND, CAPACITY_BLOCK) or "ON_DEMAND" on-prem
+    nodes: int
+    gpus_per_node: int | None
+
+    @property
+    def workload_class(self) -> str | None:
+        """The `gpu-platform.io/workload-class` label."""
+        return self.labels.get(LABEL_WORKLOAD)
+
+    @property
+    def tier(self) -> str:
+        """Capacity tier: the label, else what the EKS capacity type implies."""
+        label = self.labels.get(LABEL_TIER)
+        if label:
+            return label
+        return {"SPOT": "spot", "CAPACITY_BLOCK": "capacity-block"}.get(self.capacity_type, "on-demand")
+
+    @property
+    def spot(self) -> bool:
+        """Interruptible capacity, by what AWS is asked for or what the pool claims."""
+        return self.capacity_type == "SPOT" or self.tier == "spot"
+
+    @property
+    def sharing(self) -> str:
+        """Sharing mode label (none, time-slicing, mps, mig)."""
+        return self.labels.get(LABEL_SHARING, "none")
+
+    @property
+    def mig_config(self) -> str | None:
+        """The mig-manager layout the pool selects, or None when MIG is off or unset."""
+        value = self.labels.get(LABEL_MIG_CONFIG)
+        return None if value in (None, MIG_OFF) else value
+
+    @property
+    def device_plugin_config(self) -> str:
+        """The device-plugin config key the pool selects."""
+        return self.labels.get(LABEL_DEVICE_PLUGIN_CONFIG, "default")
+
+    @property
+    def replicas(self) -> int | None:
+        """Time-slicing/MPS replicas, read from the selected config name (`time-slicing-4`)."""
+        m = re.fullmatch(r"(?:time-slicing|mps)-(\d+)", self.device_plugin_config)
+        return int(m.group(1)) if m else None
+
+    @property
+    def max_gpus(self) -> int | None:
+        """Physical GPUs at the pool's maximum size (None when the GPU count is unknown)."""
+        return None if self.gpus_per_node is None else self.nodes * self.gpus_per_node
+
+    def resources_per_gpu(self, catalog: Catalog) -> dict[str, int] | None:
+        """Extended resources one GPU offers under the pool's sharing mode (None when unknown)."""
+        if self.sharing in ("time-slicing", "mps"):
+            return {SHARED_GPU_RESOURCE: self.replicas} if self.replicas else None
+        if self.sharing == "mig":
+            gpu = catalog.gpus.get(self.gpu_model or "")
+            layout = gpu.mig_configs.get(self.mig_config or "") if gpu else None
+            return None if layout is None else {f"nvidia.com/mig-{p}": n for p, n in layout.items()}
+        return {GPU_RESOURCE: 1}
+
+    def capacity(self, catalog: Catalog) -> dict[str, int] | None:
+        """Every extended resource the pool offers at its maximum size (None when unknown)."""
+        per_gpu = self.resources_per_gpu(catalog)
+        if per_gpu is None or self.max_gpus is None:
+            return None
+        return {name: n * self.max_gpus for name, n in per_gpu.items()}
+
+
+def _taints(raw: Any) -> tuple[tuple[str, str, str], ...]:
+    out = []
+    for t in raw or []:
+        if isinstance(t, Mapping):
+            effect = str(t.get("effect", ""))
+            out.append((str(t.get("key", "")), str(t.get("value", "")), TAINT_EFFECTS.get(effect, effect)))
+    return tuple(out)
+
+
+def is_gpu_node_group(r: Resource, catalog: Catalog) -> bool:
+    """A node group is a GPU pool when its AMI, its labels or its instance types say so."""
+    if r.type != NODE_GROUP:
+        return False
+    types = r.inputs.get("instanceTypes") or []
+    return (
+        "NVIDIA" in str(r.inputs.get("amiType", ""))
+        or LABEL_GPU_MODEL in (r.inputs.get("labels") or {})
+        or any(t in catalog.instance_types for t in types)
+    )
+
+
+def pool_of(r: Resource, catalog: Catalog) -> Pool | None:
+    """The GPU pool one node group or one node patch belongs to (None for other resources)."""
+    if r.type == NODE_GROUP and is_gpu_node_group(r, catalog):
+        labels = dict(r.inputs.get("labels") or {})
+        types = [t for t in r.inputs.get("instanceTypes") or [] if t in catalog.instance_types]
+        model = labels.get(LABEL_GPU_MODEL) or (catalog.instance(types[0]).gpu.name if types else None)
+        return Pool(
+            name=labels.get(LABEL_POOL, r.name),
+            resource=r.name,
+            platform="eks",
+            labels=labels,
+            taints=_taints(r.inputs.get("taints")),
+            gpu_model=model,
+            capacity_type=str(r.inputs.get("capacityType", "ON_DEMAND")),
+            nodes=int(get(r.inputs, "scalingConfig", "maxSize", default=0) or 0),
+            gpus_per_node=catalog.instance(types[0]).gpus if types else None,
+        )
+    if r.type == NODE_PATCH:
+        labels = dict(get(r.inputs, "metadata", "labels", default={}) or {})
+        if LABEL_GPU_MODEL not in labels and LABEL_POOL not in labels:
+            return None
+        count = labels.get("gpu-platform.io/gpus-per-node")
+        return Pool(
+            name=labels.get(LABEL_POOL, r.name),
+            resource=r.name,
+            platform="onprem",
+            labels=labels,
+            taints=_taints(get(r.inputs, "spec", "taints")),
+            gpu_model=labels.get(LABEL_GPU_MODEL),
+            capacity_type="ON_DEMAND",
+            nodes=1,
+            gpus_per_node=int(count) if count and str(count).isdigit() else None,
+        )
+    return None
+
+
+def pools(plan: PlanView, catalog: Catalog) -> list[Pool]:
+    """Every GPU pool of the plan; on-prem node patches of one pool are merged into one entry."""
+    out: list[Pool] = []
+    onprem: dict[str, list[Pool]] = {}
+    for r in plan.of_type(NODE_GROUP, NODE_PATCH):
+        p = pool_of(r, catalog)
+        if p is None:
+            continue
+        if p.platform == "eks":
+            out.append(p)
+        else:
+            onprem.setdefault(p.name, []).append(p)
+    for name, members in onprem.items():
+        first = members[0]
+        parent = next((r.parent for r in plan.of_type(NODE_PATCH) if r.name == first.resource and r.parent), None)
+        counts = {m.gpus_per_node for m in members}
+        out.append(
+            Pool(
+                name=name,
+                resource=parent or first.resource,
+                platform="onprem",
+                labels=first.labels,
+                taints=first.taints,
+                gpu_model=first.gpu_model,
+                capacity_type="ON_DEMAND",
+                nodes=len(members),
+                gpus_per_node=counts.pop() if len(counts) == 1 else None,
+            )
+        )
+    return out
+
+
+# --- Kubernetes objects --------------------------------------------------------------------------
+
+
+def kind_of(r: Resource) -> str | None:
+    """The Kubernetes kind of a resource (from its type token, or its inputs for custom resources)."""
+    if not r.type.startswith("kubernetes:") or r.type.startswith("kubernetes:helm.sh/"):
+        return None
+    if r.type == CUSTOM_RESOURCE or r.type.endswith(":CustomResource"):
+        kind = r.inputs.get("kind")
+        return str(kind) if kind else None
+    return r.type.rsplit(":", 1)[-1]
+
+
+def api_group(r: Resource) -> str:
+    """The API group of a Kubernetes resource (`kueue.x-k8s.io`, `monitoring.coreos.com`, "" for core)."""
+    api_version = r.inputs.get("apiVersion")
+    if api_version:
+        return str(api_version).rsplit("/", 1)[0] if "/" in str(api_version) else ""
+    middle = r.type.split(":")[1] if r.type.count(":") >= 2 else ""
+    group = middle.rsplit("/", 1)[0]
+    return "" if group == "core" else group
+
+
+def objects(plan: PlanView, kind: str, group: str | None = None) -> list[Resource]:
+    """Kubernetes objects of one kind (and API group, when given)."""
+    return [r for r in plan if kind_of(r) == kind and (group is None or api_group(r) == group)]
+
+
+def metadata(r: Resource) -> Mapping[str, Any]:
+    """The object's metadata (empty when absent)."""
+    meta = r.inputs.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def object_name(r: Resource) -> str:
+    """metadata.name, else the logical name."""
+    return str(metadata(r).get("name") or r.name)
+
+
+def namespace_of(r: Resource) -> str | None:
+    """metadata.namespace (Helm releases: their `namespace` input)."""
+    if r.type.startswith("kubernetes:helm.sh/"):
+        ns = r.inputs.get("namespace")
+        return str(ns) if ns else None
+    ns = metadata(r).get("namespace")
+    return str(ns) if ns else None
+
+
+def tenant_namespaces(plan: PlanView) -> dict[str, str]:
+    """Tenant namespace name -> resource name: Namespaces labelled as a tenant's, else non-system ones."""
+    out: dict[str, str] = {}
+    for r in objects(plan, "Namespace", ""):
+        labels = metadata(r).get("labels") or {}
+        name = object_name(r)
+        if LABEL_TENANT in labels or (name not in SYSTEM_NAMESPACES and not name.startswith("kube-")):
+            out[name] = r.name
+    return out
+
+
+def helm_releases(plan: PlanView, chart: str) -> list[Resource]:
+    """Helm releases (v3 Release or v4 Chart) of one chart name."""
+    return [r for r in plan.of_type(HELM_RELEASE, HELM_CHART) if chart_name(r) == chart]
+
+
+def chart_name(r: Resource) -> str:
+    """The chart a Helm release installs (its last path segment, for OCI or repo/chart forms)."""
+    return str(r.inputs.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
+
+
+def walk(node: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """(path, key, value) of every mapping entry, depth first, through lists too."""
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            here = f"{path}.{k}" if path else str(k)
+            yield here, k, v
+            yield from walk(v, here)
+    elif isinstance(node, (list, tuple)):
+        for i, v in enumerate(node):
+            yield from walk(v, f"{path}[{i}]")
+
+
+def quantity(value: Any) -> float | None:
+    """A Kubernetes quantity as a number (plain integers and decimal strings; None otherwise)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)?", value):
+        return float(value)
+    return None
