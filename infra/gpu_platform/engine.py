@@ -101,7 +101,7 @@ def _parent_name(urn: str) -> str | None:
     return None if parts[2].split("$")[-1] == "pulumi:pulumi:Stack" else parts[-1]
 
 
-def _computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+def computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """The few outputs the program reads back from resources, with recognisable fake values."""
     out = dict(inputs)
     out.setdefault("arn", f"arn:aws:mock:::{type_token.rsplit(':', maxsplit=1)[-1].lower()}/{name}")
@@ -122,7 +122,7 @@ def run_program(config: Mapping[str, Any], stack: str) -> Plan:
 
     class Recorder(pulumi.runtime.Mocks):
         def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
-            return f"{args.name}-id", _computed_outputs(args.typ, args.name, args.inputs)
+            return f"{args.name}-id", computed_outputs(args.typ, args.name, args.inputs)
 
         def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
             return {}, None
