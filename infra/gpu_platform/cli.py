@@ -15,6 +15,7 @@ from gpu_platform.errors import ConfigError
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("gpu_platform.commands.plan", "run", "run the program on the offline engine and list every resource"),
     "capacity": ("gpu_platform.commands.capacity", "run", "capacity, coverage, Spot exposure and cost of the stack"),
+    "render": ("gpu_platform.commands.render", "run", "write every Kubernetes object and Helm values of the stack as YAML"),
     "check": ("gpu_platform.commands.check", "run", "run every policy over the offline plan; exit 1 on a mandatory violation"),
 }
 FORMATS = {"plan": ("table", "json"), "capacity": ("table", "json"), "check": ("text", "json", "github")}

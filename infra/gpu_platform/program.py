@@ -17,6 +17,7 @@ from gpu_platform.aws.nodepools import GpuNodePool, GpuNodePoolArgs, node_group_
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError
 from gpu_platform.k8s.nodes import BareMetalPool, BareMetalPoolArgs
+from gpu_platform.k8s.platform import build_platform
 from gpu_platform.k8s.provider import eks_provider, existing_cluster_provider
 from gpu_platform.spec.loader import spec_from_config
 from gpu_platform.spec.models import PlatformSpec
@@ -79,6 +80,7 @@ def build_existing(spec: PlatformSpec) -> Built:
 def build(spec: PlatformSpec) -> Built:
     """Every resource of the stack, from the validated spec."""
     built = build_aws(spec) if spec.is_eks else build_existing(spec)
+    build_platform(spec, load_catalog(), built.provider)
     pulumi.export("clusterName", built.cluster_name)
     pulumi.export("environment", spec.environment)
     pulumi.export("nodePools", [p.name for p in spec.node_pools])

@@ -1,0 +1,207 @@
+"""Kueue: a ResourceFlavor per pool, a ClusterQueue per tenant, LocalQueues and WorkloadPriorityClasses.
+
+API `kueue.x-k8s.io/v1beta2` (v0.19: `cohortName`, `fairSharing.weight`). Each tenant ClusterQueue has
+a cpu/memory group on the label-less `default-cpu` flavor and one group per set of GPU resources its
+pools share; a resource may sit in only one group, so pools offering overlapping resources (two MIG
+layouts) share a group and list every covered resource (0 where the pool offers none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.k8s.gpu_operator import controller_node_selector
+from gpu_platform.k8s.objects import KUEUE_NAMESPACE, LABEL_TENANT, Manifest, create, helm_release, metadata, system_namespace, tolerations
+from gpu_platform.k8s.tenants import PRIORITY_TEXT, PRIORITY_VALUES
+from gpu_platform.pools import LABEL_GPU_MODEL, LABEL_POOL, LABEL_TIER, gpu_of, node_taints, resources_for_gpus, resources_per_gpu
+from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
+
+API = "kueue.x-k8s.io/v1beta2"
+RELEASE = "kueue"
+CPU_FLAVOR = "default-cpu"
+LOCAL_QUEUE = "default"
+# Flavors are tried in this order: capacity already paid for, then Spot, then on-demand as fallback
+# (the same order the cluster-autoscaler's priority expander scales in).
+TIER_ORDER = {"reserved": 0, "capacity-block": 1, "spot": 2, "on-demand": 3}
+
+
+def flavor_name(pool: NodePool) -> str:
+    """The ResourceFlavor of a pool is named after the pool."""
+    return pool.name
+
+
+def resource_flavor(pool: NodePool, catalog: Catalog) -> Manifest:
+    """A flavor selecting the pool's nodes, with the pool's taints, and tolerations Kueue adds on admission."""
+    taints = node_taints(pool)
+    spec = {
+        "nodeLabels": {LABEL_POOL: pool.name, LABEL_TIER: pool.capacity, LABEL_GPU_MODEL: gpu_of(pool, catalog).name},
+        "nodeTaints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
+        "tolerations": tolerations(taints),
+    }
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": metadata(flavor_name(pool)), "spec": spec}
+
+
+def cpu_flavor() -> Manifest:
+    """The label-less flavor that carries cpu and memory quota."""
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": metadata(CPU_FLAVOR), "spec": {}}
+
+
+def gpu_groups(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> list[tuple[list[str], list[NodePool]]]:
+    """(covered resources, pools in flavor order) per resource group; pools sharing a resource share a group."""
+    groups: list[tuple[set[str], list[NodePool]]] = []
+    for q in tenant.quotas:
+        pool = spec.pool(q.pool)
+        names = set(resources_per_gpu(pool, catalog))
+        touching = [g for g in groups if g[0] & names]
+        merged: tuple[set[str], list[NodePool]] = (names, [pool])
+        for g in touching:
+            groups.remove(g)
+            merged = (merged[0] | g[0], g[1] + merged[1])
+        groups.append(merged)
+    return [(sorted(res), sorted(pools, key=lambda p: (TIER_ORDER[p.capacity], p.name))) for res, pools in groups]
+
+
+def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest:
+    """The tenant's ClusterQueue: nominal quota per flavor, borrowing/lending limits, preemption, fair share."""
+    quotas = {q.pool: q for q in tenant.quotas}
+    cpu = {"name": "cpu", "nominalQuota": tenant.resources.cpu}
+    mem = {"name": "memory", "nominalQuota": f"{tenant.resources.memory_gib}Gi"}
+    resource_groups: list[dict[str, Any]] = [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": CPU_FLAVOR, "resources": [cpu, mem]}]}]
+    for covered, pools in gpu_groups(spec, catalog, tenant):
+        flavors = []
+        for pool in pools:
+            q = quotas[pool.name]
+            nominal = resources_for_gpus(pool, catalog, q.gpus)
+            resources = []
+            for name in covered:
+                entry: dict[str, Any] = {"name": name, "nominalQuota": nominal.get(name, 0)}
+                if q.borrowing_limit is not None:
+                    entry["borrowingLimit"] = resources_for_gpus(pool, catalog, q.borrowing_limit).get(name, 0)
+                if q.lending_limit is not None:
+                    entry["lendingLimit"] = resources_for_gpus(pool, catalog, q.lending_limit).get(name, 0)
+                resources.append(entry)
+            flavors.append({"name": flavor_name(pool), "resources": resources})
+        resource_groups.append({"coveredResources": covered, "flavors": flavors})
+    p = spec.queueing.kueue.preemption
+    body: dict[str, Any] = {
+        "cohortName": tenant.cohort,
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": tenant.ns}},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": resource_groups,
+        "preemption": {
+            "reclaimWithinCohort": p.reclaim_within_cohort,
+            "withinClusterQueue": p.within_cluster_queue,
+            "borrowWithinCohort": {"policy": p.borrow_within_cohort},
+        },
+        # Use the tenant's own quota in another flavor before borrowing or preempting; if neither is
+        # avoidable, borrow idle capacity rather than evict someone.
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "BorrowingOverPreemption"},
+        "fairSharing": {"weight": tenant.fair_share_weight},
+    }
+    if p.borrow_within_cohort != "Never":
+        # Borrowing may preempt only work strictly below production training.
+        body["preemption"]["borrowWithinCohort"]["maxPriorityThreshold"] = PRIORITY_VALUES["inference"]
+    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": metadata(tenant.name, labels={LABEL_TENANT: tenant.name}), "spec": body}
+
+
+def local_queue(tenant: Tenant) -> Manifest:
+    """The LocalQueue `default` in the tenant namespace, pointing at the tenant's ClusterQueue."""
+    return {
+        "apiVersion": API,
+        "kind": "LocalQueue",
+        "metadata": metadata(LOCAL_QUEUE, tenant.ns, {LABEL_TENANT: tenant.name}),
+        "spec": {"clusterQueue": tenant.name},
+    }
+
+
+def workload_priority_classes() -> list[Manifest]:
+    """Kueue WorkloadPriorityClasses with the same order and values as the pod PriorityClasses."""
+    return [
+        {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": metadata(tier), "value": value, "description": PRIORITY_TEXT[tier]}
+        for tier, value in PRIORITY_VALUES.items()
+    ]
+
+
+def manager_config(spec: PlatformSpec) -> dict[str, Any]:
+    """Kueue's controller configuration (replaces the chart default, so it is complete)."""
+    config: dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "manageJobsWithoutQueueName": False,
+        "integrations": {
+            "frameworks": [
+                "batch/job",
+                "kubeflow.org/mpijob",
+                "kubeflow.org/pytorchjob",
+                "jobset.x-k8s.io/jobset",
+                "ray.io/rayjob",
+                "ray.io/raycluster",
+                "pod",
+            ]
+        },
+    }
+    if spec.queueing.kueue.fair_sharing:
+        config["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+    return config
+
+
+def kueue_values(spec: PlatformSpec) -> dict[str, Any]:
+    """Helm values of the Kueue chart."""
+    return {
+        "enablePrometheus": True,
+        "controllerManager": {
+            "nodeSelector": controller_node_selector(spec),
+            "replicas": 2,
+            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+        },
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config(spec), sort_keys=False)},
+        "metrics": {"prometheusNamespace": spec.monitoring.namespace},
+    }
+
+
+@dataclass(frozen=True)
+class KueueArgs:
+    """Inputs of the Kueue component."""
+
+    spec: PlatformSpec
+    catalog: Catalog
+    provider: k8s.Provider
+    tenant_namespaces: dict[str, pulumi.Resource]
+
+
+class Kueue(pulumi.ComponentResource):
+    """The pinned Kueue release, flavors, tenant ClusterQueues and LocalQueues, priority classes."""
+
+    def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:k8s:Kueue", name, None, opts)
+        spec, catalog = args.spec, args.catalog
+        ns = create(f"{name}-namespace", system_namespace(KUEUE_NAMESPACE), pulumi.ResourceOptions(parent=self, provider=args.provider))
+        release = helm_release(
+            f"{name}-release",
+            RELEASE,
+            spec.lock.chart("kueue"),
+            KUEUE_NAMESPACE,
+            kueue_values(spec),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns]),
+        )
+        crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release])
+        create(f"{name}-flavor-{CPU_FLAVOR}", cpu_flavor(), crd)
+        for pool in spec.node_pools:
+            create(f"{name}-flavor-{pool.name}", resource_flavor(pool, catalog), crd)
+        for wpc in workload_priority_classes():
+            create(f"{name}-priority-{wpc['metadata']['name']}", wpc, crd)
+        for t in spec.tenants:
+            create(f"{name}-clusterqueue-{t.name}", cluster_queue(spec, catalog, t), crd)
+            in_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release, args.tenant_namespaces[t.name]])
+            create(f"{name}-localqueue-{t.name}", local_queue(t), in_ns)
+        self.register_outputs({})

@@ -1,0 +1,189 @@
+"""GPU monitoring: DCGM ServiceMonitor, PrometheusRule, Grafana dashboard, and kube-prometheus-stack if needed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_platform.k8s.alerts import ALLOCATED, TENANT_ALLOCATED, TENANT_UTILISATION, rule_groups
+from gpu_platform.k8s.gpu_operator import controller_node_selector
+from gpu_platform.k8s.objects import GPU_OPERATOR_NAMESPACE, LABEL_TENANT, Manifest, create, helm_release, metadata, system_namespace
+from gpu_platform.pools import LABEL_POOL, LABEL_TIER
+from gpu_platform.spec.models import PlatformSpec
+
+API = "monitoring.coreos.com/v1"
+RELEASE = "kube-prometheus-stack"
+DASHBOARD_LABEL = "grafana_dashboard"
+DCGM_SERVICE_LABELS = {"app": "nvidia-dcgm-exporter"}
+DCGM_PORT = "gpu-metrics"
+
+
+def _k8s_label(key: str) -> str:
+    """How kube-state-metrics spells a label key in `label_*` names."""
+    return "label_" + "".join(c if c.isalnum() else "_" for c in key)
+
+
+def dcgm_service_monitor(spec: PlatformSpec) -> Manifest:
+    """Scrape the GPU Operator's DCGM exporter; the node name becomes the `Hostname`-matching `node` label."""
+    endpoint = {
+        "port": DCGM_PORT,
+        "interval": "15s",
+        "scrapeTimeout": "10s",
+        "honorLabels": False,
+        "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}],
+    }
+    body = {
+        "jobLabel": "app",
+        "selector": {"matchLabels": DCGM_SERVICE_LABELS},
+        "namespaceSelector": {"matchNames": [GPU_OPERATOR_NAMESPACE]},
+        "endpoints": [endpoint],
+    }
+    return {
+        "apiVersion": API,
+        "kind": "ServiceMonitor",
+        "metadata": metadata("nvidia-dcgm-exporter", GPU_OPERATOR_NAMESPACE, dict(spec.monitoring.rule_labels)),
+        "spec": body,
+    }
+
+
+def prometheus_rule(spec: PlatformSpec) -> Manifest:
+    """The platform's alert and recording rules, labelled so the stack's Prometheus selects them."""
+    return {
+        "apiVersion": API,
+        "kind": "PrometheusRule",
+        "metadata": metadata("gpu-platform-rules", spec.monitoring.namespace, dict(spec.monitoring.rule_labels)),
+        "spec": {"groups": rule_groups(spec.monitoring.alerts)},
+    }
+
+
+def _panel(pid: int, title: str, expr: str, legend: str, x: int, y: int, unit: str = "short") -> dict[str, Any]:
+    return {
+        "id": pid,
+        "type": "timeseries",
+        "title": title,
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "targets": [{"refId": "A", "expr": expr, "legendFormat": legend}],
+    }
+
+
+def dashboard(spec: PlatformSpec) -> dict[str, Any]:
+    """The Grafana dashboard: allocation and utilisation per tenant, GPU temperature and memory."""
+    t = spec.monitoring.alerts
+    panels = [
+        _panel(1, "GPU resources allocated per tenant", f"sum by (tenant, resource) ({TENANT_ALLOCATED})", "{{tenant}} {{resource}}", 0, 0),
+        _panel(2, "GPU utilisation per tenant", f"{TENANT_UTILISATION}", "{{tenant}}", 12, 0, "percentunit"),
+        _panel(3, "GPU resources allocated per namespace", f"sum by (namespace) ({ALLOCATED})", "{{namespace}}", 0, 8),
+        _panel(
+            4,
+            f"GPU temperature (alert above {t.gpu_temp_celsius} C)",
+            "max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)",
+            "{{Hostname}}/{{gpu}}",
+            12,
+            8,
+            "celsius",
+        ),
+        _panel(
+            5,
+            "Framebuffer used",
+            "max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE))",
+            "{{Hostname}}/{{gpu}}",
+            0,
+            16,
+            "percentunit",
+        ),
+        _panel(
+            6,
+            "XID errors and double-bit ECC",
+            "max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS) or max by (Hostname, gpu) (DCGM_FI_DEV_ECC_DBE_VOL_TOTAL)",
+            "{{Hostname}}/{{gpu}}",
+            12,
+            16,
+        ),
+        _panel(7, "Kueue pending workloads", "sum by (cluster_queue) (kueue_pending_workloads)", "{{cluster_queue}}", 0, 24),
+    ]
+    return {
+        "uid": f"gpu-platform-{spec.environment}",
+        "title": f"GPU platform ({spec.environment})",
+        "tags": ["gpu-platform", "gpu"],
+        "schemaVersion": 39,
+        "time": {"from": "now-24h", "to": "now"},
+        "templating": {"list": [{"name": "datasource", "type": "datasource", "query": "prometheus"}]},
+        "panels": panels,
+    }
+
+
+def dashboard_configmap(spec: PlatformSpec) -> Manifest:
+    """The dashboard as a ConfigMap labelled for the Grafana sidecar."""
+    meta = metadata("gpu-platform-dashboard", spec.monitoring.namespace, {DASHBOARD_LABEL: "1"})
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta,
+        "data": {"gpu-platform.json": json.dumps(dashboard(spec), indent=2, sort_keys=True)},
+    }
+
+
+def prometheus_stack_values(spec: PlatformSpec) -> dict[str, Any]:
+    """Helm values of kube-prometheus-stack: select every ServiceMonitor/rule, expose the platform's labels."""
+    selector = controller_node_selector(spec)
+    node_labels = ",".join((LABEL_POOL, LABEL_TIER))
+    return {
+        "prometheus": {
+            "prometheusSpec": {
+                "serviceMonitorSelectorNilUsesHelmValues": False,
+                "podMonitorSelectorNilUsesHelmValues": False,
+                "ruleSelectorNilUsesHelmValues": False,
+                "retention": "30d",
+                "nodeSelector": selector,
+            }
+        },
+        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{node_labels}]", f"namespaces=[{LABEL_TENANT}]"]},
+        "grafana": {"sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": "ALL"}}},
+        "alertmanager": {"alertmanagerSpec": {"nodeSelector": selector}},
+    }
+
+
+@dataclass(frozen=True)
+class MonitoringArgs:
+    """Inputs of the Monitoring component."""
+
+    spec: PlatformSpec
+    provider: k8s.Provider
+    gpu_operator: pulumi.Resource
+
+
+class Monitoring(pulumi.ComponentResource):
+    """kube-prometheus-stack (when the stack installs Prometheus), the DCGM ServiceMonitor, rules and dashboard."""
+
+    def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:k8s:Monitoring", name, None, opts)
+        spec = args.spec
+        deps: list[pulumi.Resource] = []
+        if spec.monitoring.prometheus == "install":
+            ns = create(f"{name}-namespace", system_namespace(spec.monitoring.namespace), pulumi.ResourceOptions(parent=self, provider=args.provider))
+            deps.append(
+                helm_release(
+                    f"{name}-release",
+                    RELEASE,
+                    spec.lock.chart("kube-prometheus-stack"),
+                    spec.monitoring.namespace,
+                    prometheus_stack_values(spec),
+                    pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns]),
+                )
+            )
+        crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=deps)
+        create(
+            f"{name}-dcgm-servicemonitor",
+            dcgm_service_monitor(spec),
+            pulumi.ResourceOptions.merge(crd, pulumi.ResourceOptions(depends_on=[*deps, args.gpu_operator])),
+        )
+        create(f"{name}-gpu-rules", prometheus_rule(spec), crd)
+        if spec.monitoring.dashboard:
+            create(f"{name}-dashboard", dashboard_configmap(spec), crd)
+        self.register_outputs({})

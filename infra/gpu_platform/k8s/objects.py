@@ -1,0 +1,112 @@
+"""Shared helpers of the Kubernetes layer: platform namespaces, object metadata, tolerations.
+
+Every module builds manifests as plain dicts (apiVersion, kind, metadata, ...); `create` is the one
+place that turns such a dict into a Pulumi resource, so what a pure function returns is exactly
+what the plan records and `gpu-platform render` writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_platform.pools import DOMAIN, Taint
+
+Manifest = dict[str, Any]
+
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+KUEUE_NAMESPACE = "kueue-system"
+VOLCANO_NAMESPACE = "volcano-system"
+LABEL_TENANT = f"{DOMAIN}/tenant"
+LABEL_COHORT = f"{DOMAIN}/cohort"
+LABEL_MANAGED = "app.kubernetes.io/managed-by"
+MANAGED_BY = "gpu-platform"
+
+
+def metadata(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """Object metadata with the platform's managed-by label."""
+    meta: dict[str, Any] = {"name": name, "labels": {LABEL_MANAGED: MANAGED_BY, **(labels or {})}}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return meta
+
+
+def tolerations(taints: Iterable[Taint]) -> list[dict[str, str]]:
+    """Tolerations that match exactly these taints (key, value and effect)."""
+    return [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in taints]
+
+
+def system_namespace(name: str, privileged: bool = False) -> Manifest:
+    """A platform namespace; privileged only where node agents (driver, device plugin) must run."""
+    level = "privileged" if privileged else "baseline"
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": metadata(name, labels={"pod-security.kubernetes.io/enforce": level, f"{DOMAIN}/system": "true"}),
+    }
+
+
+def helm_release(
+    name: str,
+    release: str,
+    chart: Any,
+    namespace: str,
+    values: dict[str, Any],
+    opts: pulumi.ResourceOptions,
+) -> k8s.helm.v3.Release:
+    """A Helm release pinned to the lockfile's chart version (atomic, so a failed upgrade rolls back)."""
+    return k8s.helm.v3.Release(
+        name,
+        name=release,
+        chart=chart.chart,
+        version=chart.version,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+        namespace=namespace,
+        values=values,
+        atomic=True,
+        opts=opts,
+    )
+
+
+def create(name: str, manifest: Manifest, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """The Pulumi resource for one manifest: a typed class for core kinds, a CustomResource otherwise."""
+    kind, meta = manifest["kind"], manifest["metadata"]
+    if kind == "Namespace":
+        return k8s.core.v1.Namespace(name, metadata=meta, opts=opts)
+    if kind == "ConfigMap":
+        return k8s.core.v1.ConfigMap(name, metadata=meta, data=manifest["data"], opts=opts)
+    if kind == "ResourceQuota":
+        return k8s.core.v1.ResourceQuota(name, metadata=meta, spec=manifest["spec"], opts=opts)
+    if kind == "LimitRange":
+        return k8s.core.v1.LimitRange(name, metadata=meta, spec=manifest["spec"], opts=opts)
+    if kind == "NetworkPolicy":
+        return k8s.networking.v1.NetworkPolicy(name, metadata=meta, spec=manifest["spec"], opts=opts)
+    if kind == "RoleBinding":
+        return k8s.rbac.v1.RoleBinding(name, metadata=meta, role_ref=manifest["roleRef"], subjects=manifest["subjects"], opts=opts)
+    if kind == "PriorityClass":
+        return k8s.scheduling.v1.PriorityClass(
+            name,
+            metadata=meta,
+            value=manifest["value"],
+            global_default=manifest.get("globalDefault", False),
+            preemption_policy=manifest.get("preemptionPolicy"),
+            description=manifest.get("description"),
+            opts=opts,
+        )
+    if "/" not in manifest["apiVersion"]:
+        raise ValueError(f"no typed class mapped for core kind {kind}")
+    return CustomObject(name, manifest, opts)
+
+
+class CustomObject(pulumi.CustomResource):
+    """A custom resource registered as `kubernetes:<group>/<version>:<Kind>` with all its top-level fields.
+
+    `k8s.apiextensions.CustomResource` in Python only carries `spec`; some kinds (Kueue's
+    WorkloadPriorityClass: `value`, `description`) keep their fields at the top level.
+    """
+
+    def __init__(self, name: str, manifest: Manifest, opts: pulumi.ResourceOptions):
+        super().__init__(f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}", name, dict(manifest), opts)

@@ -1,0 +1,81 @@
+"""The GPU platform layer, identical for EKS and on-prem: one component composing every concern.
+
+Resource naming (Pulumi logical name -> type token; Kubernetes object name), for the policy gate:
+
+- `platform` gpu-platform:k8s:GpuPlatform (parent of everything below)
+- `platform-priority-<tier>` kubernetes:scheduling.k8s.io/v1:PriorityClass `gpu-<tier>`
+  (tiers: production-training, inference, batch, experiments)
+- `gpu-operator` gpu-platform:k8s:GpuOperator, children `gpu-operator-namespace` (Namespace `gpu-operator`),
+  `gpu-operator-sharing-config` (ConfigMap `device-plugin-config`), `gpu-operator-mig-config` (ConfigMap
+  `mig-parted-config`, only with MIG-capable GPUs), `gpu-operator-dcgm-metrics` (ConfigMap
+  `dcgm-exporter-metrics`), `gpu-operator-release` kubernetes:helm.sh/v3:Release (values: inputs.values;
+  upgrade policy at values.driver.upgradePolicy)
+- `tenant-<tenant>` gpu-platform:k8s:TenantSpace, children `tenant-<tenant>-namespace` (Namespace, label
+  `gpu-platform.io/tenant`), `-quota` (ResourceQuota `gpu-quota`), `-limits` (LimitRange `defaults`),
+  `-rolebinding-<group>` (RoleBinding `<group>-edit`), `-netpol-<name>` kubernetes:networking.k8s.io/v1:NetworkPolicy
+  with names `default-deny`, `allow-same-namespace`, `allow-dns`, `allow-monitoring-scrape`
+- `kueue` gpu-platform:k8s:Kueue (when enabled): `kueue-namespace`, `kueue-release`,
+  `kueue-flavor-<pool>` kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor (object name = pool name; plus
+  `kueue-flavor-default-cpu`), `kueue-clusterqueue-<tenant>` ...:ClusterQueue (object name = tenant),
+  `kueue-localqueue-<tenant>` ...:LocalQueue `default` in the tenant namespace, `kueue-priority-<tier>`
+  ...:WorkloadPriorityClass
+- `volcano` gpu-platform:k8s:Volcano (when enabled): `volcano-namespace`, `volcano-release`,
+  `volcano-queue-<tenant>` kubernetes:scheduling.volcano.sh/v1beta1:Queue (object name = tenant)
+- `monitoring` gpu-platform:k8s:Monitoring: `monitoring-namespace` + `monitoring-release`
+  (kube-prometheus-stack, only when monitoring.prometheus is install), `monitoring-dcgm-servicemonitor`
+  kubernetes:monitoring.coreos.com/v1:ServiceMonitor, `monitoring-gpu-rules` ...:PrometheusRule
+  `gpu-platform-rules` (alerts GpuXidError, GpuDoubleBitEccError, GpuLost are severity critical),
+  `monitoring-dashboard` ConfigMap `gpu-platform-dashboard`
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
+from gpu_platform.k8s.kueue import Kueue, KueueArgs
+from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs
+from gpu_platform.k8s.objects import create
+from gpu_platform.k8s.tenants import TenantArgs, TenantSpace, priority_classes
+from gpu_platform.k8s.volcano import Volcano, VolcanoArgs
+from gpu_platform.spec.models import PlatformSpec
+
+
+@dataclass(frozen=True)
+class GpuPlatformArgs:
+    """Inputs of the GpuPlatform component."""
+
+    spec: PlatformSpec
+    catalog: Catalog
+    provider: k8s.Provider
+
+
+class GpuPlatform(pulumi.ComponentResource):
+    """GPU Operator, sharing, tenants, Kueue, Volcano and monitoring on one cluster."""
+
+    def __init__(self, name: str, args: GpuPlatformArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:k8s:GpuPlatform", name, None, opts)
+        spec, catalog, provider = args.spec, args.catalog, args.provider
+        child = pulumi.ResourceOptions(parent=self)
+        for pc in priority_classes():
+            create(f"{name}-priority-{pc['metadata']['name'].removeprefix('gpu-')}", pc, pulumi.ResourceOptions(parent=self, provider=provider))
+        operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider), child)
+        spaces = {
+            t.name: TenantSpace(f"tenant-{t.name}", TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider), child) for t in spec.tenants
+        }
+        if spec.queueing.kueue.enabled:
+            namespaces: dict[str, pulumi.Resource] = {n: s.namespace for n, s in spaces.items()}
+            Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces), child)
+        if spec.queueing.volcano.enabled:
+            Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider), child)
+        Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider, gpu_operator=operator.release), child)
+        self.register_outputs({})
+
+
+def build_platform(spec: PlatformSpec, catalog: Catalog, provider: k8s.Provider) -> GpuPlatform:
+    """The platform layer of a stack, on the cluster the provider reaches."""
+    return GpuPlatform("platform", GpuPlatformArgs(spec=spec, catalog=catalog, provider=provider))

@@ -1,0 +1,196 @@
+"""Tenancy: per tenant a namespace, GPU-aware ResourceQuota, LimitRange, RoleBindings and NetworkPolicies.
+
+Quota arithmetic lives here once: `nominal_resources` (a tenant's own share, in the pool's resources)
+and `ceiling_resources` (the most it may ever use, borrowing included). Kueue ClusterQueues, Volcano
+Queues, ResourceQuotas and tests all read these functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.k8s.objects import LABEL_COHORT, LABEL_TENANT, Manifest, create, metadata
+from gpu_platform.pools import DOMAIN, max_gpus, pool_capacity, resources_for_gpus
+from gpu_platform.spec.models import PlatformSpec, Tenant, TenantQuota
+
+# The platform's order: production training > inference > batch > experiments.
+PRIORITY_VALUES = {"production-training": 40000, "inference": 30000, "batch": 20000, "experiments": 10000}
+PRIORITY_TEXT = {
+    "production-training": "Production training: never preempted by other tenants' work.",
+    "inference": "Online inference serving.",
+    "batch": "Batch and offline processing.",
+    "experiments": "Experiments and notebooks: first to be preempted, never preempts others.",
+}
+EDIT_ROLE = "edit"
+
+
+def stack_gpu_resources(spec: PlatformSpec, catalog: Catalog) -> list[str]:
+    """Every extended GPU resource any pool of the stack offers."""
+    return sorted({r for p in spec.node_pools for r in pool_capacity(p, catalog)})
+
+
+def ceiling_gpus(spec: PlatformSpec, catalog: Catalog, tenant: Tenant, quota: TenantQuota) -> int:
+    """Most physical GPUs of a pool the tenant can hold: nominal plus what it may borrow, within the pool."""
+    if quota.borrowing_limit is not None:
+        most = quota.gpus + quota.borrowing_limit
+    else:  # Kueue: no borrowing limit means all the cohort's quota for that flavor
+        most = sum(q.gpus for t in spec.tenants if t.cohort == tenant.cohort for q in t.quotas if q.pool == quota.pool)
+    return max(quota.gpus, min(most, max_gpus(spec.pool(quota.pool), catalog)))
+
+
+def _add(total: dict[str, int], more: dict[str, int]) -> None:
+    for name, n in more.items():
+        total[name] = total.get(name, 0) + n
+
+
+def nominal_resources(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> dict[str, int]:
+    """The tenant's own GPU resources over all its pools (whole, shared and each MIG profile)."""
+    total: dict[str, int] = {}
+    for q in tenant.quotas:
+        _add(total, resources_for_gpus(spec.pool(q.pool), catalog, q.gpus))
+    return total
+
+
+def ceiling_resources(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> dict[str, int]:
+    """The most GPU resources the tenant may use at once, every stack GPU resource listed (0 if none)."""
+    total = dict.fromkeys(stack_gpu_resources(spec, catalog), 0)
+    for q in tenant.quotas:
+        _add(total, resources_for_gpus(spec.pool(q.pool), catalog, ceiling_gpus(spec, catalog, tenant, q)))
+    return total
+
+
+def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
+    """The tenant namespace: tenant and cohort labels, Pod Security `baseline` (no privileged pods)."""
+    labels = {
+        LABEL_TENANT: tenant.name,
+        LABEL_COHORT: tenant.cohort,
+        f"{DOMAIN}/priority": tenant.priority,
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/warn": "restricted",
+    }
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(tenant.ns, labels=labels)}
+
+
+def resource_quota(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest:
+    """Hard ceilings: each GPU resource (0 where the tenant has no quota), cpu, memory and pods."""
+    r = tenant.resources
+    hard: dict[str, str] = {f"requests.{name}": str(n) for name, n in ceiling_resources(spec, catalog, tenant).items()}
+    hard |= {
+        "requests.cpu": str(r.cpu),
+        "requests.memory": f"{r.memory_gib}Gi",
+        "limits.memory": f"{r.memory_gib}Gi",
+        "pods": str(r.pods),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": metadata("gpu-quota", tenant.ns, {LABEL_TENANT: tenant.name}),
+        "spec": {"hard": hard},
+    }
+
+
+def limit_range(tenant: Tenant) -> Manifest:
+    """Container defaults, so pods without requests still count against the quota sensibly."""
+    spec = {
+        "limits": [
+            {
+                "type": "Container",
+                "defaultRequest": {"cpu": "500m", "memory": "1Gi"},
+                "default": {"memory": "4Gi"},
+                "max": {"memory": f"{tenant.resources.memory_gib}Gi"},
+            }
+        ]
+    }
+    return {"apiVersion": "v1", "kind": "LimitRange", "metadata": metadata("defaults", tenant.ns, {LABEL_TENANT: tenant.name}), "spec": spec}
+
+
+def role_bindings(tenant: Tenant) -> list[Manifest]:
+    """One RoleBinding per tenant group to the built-in `edit` ClusterRole, in the tenant namespace."""
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": metadata(f"{group}-{EDIT_ROLE}", tenant.ns, {LABEL_TENANT: tenant.name}),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": EDIT_ROLE},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
+        }
+        for group in tenant.groups
+    ]
+
+
+def network_policies(spec: PlatformSpec, tenant: Tenant) -> list[Manifest]:
+    """Default deny, then allow: traffic within the namespace, DNS, and the monitoring scrape."""
+    labels = {LABEL_TENANT: tenant.name}
+    same_ns: list[dict[str, Any]] = [{"podSelector": {}}]
+    dns_pods = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+    }
+    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": spec.monitoring.namespace}}}
+    specs = {
+        "default-deny": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+        "allow-same-namespace": {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": same_ns}],
+            "egress": [{"to": same_ns}],
+        },
+        "allow-dns": {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [dns_pods], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
+        },
+        "allow-monitoring-scrape": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [monitoring]}]},
+    }
+    return [
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata(name, tenant.ns, labels), "spec": body}
+        for name, body in specs.items()
+    ]
+
+
+def priority_classes() -> list[Manifest]:
+    """Pod PriorityClasses of the platform tiers; experiments never preempt."""
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": metadata(f"gpu-{tier}"),
+            "value": value,
+            "globalDefault": False,
+            "preemptionPolicy": "Never" if tier == "experiments" else "PreemptLowerPriority",
+            "description": PRIORITY_TEXT[tier],
+        }
+        for tier, value in PRIORITY_VALUES.items()
+    ]
+
+
+@dataclass(frozen=True)
+class TenantArgs:
+    """Inputs of one TenantSpace component."""
+
+    spec: PlatformSpec
+    catalog: Catalog
+    tenant: Tenant
+    provider: k8s.Provider
+
+
+class TenantSpace(pulumi.ComponentResource):
+    """One tenant's namespace with its quota, limits, role bindings and network policies."""
+
+    def __init__(self, name: str, args: TenantArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:k8s:TenantSpace", name, None, opts)
+        t, spec = args.tenant, args.spec
+        self.namespace = create(f"{name}-namespace", namespace(spec, t), pulumi.ResourceOptions(parent=self, provider=args.provider))
+        in_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.namespace])
+        create(f"{name}-quota", resource_quota(spec, args.catalog, t), in_ns)
+        create(f"{name}-limits", limit_range(t), in_ns)
+        for rb in role_bindings(t):
+            create(f"{name}-rolebinding-{rb['subjects'][0]['name']}", rb, in_ns)
+        for np in network_policies(spec, t):
+            create(f"{name}-netpol-{np['metadata']['name']}", np, in_ns)
+        self.register_outputs({})
