@@ -39,6 +39,7 @@ def production_capacity_floor(plan: PlanView, ctx: Context) -> Iterator[Finding]
     for p in pools(plan, ctx.catalog):
         by_class.setdefault(p.workload_class or "unlabelled", []).append(p)
     for cls, members in sorted(by_class.items()):
+        members.sort(key=lambda p: p.resource)
         if not any(not p.spot and p.nodes > 0 for p in members):
             names = ", ".join(p.name for p in members)
             yield Finding(
@@ -62,7 +63,7 @@ def production_capacity_floor(plan: PlanView, ctx: Context) -> Iterator[Finding]
 def spot_exposure(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """Cheap until a reclaim wave takes most of a class's GPUs at once."""
     totals: dict[str, list[int]] = {}
-    first: dict[str, str] = {}
+    largest: dict[str, tuple[int, str]] = {}  # the class's biggest Spot pool names the finding
     for p in pools(plan, ctx.catalog):
         if p.max_gpus is None or p.workload_class not in WORKLOAD_CLASSES:
             continue
@@ -70,12 +71,13 @@ def spot_exposure(plan: PlanView, ctx: Context) -> Iterator[Finding]:
         t[1] += p.max_gpus
         if p.spot:
             t[0] += p.max_gpus
-            first.setdefault(p.workload_class, p.resource)
+            largest[p.workload_class] = max(largest.get(p.workload_class, (0, "")), (p.max_gpus, p.resource))
     for cls, (spot, total) in sorted(totals.items()):
         limit = ctx.threshold(f"max-spot-share-{cls}")
         if total and spot / total > limit:
             yield Finding(
-                first[cls], f"{cls}: {spot} of {total} GPUs at max size are Spot ({spot / total:.0%}); threshold max-spot-share-{cls} is {limit:.0%}"
+                largest[cls][1],
+                f"{cls}: {spot} of {total} GPUs at max size are Spot ({spot / total:.0%}); threshold max-spot-share-{cls} is {limit:.0%}",
             )
 
 
@@ -135,9 +137,9 @@ def kueue_quota_fits_pool(plan: PlanView, ctx: Context) -> Iterator[Finding]:
         offered = (pool.capacity(ctx.catalog) or {}).get(resource)
         if pool.capacity(ctx.catalog) is None:
             continue  # GPU count unknown (on-prem without a gpus-per-node label): nothing to compare
-        if offered is None:
+        if offered is None and total > 0:
             yield Finding(where[(flavor, resource)][0], f"flavor {flavor}: pool {pool.name} offers no {resource}")
-        elif total > offered * factor:
+        elif offered is not None and total > offered * factor:
             queues = ", ".join(sorted(set(where[(flavor, resource)])))
             yield Finding(
                 where[(flavor, resource)][0],

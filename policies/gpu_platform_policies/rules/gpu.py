@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from gpu_platform.pools import GPU_TAINT, INTERRUPTIBLE_TAINT, LABEL_INTERRUPTIBLE
-from gpu_platform_policies.model import Context, Resource, rule
+from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import NODE_GROUP, NODE_PATCH, Pool, get, pool_of
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -119,28 +119,35 @@ def _shared_replicas(doc: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
+def _selected_configs(plan: PlanView) -> dict[str, Mapping[str, Any]]:
+    """Device-plugin config name -> parsed config, from every ConfigMap of the plan that holds them."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for r in plan.of_type(CONFIG_MAP):
+        out.update(device_plugin_configs(r))
+    return out
+
+
 @rule(
     "sharing-modes-exclusive",
-    "Time-slicing or MPS and MIG are never both on for one pool or one device-plugin config.",
+    "Time-slicing or MPS and MIG are never both on for one pool (labels and the device-plugin config it selects).",
     "mandatory",
-    "resource",
+    "stack",
     category="gpu",
-    types=(*POOL_TYPES, CONFIG_MAP),
 )
-def sharing_modes_exclusive(r: Resource, ctx: Context) -> Iterator[str]:
-    """Mixing them double-counts GPU memory and confuses the device plugin's accounting."""
-    if r.type == CONFIG_MAP:
-        for name, doc in device_plugin_configs(r).items():
-            strategy = get(doc, "flags", "migStrategy", default="none")
-            if _shared_replicas(doc) and strategy in ("single", "mixed"):
-                yield f"device-plugin config {name!r} time-slices or MPS-shares with migStrategy {strategy!r}"
-        return
-    pool = pool_of(r, ctx.catalog)
-    if pool is None:
-        return
-    sliced = pool.sharing in ("time-slicing", "mps") or pool.replicas is not None
-    if sliced and pool.mig_config:
-        yield f"pool {pool.name} selects {pool.device_plugin_config!r} and MIG layout {pool.mig_config!r}; choose one"
+def sharing_modes_exclusive(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Slicing MIG instances again double-counts GPU memory and breaks the device plugin's accounting."""
+    configs = _selected_configs(plan)
+    for r in plan.of_type(*POOL_TYPES):
+        pool = pool_of(r, ctx.catalog)
+        if pool is None:
+            continue
+        selected = configs.get(pool.device_plugin_config, {})
+        sliced = pool.sharing in ("time-slicing", "mps") or pool.replicas is not None or bool(_shared_replicas(selected))
+        mig_on = pool.mig_config is not None or pool.sharing == "mig"
+        if sliced and mig_on:
+            yield Finding(
+                r.name, f"pool {pool.name} time-slices or MPS-shares ({pool.device_plugin_config!r}) and uses MIG ({pool.mig_config!r}); choose one"
+            )
 
 
 @rule(

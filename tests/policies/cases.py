@@ -1,0 +1,504 @@
+"""Every rule's compliant and violating cases, as data the rule tests, the meta-test and the CrossGuard tests share.
+
+A case starts from a repository stack's real offline plan, changes it the way a bad change would,
+and says which rule must (or must not) fire and on which resource.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpu_platform.catalog import load_catalog
+from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.versions import Lockfile, load_lockfile
+from gpu_platform_policies import THRESHOLD_DEFAULTS, Context, Resource, Violation, evaluate
+from tests.conftest import plan_for, spec_for
+
+Edit = Callable[[list[Resource]], list[Resource]]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One rule's expectation on one (possibly broken) copy of a stack's plan."""
+
+    rule: str
+    id: str
+    stack: str
+    edits: tuple[Edit, ...] = ()
+    fires_on: str | None = None  # the resource the violation must name; None: the rule must stay silent
+    message: str = ""  # a fragment the violation's message must contain
+    lock: Callable[[Lockfile], Lockfile] | None = None
+    repo: Callable[[Path], None] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def resources(stack: str) -> list[Resource]:
+    """A deep copy of a stack's offline plan as plain resources."""
+    return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs)) for r in plan_for(stack).resources]
+
+
+def context(stack: str, lock: Lockfile | None = None, root: Path | None = None) -> Context:
+    """The context `gpu-platform check` would build for a repository stack."""
+    spec: PlatformSpec = spec_for(stack)
+    return Context(
+        lock=lock or load_lockfile(),
+        catalog=load_catalog(),
+        environment=spec.environment,
+        thresholds={**THRESHOLD_DEFAULTS, **spec.policy.thresholds},
+        root=root,
+    )
+
+
+def run_case(case: Case, tmp: Path, enforcement: dict[str, Any] | None = None) -> list[Violation]:
+    """The case's violations of its own rule, through the same evaluate() the CLI uses."""
+    res = resources(case.stack)
+    for edit in case.edits:
+        res = edit(res)
+    lock = case.lock(load_lockfile()) if case.lock else None
+    root = None
+    if case.repo is not None:
+        root = tmp / "repo"
+        case.repo(root)
+    ctx = context(case.stack, lock, root)
+    return [v for v in evaluate(res, ctx, enforcement, repository=case.repo is not None) if v.policy == case.rule]
+
+
+def assert_case(case: Case, violations: list[Violation]) -> None:
+    """The behaviour a user would notice: the rule names the resource and says why, or stays silent."""
+    if case.fires_on is None:
+        assert violations == [], f"{case.rule} fired on a compliant stack: {violations}"
+        return
+    hits = [v for v in violations if v.resource == case.fires_on and case.message in v.message]
+    assert hits, f"{case.rule} did not report {case.fires_on!r} with {case.message!r}; got {violations}"
+
+
+# --- edits ---------------------------------------------------------------------------------------
+
+
+def _walk_to(node: Any, path: str, create: bool) -> tuple[Any, Any]:
+    """(container, last key) for a dot path whose keys may themselves contain dots (label keys)."""
+    parts = path.split(".")
+    while True:
+        if isinstance(node, list):
+            key: Any = int(parts[0])
+            rest = parts[1:]
+        else:
+            # the longest prefix that is an existing key, else one segment (or all that is left, at the end)
+            cut = next((i for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in node), None)
+            if cut is None:  # a new key: a label key (with "/") takes the rest of the path whole
+                cut = len(parts) if any("/" in p for p in parts) else 1
+            key, rest = ".".join(parts[:cut]), parts[cut:]
+        if not rest:
+            return node, key
+        if not isinstance(node, list) and key not in node and create:
+            node[key] = {}
+        node, parts = node[key], rest
+
+
+def set_in(name: str, path: str, value: Any) -> Edit:
+    """Set inputs[path] of the named resource (dot path; integers index lists; label keys may contain dots)."""
+
+    def edit(res: list[Resource]) -> list[Resource]:
+        container, key = _walk_to(next(r for r in res if r.name == name).inputs, path, create=True)
+        container[key] = value
+        return res
+
+    return edit
+
+
+def drop_in(name: str, path: str) -> Edit:
+    """Delete inputs[path] of the named resource."""
+
+    def edit(res: list[Resource]) -> list[Resource]:
+        container, key = _walk_to(next(r for r in res if r.name == name).inputs, path, create=False)
+        del container[key]
+        return res
+
+    return edit
+
+
+def drop(name: str) -> Edit:
+    """Remove a resource from the plan."""
+
+    def edit(res: list[Resource]) -> list[Resource]:
+        assert any(r.name == name for r in res), name
+        return [r for r in res if r.name != name]
+
+    return edit
+
+
+def add(resource: Resource) -> Edit:
+    """Add a resource to the plan."""
+    return lambda res: [*res, resource]
+
+
+def edit_alerts(remove: str) -> Edit:
+    """Drop one alert from the platform's PrometheusRule."""
+
+    def edit(res: list[Resource]) -> list[Resource]:
+        rule = next(r for r in res if r.name == "monitoring-gpu-rules")
+        for group in rule.inputs["spec"]["groups"]:
+            group["rules"] = [x for x in group["rules"] if x.get("alert") != remove]
+        return res
+
+    return edit
+
+
+def privileged_deployment(namespace: str) -> Resource:
+    """A Deployment with one privileged container."""
+    return Resource(
+        "kubernetes:apps/v1:Deployment",
+        f"debug-{namespace}",
+        None,
+        {
+            "metadata": {"name": "debug", "namespace": namespace},
+            "spec": {"template": {"spec": {"containers": [{"name": "sh", "image": "busybox:1.36", "securityContext": {"privileged": True}}]}}},
+        },
+    )
+
+
+def write_inventory(group_vars: dict[str, Any]) -> Callable[[Path], None]:
+    """A repository copy whose prod inventory has these group_vars/all values."""
+
+    def make(root: Path) -> None:
+        import yaml
+
+        gv = root / "ansible" / "inventories" / "prod" / "group_vars"
+        gv.mkdir(parents=True)
+        (gv / "all.yml").write_text(yaml.safe_dump(group_vars))
+        (root / "ansible" / "inventories" / "prod" / "hosts.yml").write_text("all:\n  hosts:\n    gpu-01: {}\n")
+
+    return make
+
+
+def lock_edit(**changes: Any) -> Callable[[Lockfile], Lockfile]:
+    """A lockfile copy with nested fields replaced (`eks__ami_driver_branch="535"`)."""
+
+    def make(lock: Lockfile) -> Lockfile:
+        for dotted, value in changes.items():
+            section, key = dotted.split("__")
+            lock = lock.model_copy(update={section: getattr(lock, section).model_copy(update={key: value})})
+        return lock
+
+    return make
+
+
+LT = "pool-train-h100-reserved-lt"
+NG = "pool-train-h100-reserved-ng"
+SPOT_NG = "pool-infer-l4-spot-ng"
+LABELS = "labels"
+ONPREM_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
+ONPREM_H100 = "pool-hgx-h100-train-dgx-h100-01"
+
+CASES: list[Case] = [
+    # security
+    Case("imdsv2-required", "prod-compliant", "prod"),
+    Case("imdsv2-required", "optional-tokens", "prod", (set_in(LT, "metadataOptions.httpTokens", "optional"),), LT, "httpTokens"),
+    Case("imdsv2-required", "hop-limit-2", "prod", (set_in(LT, "metadataOptions.httpPutResponseHopLimit", 2),), LT, "HopLimit"),
+    Case("ebs-encrypted", "prod-compliant", "prod"),
+    Case("ebs-encrypted", "unencrypted-root", "prod", (set_in(LT, "blockDeviceMappings.0.ebs.encrypted", "false"),), LT, "not encrypted"),
+    Case("eks-endpoint-restricted", "prod-private", "prod"),
+    Case("eks-endpoint-restricted", "dev-public-with-cidrs", "dev"),
+    Case(
+        "eks-endpoint-restricted",
+        "prod-public-open",
+        "prod",
+        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True),),
+        "cluster-eks",
+        "open to the internet",
+    ),
+    Case(
+        "eks-endpoint-restricted",
+        "prod-public-world-cidr",
+        "prod",
+        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True), set_in("cluster-eks", "vpcConfig.publicAccessCidrs", ["0.0.0.0/0"])),
+        "cluster-eks",
+        "0.0.0.0/0",
+    ),
+    Case("eks-secrets-encryption", "prod-compliant", "prod"),
+    Case("eks-secrets-encryption", "no-encryption", "prod", (drop_in("cluster-eks", "encryptionConfig"),), "cluster-eks", "secrets"),
+    Case("no-privileged-containers", "prod-compliant", "prod"),
+    Case("no-privileged-containers", "system-namespace-allowed", "prod", (add(privileged_deployment("kube-system")),)),
+    Case("no-privileged-containers", "tenant-privileged", "prod", (add(privileged_deployment("serving")),), "debug-serving", "privileged"),
+    Case("tenant-default-deny", "prod-compliant", "prod"),
+    Case(
+        "tenant-default-deny",
+        "no-default-deny",
+        "prod",
+        (drop("tenant-serving-netpol-default-deny"),),
+        "tenant-serving-namespace",
+        "default-deny",
+    ),
+    Case(
+        "tenant-default-deny",
+        "deny-with-allow-rule",
+        "prod",
+        (set_in("tenant-serving-netpol-default-deny", "spec.ingress", [{"from": [{"podSelector": {}}]}]),),
+        "tenant-serving-namespace",
+        "serving",
+    ),
+    # GPU hygiene
+    Case("gpu-pool-tainted", "prod-compliant", "prod"),
+    Case("gpu-pool-tainted", "onprem-compliant", "onprem"),
+    Case("gpu-pool-tainted", "untainted-node-group", "prod", (set_in(NG, "taints", []),), NG, "nvidia.com/gpu"),
+    Case("gpu-pool-tainted", "untainted-node-patch", "onprem", (set_in(ONPREM_H100, "spec.taints", []),), ONPREM_H100, "nvidia.com/gpu"),
+    Case("spot-pool-interruptible", "prod-compliant", "prod"),
+    Case(
+        "spot-pool-interruptible",
+        "no-interruptible-taint",
+        "prod",
+        (set_in(SPOT_NG, "taints", [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]),),
+        SPOT_NG,
+        "taint",
+    ),
+    Case(
+        "spot-pool-interruptible",
+        "no-interruptible-label",
+        "prod",
+        (drop_in(SPOT_NG, "labels.gpu-platform.io/interruptible"),),
+        SPOT_NG,
+        "label",
+    ),
+    Case("training-whole-gpus", "prod-compliant", "prod"),
+    Case(
+        "training-whole-gpus",
+        "time-sliced-training",
+        "prod",
+        (set_in(NG, "labels.gpu-platform.io/sharing", "time-slicing"), set_in(NG, "labels.nvidia.com/device-plugin.config", "time-slicing-4")),
+        NG,
+        "whole GPUs",
+    ),
+    Case("training-whole-gpus", "mig-training", "prod", (set_in(NG, "labels.nvidia.com/mig.config", "all-3g.40gb"),), NG, "MIG"),
+    Case("mig-config-valid", "prod-compliant", "prod"),
+    Case("mig-config-valid", "onprem-compliant", "onprem"),
+    Case(
+        "mig-config-valid",
+        "a100-40gb-layout-on-a100-80gb",
+        "prod",
+        (set_in("pool-infer-a100-mig-ng", "labels.nvidia.com/mig.config", "all-1g.5gb"),),
+        "pool-infer-a100-mig-ng",
+        "does not exist for A100-80GB",
+    ),
+    Case(
+        "mig-config-valid",
+        "mig-on-l4",
+        "prod",
+        (set_in("pool-infer-l4-ondemand-ng", "labels.nvidia.com/mig.config", "all-1g.10gb"),),
+        "pool-infer-l4-ondemand-ng",
+        "does not support MIG",
+    ),
+    Case("sharing-modes-exclusive", "prod-compliant", "prod"),
+    Case("sharing-modes-exclusive", "dev-compliant", "dev"),
+    Case(
+        "sharing-modes-exclusive",
+        "time-slicing-on-mig-pool",
+        "onprem",
+        (set_in(ONPREM_PATCH, "metadata.labels.nvidia.com/device-plugin.config", "time-slicing-4"),),
+        ONPREM_PATCH,
+        "choose one",
+    ),
+    Case("sharing-replicas-bounds", "dev-compliant", "dev"),
+    Case(
+        "sharing-replicas-bounds",
+        "too-many-replicas-label",
+        "dev",
+        (set_in("pool-dev-l4-spot-ng", "labels.nvidia.com/device-plugin.config", "time-slicing-32"),),
+        "pool-dev-l4-spot-ng",
+        "32",
+    ),
+    Case(
+        "sharing-replicas-bounds",
+        "one-replica-configmap",
+        "dev",
+        (
+            set_in(
+                "gpu-operator-sharing-config",
+                "data.time-slicing-4",
+                "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 1}\n",
+            ),
+        ),
+        "gpu-operator-sharing-config",
+        "replicas 1",
+    ),
+    # versions
+    Case("charts-pinned", "prod-compliant", "prod"),
+    Case(
+        "charts-pinned",
+        "chart-drift",
+        "prod",
+        (set_in("gpu-operator-release", "version", "v25.10.0"),),
+        "gpu-operator-release",
+        "differs from the lockfile",
+    ),
+    Case("charts-pinned", "unpinned-chart", "prod", (drop_in("kueue-release", "version"),), "kueue-release", "no version"),
+    Case("charts-pinned", "range-chart", "prod", (set_in("kueue-release", "version", "^0.19"),), "kueue-release", "not an exact version"),
+    Case("images-pinned", "prod-compliant", "prod"),
+    Case(
+        "images-pinned",
+        "image-drift",
+        "prod",
+        (set_in("autoscaler-release", "values.image.tag", "v1.33.0"),),
+        "autoscaler-release",
+        "differs from the lockfile",
+    ),
+    Case(
+        "images-pinned",
+        "untagged-image",
+        "prod",
+        (
+            add(privileged_deployment("kube-system")),
+            set_in("debug-kube-system", "spec.template.spec.containers.0.image", "docker.io/library/busybox"),
+        ),
+        "debug-kube-system",
+        "no tag",
+    ),
+    Case("no-floating-versions", "prod-compliant", "prod"),
+    Case(
+        "no-floating-versions",
+        "latest-driver",
+        "prod",
+        (set_in("gpu-operator-release", "values.driver.version", "latest"),),
+        "gpu-operator-release",
+        "latest",
+    ),
+    Case(
+        "no-floating-versions", "latest-image", "prod", (set_in("autoscaler-release", "values.image.tag", "latest"),), "autoscaler-release", "latest"
+    ),
+    Case("eks-versions-match-lockfile", "prod-compliant", "prod"),
+    Case("eks-versions-match-lockfile", "ami-drift", "prod", (set_in(NG, "releaseVersion", "1.33.4-20250101"),), NG, "releaseVersion"),
+    Case(
+        "eks-versions-match-lockfile",
+        "addon-drift",
+        "prod",
+        (set_in("cluster-addon-coredns", "addonVersion", "v1.11.0-eksbuild.1"),),
+        "cluster-addon-coredns",
+        "coredns",
+    ),
+    Case("driver-supports-gpu", "prod-compliant", "prod"),
+    Case("driver-supports-gpu", "onprem-compliant", "onprem"),
+    Case(
+        "driver-supports-gpu",
+        "h200-on-535-ami",
+        "prod",
+        (set_in(NG, "labels.gpu-platform.io/gpu-model", "H200-141GB"),),
+        NG,
+        "needs driver branch >= 550",
+        lock=lock_edit(eks__ami_driver_branch="535"),
+    ),
+    Case("fabric-manager-matches-driver", "onprem-compliant", "onprem"),
+    Case(
+        "fabric-manager-matches-driver",
+        "fm-drift",
+        "onprem",
+        fires_on="pool-hgx-h100-train",
+        message="fabric manager",
+        lock=lock_edit(fabric_manager__version="535.247.01"),
+    ),
+    # capacity
+    Case("production-capacity-floor", "prod-compliant", "prod"),
+    Case(
+        "production-capacity-floor",
+        "dev-spot-only-is-fine",
+        "dev",
+        (
+            set_in("pool-dev-l4-ondemand-ng", "capacityType", "SPOT"),
+            set_in("pool-dev-l4-ondemand-ng", "labels.gpu-platform.io/capacity-tier", "spot"),
+        ),
+    ),
+    Case(
+        "production-capacity-floor",
+        "spot-only-training",
+        "prod",
+        tuple(
+            e
+            for ng in (NG, "pool-train-h100-ondemand-ng")
+            for e in (set_in(ng, "capacityType", "SPOT"), set_in(ng, "labels.gpu-platform.io/capacity-tier", "spot"))
+        ),
+        "pool-train-h100-ondemand-ng",
+        "training has only Spot",
+    ),
+    Case("spot-exposure", "prod-compliant", "prod"),
+    Case("spot-exposure", "dev-spot-heavy", "dev", fires_on="pool-dev-l4-spot-ng", message="development"),
+    Case("kueue-quota-fits-pool", "prod-compliant", "prod"),
+    Case(
+        "kueue-quota-fits-pool",
+        "quota-above-capacity",
+        "prod",
+        (set_in("kueue-clusterqueue-serving", "spec.resourceGroups.2.flavors.1.resources.0.nominalQuota", 999),),
+        "kueue-clusterqueue-serving",
+        "offers 12",
+    ),
+    Case("pool-has-flavor", "prod-compliant", "prod"),
+    Case("pool-has-flavor", "no-flavor", "prod", (drop("kueue-flavor-batch-l40s-spot"),), "pool-batch-l40s-spot-ng", "ResourceFlavor"),
+    Case("tenant-has-quota-and-queue", "prod-compliant", "prod"),
+    Case("tenant-has-quota-and-queue", "no-quota", "prod", (drop("tenant-serving-quota"),), "tenant-serving-namespace", "ResourceQuota"),
+    Case("tenant-has-quota-and-queue", "no-queue", "prod", (drop("kueue-localqueue-serving"),), "tenant-serving-namespace", "LocalQueue"),
+    # rollout
+    Case("nodegroup-max-unavailable", "prod-compliant", "prod"),
+    Case("nodegroup-max-unavailable", "four-at-once", "prod", (set_in(NG, "updateConfig.maxUnavailable", 4),), NG, "maxUnavailable is 4"),
+    Case(
+        "nodegroup-max-unavailable", "half-the-pool", "prod", (set_in(NG, "updateConfig", {"maxUnavailablePercentage": 50}),), NG, "Percentage is 50"
+    ),
+    Case("driver-upgrade-policy", "prod-compliant", "prod"),
+    Case(
+        "driver-upgrade-policy",
+        "auto-upgrade-in-prod",
+        "prod",
+        (set_in("gpu-operator-release", "values.driver.upgradePolicy.autoUpgrade", True),),
+        "gpu-operator-release",
+        "autoUpgrade",
+    ),
+    Case(
+        "driver-upgrade-policy",
+        "operator-driver-without-drain",
+        "staging",
+        (
+            set_in("gpu-operator-release", "values.driver.enabled", True),
+            set_in("gpu-operator-release", "values.driver.upgradePolicy.drain.enable", False),
+        ),
+        "gpu-operator-release",
+        "drain",
+    ),
+    # observability
+    Case("dcgm-exporter-monitored", "prod-compliant", "prod"),
+    Case("dcgm-exporter-monitored", "onprem-compliant", "onprem"),
+    Case("dcgm-exporter-monitored", "not-scraped", "prod", (drop("monitoring-dcgm-servicemonitor"),), "gpu-operator-release", "ServiceMonitor"),
+    Case(
+        "dcgm-exporter-monitored",
+        "exporter-off",
+        "prod",
+        (set_in("gpu-operator-release", "values.dcgmExporter.enabled", False),),
+        "gpu-operator-release",
+        "enabled is false",
+    ),
+    Case("critical-gpu-alerts", "prod-compliant", "prod"),
+    Case("critical-gpu-alerts", "no-dbe-alert", "prod", (edit_alerts("GpuDoubleBitEccError"),), "stack", "double-bit ECC"),
+    Case("critical-gpu-alerts", "no-xid-alert", "prod", (edit_alerts("GpuXidError"),), "stack", "XID"),
+    # Ansible (repository rule)
+    Case(
+        "ansible-no-version-override",
+        "lookup-is-fine",
+        "prod",
+        repo=write_inventory({"nvidia_driver_version": "{{ lookup('gpu_platform_versions', 'nvidia_driver.version') }}", "dcgm_enabled": True}),
+    ),
+    Case(
+        "ansible-no-version-override",
+        "literal-driver-version",
+        "prod",
+        fires_on="ansible/inventories/prod/group_vars/all.yml",
+        message="nvidia_driver_version",
+        repo=write_inventory({"nvidia_driver_version": "535.104.05"}),
+    ),
+    Case(
+        "ansible-no-version-override",
+        "copied-pinned-version",
+        "prod",
+        fires_on="ansible/inventories/prod/group_vars/all.yml",
+        message="repeats the pinned version",
+        repo=write_inventory({"driver_pkg": "535.261.03-1"}),
+    ),
+]
