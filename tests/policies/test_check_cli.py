@@ -1,0 +1,158 @@
+"""`gpu-platform check` end to end: repository stacks pass; broken copies fail naming rule and resource."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pulumi_aws
+import pytest
+import yaml
+
+import gpu_platform.aws.nodepools as nodepools
+from gpu_platform.cli import main
+from tests.conftest import STACKS, stack_path
+
+Doc = dict[str, Any]
+
+
+def run_check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["check", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def broken_copy(tmp_path: Path, base: str, mutate: Callable[[Doc], None]) -> Path:
+    doc = yaml.safe_load(stack_path(base).read_text())
+    mutate(doc["config"])
+    path = tmp_path / f"Pulumi.{base}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def pool(cfg: Doc, name: str) -> Doc:
+    return next(p for p in cfg["gpu-platform:nodePools"] if p["name"] == name)
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_repository_stacks_have_no_mandatory_violation(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_check(capsys, "--config", str(stack_path(name)), "--format", "json")
+    doc = json.loads(out)
+    assert [v for v in doc["violations"] if v["level"] == "mandatory"] == []
+    assert code == 0
+
+
+def spot_only_training(cfg: Doc) -> None:
+    for name in ("train-h100-reserved", "train-h100-ondemand"):
+        p = pool(cfg, name)
+        p["capacity"] = "spot"
+        p.pop("reservation", None)
+
+
+def quota_above_capacity(cfg: Doc) -> None:
+    serving = next(t for t in cfg["gpu-platform:tenants"] if t["name"] == "serving")
+    next(q for q in serving["quotas"] if q["pool"] == "infer-l4-ondemand")["gpus"] = 40
+
+
+def chart_off_lockfile(cfg: Doc) -> None:
+    cfg["gpu-platform:versions"] = {"charts": {"kueue": {"version": "0.18.0"}}}
+
+
+def public_endpoint(cfg: Doc) -> None:
+    cfg["gpu-platform:cluster"]["endpointPublicAccess"] = True
+
+
+BROKEN_STACKS = {
+    "spot-only-production-training": ("prod", spot_only_training, "production-capacity-floor", "pool-train-h100-ondemand-ng"),
+    "quota-above-capacity": ("prod", quota_above_capacity, "kueue-quota-fits-pool", "kueue-clusterqueue-serving"),
+    "chart-not-the-lockfile-version": ("prod", chart_off_lockfile, "charts-pinned", "kueue-release"),
+    "public-prod-endpoint": ("prod", public_endpoint, "eks-endpoint-restricted", "cluster-eks"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_STACKS))
+def test_broken_stack_fails_naming_rule_and_resource(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, mutate, rule, resource = BROKEN_STACKS[case]
+    path = broken_copy(tmp_path, base, mutate)
+    code, out, err = run_check(capsys, "--config", str(path))
+    assert code == 1, err
+    line = next((line for line in out.splitlines() if f"{rule}:" in line), None)
+    assert line is not None and "mandatory" in line, out
+    assert f"\n{resource}\n" in out, f"{resource} not a heading of the text report:\n{out}"
+
+
+def test_untainted_gpu_pool_from_a_broken_program(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A program change that drops the GPU taint is caught before rollout."""
+    monkeypatch.setattr(nodepools, "node_taints", lambda pool: [])
+    code, out, _ = run_check(capsys, "--config", str(stack_path("staging")), "--format", "json")
+    hits = {(v["policy"], v["resource"]) for v in json.loads(out)["violations"] if v["level"] == "mandatory"}
+    assert ("gpu-pool-tainted", "pool-train-a100-ng") in hits
+    assert code == 1
+
+
+def test_optional_imds_tokens_from_a_broken_program(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    real = pulumi_aws.ec2.LaunchTemplateMetadataOptionsArgs
+
+    def optional_tokens(**kwargs: Any) -> Any:
+        return real(**{**kwargs, "http_tokens": "optional"})
+
+    monkeypatch.setattr(pulumi_aws.ec2, "LaunchTemplateMetadataOptionsArgs", optional_tokens)
+    code, out, _ = run_check(capsys, "--config", str(stack_path("prod")), "--format", "github")
+    assert code == 1
+    assert "::error file=" in out and "title=imdsv2-required::pool-train-h100-reserved-lt: metadataOptions.httpTokens is 'optional'" in out
+
+
+def test_github_format_annotates_the_stack_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = broken_copy(tmp_path, "prod", spot_only_training)
+    code, out, _ = run_check(capsys, "--config", str(path), "--format", "github")
+    esc = str(path).replace(":", "%3A").replace(",", "%2C")
+    assert f"::error file={esc},title=production-capacity-floor::pool-train-h100-ondemand-ng: workload class training" in out
+    assert "::warning " in out and "title=spot-exposure::" in out  # advisories are warnings, not errors
+    assert code == 1
+
+
+def test_advisories_alone_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_check(capsys, "--config", str(stack_path("dev")), "--format", "json")
+    doc = json.loads(out)
+    assert {(v["policy"], v["level"]) for v in doc["violations"]} == {("spot-exposure", "advisory")}
+    assert set(doc["violations"][0]) >= {"policy", "level", "resource", "message"}
+    assert code == 0
+
+
+def test_stack_can_raise_an_advisory_to_mandatory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = broken_copy(tmp_path, "dev", lambda cfg: cfg.update({"gpu-platform:policy": {"enforcement": {"spot-exposure": "mandatory"}}}))
+    code, out, _ = run_check(capsys, "--config", str(path))
+    assert code == 1 and "mandatory  spot-exposure" in out
+
+
+def test_stack_threshold_override_silences_the_advisory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = broken_copy(tmp_path, "dev", lambda cfg: cfg.update({"gpu-platform:policy": {"thresholds": {"max-spot-share-development": 0.9}}}))
+    code, out, _ = run_check(capsys, "--config", str(path), "--format", "json")
+    assert json.loads(out)["violations"] == [] and code == 0
+
+
+def test_disabling_a_rule_lets_the_broken_stack_through(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def mutate(cfg: Doc) -> None:
+        spot_only_training(cfg)
+        cfg["gpu-platform:policy"] = {"enforcement": {"production-capacity-floor": "disabled", "spot-exposure": "disabled"}}
+
+    code, out, _ = run_check(capsys, "--config", str(broken_copy(tmp_path, "prod", mutate)), "--format", "json")
+    assert json.loads(out)["violations"] == [] and code == 0
+
+
+def test_unknown_rule_name_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = broken_copy(tmp_path, "dev", lambda cfg: cfg.update({"gpu-platform:policy": {"enforcement": {"spot-exposur": "advisory"}}}))
+    code, out, err = run_check(capsys, "--config", str(path))
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"{path}: gpu-platform:policy.enforcement.spot-exposur: unknown rule 'spot-exposur' (did you mean 'spot-exposure'?); "
+        + err.split("; ", 1)[1].strip()
+    )
+    assert "allowed: " in err and "Traceback" not in err
+
+
+def test_missing_stack_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_check(capsys, "--config", str(tmp_path / "Pulumi.nope.yaml"))
+    assert code == 2 and "file not found" in err

@@ -1,0 +1,122 @@
+"""The CrossGuard wrappers, called as the engine calls them, agree with the offline gate on every case.
+
+The pack itself (PolicyPack, a gRPC server) is never started: each policy's validate function gets
+ResourceValidationArgs / StackValidationArgs built from the very inputs the offline plan records.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.proxy import unknown_checking_proxy
+
+import gpu_platform_policies.crossguard as crossguard
+from gpu_platform.versions import load_lockfile
+from gpu_platform_policies import RULES, Resource
+from gpu_platform_policies.crossguard import build_policies, pack_config, plain
+from tests.conftest import spec_for
+from tests.policies.cases import CASES, Case, resources, run_case
+
+URN = "urn:pulumi:{stack}::gpu-platform::{type}::{name}"
+POLICIES = {p.name: p for p in build_policies()}
+
+
+def _opts(parent: str | None) -> PolicyResourceOptions:
+    return PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], parent)
+
+
+def crossguard_findings(case: Case, res: list[Resource]) -> set[tuple[str, str]]:
+    """(resource, message) pairs the case's policy reports through its CrossGuard wrapper."""
+    policy = POLICIES[case.rule]
+    config = pack_config(spec_for(case.stack))[case.rule]
+    urns = {r.name: URN.format(stack=case.stack, type=r.type, name=r.name) for r in res}
+    found: set[tuple[str, str]] = set()
+    if isinstance(policy, ResourceValidationPolicy):
+        for r in res:
+            args = ResourceValidationArgs(
+                r.type, unknown_checking_proxy(r.inputs), urns[r.name], r.name, _opts(urns.get(r.parent or "")), None, config
+            )
+            policy.validate(args, lambda message, urn=None, name=r.name: found.add((name, message)))
+    else:
+        assert isinstance(policy, StackValidationPolicy)
+        by_name: dict[str, PolicyResource] = {}
+        for r in res:
+            by_name[r.name] = PolicyResource(r.type, unknown_checking_proxy(r.inputs), urns[r.name], r.name, _opts(None), None, None, [], {})
+        for r in res:
+            if r.parent in by_name:
+                by_name[r.name].parent = by_name[r.parent]
+        names = {u: n for n, u in urns.items()}
+
+        def report(message: str, urn: str | None = None) -> None:
+            name, _, text = message.partition(": ")
+            assert urn is None or names[urn] == name, "the violation's URN is the resource its message names"
+            found.add((name, text))
+
+        policy.validate(StackValidationArgs(list(by_name.values()), config), report)
+    return found
+
+
+PACK_CASES = [c for c in CASES if c.repo is None]
+
+
+@pytest.mark.parametrize("case", PACK_CASES, ids=[f"{c.rule}:{c.id}" for c in PACK_CASES])
+def test_wrapper_reports_what_the_offline_gate_reports(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if case.lock is not None:
+        monkeypatch.setattr(crossguard, "load_lockfile", lambda: case.lock(load_lockfile()))  # type: ignore[misc]
+    res = resources(case.stack)
+    for edit in case.edits:
+        res = edit(res)
+    offline = {(v.resource, v.message) for v in run_case(case, tmp_path)}
+    assert crossguard_findings(case, res) == offline
+    if case.fires_on is not None:
+        assert any(name == case.fires_on for name, _ in offline)
+
+
+def test_every_resource_and_stack_rule_is_a_policy_at_its_level() -> None:
+    for rule in RULES.values():
+        if rule.scope == "repository":
+            assert rule.name not in POLICIES  # reads files, not resources: gpu-platform check only
+            continue
+        policy = POLICIES[rule.name]
+        assert policy.enforcement_level == EnforcementLevel(rule.level)
+        assert policy.description == rule.description
+        assert policy.config_schema is not None
+        assert set(rule.thresholds) | {"environment"} == set(policy.config_schema.properties)
+
+
+def test_environment_comes_from_tags_without_pack_config() -> None:
+    """Run with no --policy-pack-config, the prod-only rule still knows it is in prod."""
+    cluster = next(r for r in resources("prod") if r.name == "cluster-eks")
+    cluster.inputs["vpcConfig"]["endpointPublicAccess"] = True
+    found: list[str] = []
+    args = ResourceValidationArgs(cluster.type, cluster.inputs, "urn", cluster.name, _opts(None), None, {})
+    POLICIES["eks-endpoint-restricted"].validate(args, lambda message, urn=None: found.append(message))  # type: ignore[attr-defined]
+    assert found and "open to the internet" in found[0]
+
+
+def test_unknown_preview_values_do_not_stop_a_policy() -> None:
+    """During preview, computed inputs are unknown; the wrapper still checks everything else."""
+    unknown = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown-value sentinel
+    props: dict[str, Any] = {"metadataOptions": {"httpTokens": "optional", "httpPutResponseHopLimit": 1}, "vpcSecurityGroupIds": [unknown]}
+    assert plain(unknown_checking_proxy(props))["vpcSecurityGroupIds"] == [crossguard.UNKNOWN]
+    found: list[str] = []
+    args = ResourceValidationArgs("aws:ec2/launchTemplate:LaunchTemplate", unknown_checking_proxy(props), "urn", "lt", _opts(None), None, {})
+    POLICIES["imdsv2-required"].validate(args, lambda message, urn=None: found.append(message))  # type: ignore[attr-defined]
+    assert found == ["metadataOptions.httpTokens is 'optional'; set it to 'required' (IMDSv2 only)"]
+
+
+def test_pack_main_builds_the_pack_from_the_rule_set() -> None:
+    text = (Path(__file__).resolve().parents[2] / "policies" / "pack" / "__main__.py").read_text()
+    assert "build_policies()" in text and "PolicyPack(" in text
