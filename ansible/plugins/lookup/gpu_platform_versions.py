@@ -1,0 +1,101 @@
+"""Lookup plugin: read pinned versions from the project's single version lockfile."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: gpu_platform_versions
+author: gpu-platform
+short_description: Read a value from the gpu-platform version lockfile
+description:
+  - Returns the value at a dotted key path in C(infra/gpu_platform/data/versions.yaml), the only
+    place in the repository where version literals live.
+  - Without terms, returns the whole lockfile.
+  - The file is found relative to this plugin, or at E(GPU_PLATFORM_VERSIONS_FILE) when set.
+options:
+  _terms:
+    description: Dotted key paths, for example C(nvidia_driver.version).
+    required: false
+    type: list
+    elements: str
+  default:
+    description: Value returned for a missing key instead of failing.
+    type: raw
+"""
+
+EXAMPLES = r"""
+- name: Show the pinned driver version
+  ansible.builtin.debug:
+    msg: "{{ lookup('gpu_platform_versions', 'nvidia_driver.version') }}"
+"""
+
+RETURN = r"""
+_raw:
+  description: The value at each key path.
+  type: list
+"""
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+
+_MISSING = object()
+_CACHE: dict[tuple[str, float], dict[str, Any]] = {}
+SUPPORTED_SCHEMA = 1
+
+
+def lockfile_path() -> Path:
+    """Return the lockfile path: the env override, else the repository's copy."""
+    override = os.environ.get("GPU_PLATFORM_VERSIONS_FILE")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[3] / "infra" / "gpu_platform" / "data" / "versions.yaml"
+
+
+def load_lockfile(path: Path) -> dict[str, Any]:
+    """Parse the lockfile once per modification time and check its schema."""
+    try:
+        key = (str(path), path.stat().st_mtime)
+    except OSError as exc:
+        raise AnsibleLookupError(f"{path}: version lockfile not found ({exc.strerror})") from exc
+    if key not in _CACHE:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("schema") != SUPPORTED_SCHEMA:
+            raise AnsibleLookupError(
+                f"{path}: schema: expected {SUPPORTED_SCHEMA}, got {data.get('schema') if isinstance(data, dict) else data!r}"
+            )
+        _CACHE[key] = data
+    return _CACHE[key]
+
+
+def resolve(data: dict[str, Any], dotted: str, default: Any = _MISSING, path: Path | None = None) -> Any:
+    """Walk a dotted key path; fail with the file and key path when a key is missing."""
+    node: Any = data
+    walked: list[str] = []
+    for part in dotted.split("."):
+        walked.append(part)
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            continue
+        if default is not _MISSING:
+            return default
+        have = sorted(node) if isinstance(node, dict) else type(node).__name__
+        raise AnsibleLookupError(f"{path}: {'.'.join(walked)}: key not in the version lockfile; present: {have}")
+    return node
+
+
+class LookupModule(LookupBase):
+    """Return lockfile values by dotted key path."""
+
+    def run(self, terms: list[str], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
+        """Resolve each term against the lockfile."""
+        self.set_options(var_options=variables, direct=kwargs)
+        default = self.get_option("default") if "default" in kwargs else _MISSING
+        path = lockfile_path()
+        data = load_lockfile(path)
+        if not terms:
+            return [data]
+        return [resolve(data, str(term), default, path) for term in terms]
