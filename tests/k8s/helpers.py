@@ -39,7 +39,7 @@ def helm_values(stack: str, release: str) -> dict[str, Any]:
 
 def is_builtin(api_version: str) -> bool:
     """True for core Kubernetes API groups (validated by kubernetes-validate), not CRD groups."""
-    group = api_version.split("/")[0] if "/" in api_version else ""
+    group = api_version.split("/", maxsplit=1)[0] if "/" in api_version else ""
     return group == "" or (group.endswith("k8s.io") and not group.endswith("x-k8s.io"))
 
 

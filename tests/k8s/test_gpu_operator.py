@@ -71,7 +71,12 @@ def test_operator_managed_driver_is_on_and_pinned() -> None:
     assert values["driver"]["enabled"] is True
     assert values["driver"]["version"] == spec.lock.nvidia_driver.version
     assert f"{values['driver']['repository']}/{values['driver']['image']}" == spec.lock.image("driver").repository
-    assert values["toolkit"] == {"enabled": True, "repository": "nvcr.io/nvidia/k8s", "image": "container-toolkit", "version": spec.lock.image("container-toolkit").tag}
+    assert values["toolkit"] == {
+        "enabled": True,
+        "repository": "nvcr.io/nvidia/k8s",
+        "image": "container-toolkit",
+        "version": spec.lock.image("container-toolkit").tag,
+    }
 
 
 def test_upgrade_policy_follows_the_spec() -> None:
