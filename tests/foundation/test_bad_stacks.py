@@ -345,6 +345,13 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
         "gpu-platform:versions.charts.kueue.version",
         "floating version 'latest'",
     ),
+    (
+        "kueue-preemption-invalid-for-field",
+        "prod",
+        edit("gpu-platform:queueing.kueue.preemption.withinClusterQueue", "Any"),
+        "gpu-platform:queueing.kueue.preemption.withinClusterQueue",
+        "allowed: 'Never', 'LowerPriority' or 'LowerOrNewerEqualPriority'",
+    ),
     ("no-namespace-key", "prod", lambda d: _cfg(d).__setitem__("nodePools", []), "config.nodePools", "has no namespace"),
 ]
 

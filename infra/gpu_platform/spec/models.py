@@ -13,7 +13,9 @@ from gpu_platform.versions import Lockfile
 DnsLabel = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
 WorkloadClass = Literal["training", "inference", "batch", "development"]
 CapacityTier = Literal["reserved", "capacity-block", "on-demand", "spot"]
-Preemption = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"]
+# Kueue v1beta2 ClusterQueue preemption enums (they differ per field).
+ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]
+WithinQueuePolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 Priority = Literal["production-training", "inference", "batch", "experiments"]
 
@@ -202,9 +204,9 @@ class Tenant(Model):
 class KueuePreemption(Model):
     """Kueue ClusterQueue preemption policy shared by every tenant queue."""
 
-    reclaim_within_cohort: Preemption = "Any"
+    reclaim_within_cohort: ReclaimPolicy = "Any"
     """Preempt borrowers in the cohort to reclaim nominal quota."""
-    within_cluster_queue: Preemption = "LowerPriority"
+    within_cluster_queue: WithinQueuePolicy = "LowerPriority"
     """Preempt within the tenant's own queue."""
     borrow_within_cohort: Literal["Never", "LowerPriority"] = "LowerPriority"
     """Preempt while borrowing from the cohort."""
