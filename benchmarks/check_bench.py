@@ -1,0 +1,51 @@
+"""Wall time of `gpu-platform check --stack prod` and of checkov over the same rendered manifests.
+
+Both run as fresh processes (imports included), best of N runs each, in the same invocation, and the
+ratio is printed. Prints figures only; it never fails on timing. Needs .venv-checkov for checkov.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gpu_platform_policies import checkov
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU_PLATFORM = ROOT / ".venv" / "bin" / "gpu-platform"
+RUNS = 3
+
+
+def timed(argv: list[str]) -> tuple[float, int]:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+    return time.perf_counter() - start, proc.returncode
+
+
+def bench(label: str, argv: list[str]) -> float:
+    times, codes = zip(*(timed(argv) for _ in range(RUNS)), strict=True)
+    print(f"{label:<48} best {min(times):6.2f} s   median {statistics.median(times):6.2f} s   exit {set(codes)}")
+    return min(times)
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "prod"
+        subprocess.run([str(GPU_PLATFORM), "render", "--stack", "prod", "--out", str(out)], cwd=ROOT, check=True, capture_output=True)
+        manifests = sum(1 for _ in out.rglob("*.yaml"))
+        print(f"prod: {manifests} rendered YAML files; best and median of {RUNS} runs each, wall time incl. start-up")
+        ours = bench("gpu-platform check --stack prod", [str(GPU_PLATFORM), "check", "--stack", "prod", "--format", "json"])
+        if not checkov.CHECKOV.exists():
+            print(f"checkov: {checkov.CHECKOV} missing (make .venv-checkov); no ratio")
+            return 0
+        theirs = bench("checkov --framework kubernetes (same manifests)", checkov.command(out))
+    print(f"ratio check/checkov: {ours / theirs:.2f}   (target: check under 5 s: {'met' if ours < 5 else 'NOT met'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
