@@ -156,3 +156,20 @@ def test_unknown_rule_name_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFi
 def test_missing_stack_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_check(capsys, "--config", str(tmp_path / "Pulumi.nope.yaml"))
     assert code == 2 and "file not found" in err
+
+
+def test_ansible_inventory_overriding_a_pinned_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A temp copy of the real inventories passes; the same copy with a literal driver branch fails on that file."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[2]
+    shutil.copytree(root / "ansible" / "inventories", tmp_path / "ansible" / "inventories")
+    monkeypatch.setenv("GPU_PLATFORM_ROOT", str(tmp_path))
+    code, out, _ = run_check(capsys, "--config", str(stack_path("prod")), "--format", "json")
+    assert code == 0 and json.loads(out)["violations"] == []
+    target = tmp_path / "ansible" / "inventories" / "prod" / "group_vars" / "gpu_nodes.yml"
+    target.write_text(target.read_text() + '\nnvidia_driver_branch: "550"\n')
+    code, out, _ = run_check(capsys, "--config", str(stack_path("prod")), "--format", "github")
+    assert code == 1
+    assert "::error file=ansible/inventories/prod/group_vars/gpu_nodes.yml,title=ansible-no-version-override::" in out
+    assert "nvidia_driver_branch sets '550'" in out
