@@ -33,6 +33,9 @@ demo: setup  ## print the offline plan and capacity report of the default stack
 plan: setup  ## offline plan of STACK (default dev)
 	$(BIN)/gpu-platform plan --stack $(STACK)
 
+render: setup  ## write STACK's manifests and Helm values to out/STACK
+	$(BIN)/gpu-platform render --stack $(STACK) --out out/$(STACK)
+
 capacity: setup  ## capacity, coverage, Spot exposure and cost of STACK
 	$(BIN)/gpu-platform capacity --stack $(STACK)
 
@@ -49,6 +52,7 @@ test: setup system-deps lint test-python  ## everything CI runs
 
 bench: setup  ## benchmark scripts (print figures; they never fail on timing)
 	$(BIN)/python benchmarks/plan_bench.py
+	$(BIN)/python benchmarks/render_bench.py
 
 lock:  ## re-pin requirements.txt from a fresh resolve of pyproject's ranges plus dev tools
 	scripts/lock.sh
