@@ -266,8 +266,8 @@ def _mig_failures(gpu: dict[str, Any], name: str, expected: dict[str, Any], mig_
         return [] if want_mode == "disabled" else [f"{name}: MIG mode expected {want_mode}, this GPU has no MIG"]
     out = []
     if have != want_mode:
-        out.append(f"{name}: MIG mode is {have}, expected {want_mode}")
-    elif gpu["mig_pending"] and gpu["mig_pending"] != have:
+        return [f"{name}: MIG mode is {have}, expected {want_mode}"]
+    if gpu["mig_pending"] and gpu["mig_pending"] != have:
         out.append(f"{name}: MIG mode change to {gpu['mig_pending']} is pending a GPU reset")
     want_layout = layout["mig_devices"] if layout else expected.get("mig_layout")
     if want_mode == "enabled" and want_layout:

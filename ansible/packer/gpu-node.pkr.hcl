@@ -1,0 +1,91 @@
+# GPU node golden image: Debian 12 + golden_image.yml (driver, toolkits, MIG, DCGM, Fabric Manager),
+# then the image manifest and clean-up. Versions come from the lockfile, never from here.
+#
+#   packer validate ansible/packer/gpu-node.pkr.hcl     (offline; runs in make test)
+#   packer build -var region=eu-west-1 ansible/packer/gpu-node.pkr.hcl
+
+variable "region" {
+  type        = string
+  default     = "us-east-1"
+  description = "Region the AMI is built and registered in."
+}
+
+variable "instance_type" {
+  type        = string
+  default     = "g5.xlarge"
+  description = "Build instance; a GPU instance, so DKMS builds against the image's own kernel."
+}
+
+variable "source_ami_owner" {
+  type        = string
+  default     = "136693071363"
+  description = "Debian's AWS account, owner of the official Debian 12 AMIs."
+}
+
+variable "source_ami_name" {
+  type        = string
+  default     = "debian-12-amd64-*"
+  description = "Name filter for the base image; the newest match is used."
+}
+
+# Packer 1.6 locals cannot refer to each other, so the lockfile is read once and used in place.
+locals {
+  versions  = yamldecode(file("${path.root}/../../infra/gpu_platform/data/versions.yaml"))
+  timestamp = formatdate("YYYYMMDDhhmmss", timestamp())
+}
+
+source "amazon-ebs" "gpu_node" {
+  region        = var.region
+  instance_type = var.instance_type
+  ssh_username  = "admin"
+  ami_name      = "gpu-platform-node-driver-${local.versions.nvidia_driver.version}-${local.timestamp}"
+
+  source_ami_filter {
+    filters = {
+      name                = var.source_ami_name
+      virtualization-type = "hvm"
+      root-device-type    = "ebs"
+    }
+    owners      = [var.source_ami_owner]
+    most_recent = true
+  }
+
+  launch_block_device_mappings {
+    device_name           = "/dev/xvda"
+    volume_size           = 60
+    volume_type           = "gp3"
+    throughput            = 125
+    iops                  = 3000
+    delete_on_termination = true
+  }
+
+  tags = {
+    Name                    = "gpu-platform-node"
+    "gpu-platform/driver"   = local.versions.nvidia_driver.version
+    "gpu-platform/cuda"     = local.versions.cuda.version
+    "gpu-platform/toolkit"  = local.versions.container_toolkit.version
+    "gpu-platform/dcgm"     = local.versions.dcgm.version
+    "gpu-platform/manifest" = "image-manifest.json"
+  }
+}
+
+build {
+  sources = ["source.amazon-ebs.gpu_node"]
+
+  provisioner "ansible" {
+    playbook_file = "${path.root}/../golden_image.yml"
+    groups        = ["golden_image"]
+    user          = "admin"
+    ansible_env_vars = [
+      "ANSIBLE_CONFIG=${path.root}/../ansible.cfg",
+      "ANSIBLE_ROLES_PATH=${path.root}/../roles",
+      "ANSIBLE_LOOKUP_PLUGINS=${path.root}/../plugins/lookup",
+    ]
+    extra_arguments = ["--become"]
+  }
+
+  post-processor "manifest" {
+    output     = "${path.root}/manifests/packer-manifest.json"
+    strip_path = true
+  }
+}

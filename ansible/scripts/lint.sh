@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# yamllint, ansible-lint (production profile, empty skip list), --syntax-check of every playbook
+# against every inventory, and `packer validate` of the golden-image template.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ansible_dir="$(dirname "${here}")"
+repo="$(dirname "${ansible_dir}")"
+venv="${GPU_PLATFORM_VENV:-${repo}/.venv}"
+export PATH="${venv}/bin:${PATH}"
+cd "${ansible_dir}"
+
+echo "== yamllint"
+yamllint -c .yamllint --strict .
+
+echo "== ansible-lint"
+ansible-lint --offline
+
+echo "== syntax-check"
+for playbook in site.yml validate.yml golden_image.yml driver_upgrade.yml; do
+  for inventory in inventories/*/; do
+    ansible-playbook --syntax-check -i "${inventory}" "${playbook}" >/dev/null
+    echo "ok: ${playbook} with ${inventory}"
+  done
+done
+
+echo "== packer validate"
+if ! command -v packer >/dev/null; then
+  echo "packer not found: run ansible/scripts/install-ci-deps.sh" >&2
+  exit 1
+fi
+# An absolute path: packer 1.6 mis-resolves `..` in path.root for relative template paths.
+packer validate "${ansible_dir}/packer/gpu-node.pkr.hcl"
