@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STACK ?= dev
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup system-deps demo plan capacity render check lint test test-python test-ansible bench lock clean
+.PHONY: help setup system-deps demo plan capacity render check check-all lint test test-python test-ansible bench lock clean .venv-checkov
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -21,6 +21,15 @@ $(BIN)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 setup: $(BIN)/.installed  ## create .venv with every pinned Python dependency
+
+# checkov (peer check of rendered manifests) lives in its own venv: its pins conflict with .venv.
+.venv-checkov/.installed: requirements-checkov.txt
+	$(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/pip install --quiet --upgrade pip
+	.venv-checkov/bin/pip install --quiet -r requirements-checkov.txt
+	touch $@
+
+.venv-checkov: .venv-checkov/.installed  ## checkov in its own virtualenv
 
 system-deps:  ## apt packages the full test suite needs (promtool, podman, debootstrap, packer)
 	scripts/system-deps.sh
@@ -36,6 +45,12 @@ plan: setup  ## offline plan of STACK (default dev)
 render: setup  ## write STACK's manifests and Helm values to out/STACK
 	$(BIN)/gpu-platform render --stack $(STACK) --out out/$(STACK)
 
+check: setup  ## policy gate over STACK (exit 1 on a mandatory violation)
+	$(BIN)/gpu-platform check --stack $(STACK)
+
+check-all: setup  ## policy gate over every stack in stacks/
+	for f in stacks/Pulumi.*.yaml; do $(BIN)/gpu-platform check --config $$f || exit 1; done
+
 capacity: setup  ## capacity, coverage, Spot exposure and cost of STACK
 	$(BIN)/gpu-platform capacity --stack $(STACK)
 
@@ -45,7 +60,7 @@ lint: setup  ## ruff, mypy, yamllint
 	$(BIN)/mypy
 	$(BIN)/yamllint -s .
 
-test-python: setup system-deps  ## the pytest suite
+test-python: setup system-deps .venv-checkov  ## the pytest suite
 	$(BIN)/pytest -q -n 2 tests
 
 test: setup system-deps lint test-python  ## everything CI runs
@@ -53,6 +68,7 @@ test: setup system-deps lint test-python  ## everything CI runs
 bench: setup  ## benchmark scripts (print figures; they never fail on timing)
 	$(BIN)/python benchmarks/plan_bench.py
 	$(BIN)/python benchmarks/render_bench.py
+	$(BIN)/python benchmarks/check_bench.py
 
 lock:  ## re-pin requirements.txt from a fresh resolve of pyproject's ranges plus dev tools
 	scripts/lock.sh

@@ -17,6 +17,7 @@ LABEL_WORKLOAD = f"{DOMAIN}/workload-class"
 LABEL_TIER = f"{DOMAIN}/capacity-tier"
 LABEL_GPU_MODEL = f"{DOMAIN}/gpu-model"
 LABEL_SHARING = f"{DOMAIN}/sharing"
+LABEL_GPUS_PER_NODE = f"{DOMAIN}/gpus-per-node"
 LABEL_INTERRUPTIBLE = f"{DOMAIN}/interruptible"
 LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
@@ -118,6 +119,7 @@ def node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
         LABEL_WORKLOAD: pool.workload_class,
         LABEL_TIER: pool.capacity,
         LABEL_GPU_MODEL: gpu.name,
+        LABEL_GPUS_PER_NODE: str(gpus_per_node(pool, catalog)),
         LABEL_SHARING: pool.sharing.mode,
         LABEL_DEVICE_PLUGIN_CONFIG: sharing_config_name(pool),
     }

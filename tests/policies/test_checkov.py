@@ -18,7 +18,7 @@ def test_every_skip_has_a_reason() -> None:
 
 def test_checkov_passes_on_every_stacks_rendered_manifests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if not checkov.CHECKOV.exists():
-        pytest.skip(f"{checkov.CHECKOV} missing: run `make .venv-checkov` (make test does)")
+        pytest.fail(f"{checkov.CHECKOV} missing: run `make .venv-checkov` (make test does)")
     for name in STACKS:
         assert main(["render", "--config", str(stack_path(name)), "--out", str(tmp_path / name)]) == 0
     capsys.readouterr()
@@ -32,7 +32,7 @@ def test_checkov_passes_on_every_stacks_rendered_manifests(tmp_path: Path, capsy
 def test_checkov_wiring_reports_a_bad_manifest(tmp_path: Path) -> None:
     """The gate above is not vacuous: the same call fails on a privileged pod."""
     if not checkov.CHECKOV.exists():
-        pytest.skip(f"{checkov.CHECKOV} missing: run `make .venv-checkov` (make test does)")
+        pytest.fail(f"{checkov.CHECKOV} missing: run `make .venv-checkov` (make test does)")
     (tmp_path / "pod.yaml").write_text(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: bad, namespace: serving}\n"
         "spec:\n  containers:\n  - name: c\n    image: busybox:1.36\n    securityContext: {privileged: true}\n"
