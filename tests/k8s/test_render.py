@@ -75,9 +75,7 @@ def test_render_command_writes_files_and_exit_codes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     # Time-slicing x4 per GPU; each pool's ceiling is the borrowing limit, or the cohort's total without one.
     quota = yaml.safe_load((out / "manifests/ml-sandbox/resourcequota-gpu-quota.yaml").read_text())
-    assert quota["spec"]["hard"]["requests.nvidia.com/gpu.shared"] == str(
-        4 * (4 + 2) + 4 * (2 + 2) + 4 * (1 + 1)
-    )
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu.shared"] == str(4 * (4 + 2) + 4 * (2 + 2) + 4 * (1 + 1))
     assert (out / "helm/gpu-operator/values.yaml").is_file()
     bad = tmp_path / "Pulumi.bad.yaml"
     bad.write_text((ROOT / "stacks/Pulumi.dev.yaml").read_text().replace("pool: dev-l4-spot, gpus: 4", "pool: dev-l4-spoot, gpus: 4"))
