@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     p = catalog.pricing
     note = f"Prices: {p.source}, as of {p.as_of}; Spot estimated at {SPOT_PRICE_FACTOR:.0%} of On-Demand; on-prem pools unpriced."
     if spec.region and spec.region != p.region:
-        note += f"\nThis stack runs in {spec.region}; prices there differ from {p.region} list prices by a few percent."
+        note += f"\nThis stack runs in {spec.region}; its prices may differ from these {p.region} list prices."
     if args.format == "json":
         payload = {
             "stack": stack,
