@@ -26,7 +26,7 @@ rootfs="${workdir}/rootfs"
 # systemd-sysv gives /sbin/init so the container boots systemd like a node; python3 for Ansible;
 # gnupg and ca-certificates for the repository steps the roles run.
 debootstrap --variant=minbase \
-  --include=python3,python3-apt,systemd,systemd-sysv,dbus,ca-certificates,gnupg,kmod,procps \
+  --include=python3,python3-apt,systemd,systemd-sysv,dbus,ca-certificates,gnupg,kmod,procps,openssh-server \
   bookworm "${rootfs}" "${mirror}"
 
 # The driver lives in non-free; nvidia-persistenced in contrib. Both the bookworm and the
@@ -36,6 +36,17 @@ deb ${mirror} bookworm main contrib non-free non-free-firmware
 deb ${mirror} bookworm-updates main contrib non-free non-free-firmware
 deb ${security_mirror} bookworm-security main contrib non-free non-free-firmware
 SOURCES
+# Ansible reaches the container over SSH with pipelining, as it reaches real nodes: one round
+# trip per task instead of the four to five `podman exec` calls of the podman connection.
+# The container shares the host's network, so sshd listens on loopback only, on its own port.
+mkdir -p "${rootfs}/etc/ssh/sshd_config.d"
+cat > "${rootfs}/etc/ssh/sshd_config.d/molecule.conf" <<SSHD
+Port ${GPU_PLATFORM_TEST_SSH_PORT:-2222}
+ListenAddress 127.0.0.1
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+UseDNS no
+SSHD
 # A container has no console to start gettys on, and no hardware clock.
 rm -f "${rootfs}/etc/systemd/system/getty.target.wants/"* || true
 chroot "${rootfs}" apt-get clean

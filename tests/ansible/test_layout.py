@@ -1,0 +1,79 @@
+"""Project layout rules: playbooks only map groups to roles, roles follow the house conventions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ANSIBLE_DIR, BIN, ROLES, ansible_env
+
+PLAYBOOKS = ["site.yml", "validate.yml", "golden_image.yml", "driver_upgrade.yml"]
+ROLE_DIRS = sorted(p for p in ROLES.iterdir() if p.is_dir())
+PLAY_KEYS = {"name", "hosts", "become", "roles", "serial", "max_fail_percentage", "gather_facts", "gather_subset", "connection",
+             "pre_tasks", "post_tasks", "ansible.builtin.import_playbook"}
+
+
+@pytest.mark.parametrize("name", PLAYBOOKS)
+def test_playbooks_only_map_groups_to_roles(name: str):
+    for play in yaml.safe_load((ANSIBLE_DIR / name).read_text()):
+        assert set(play) <= PLAY_KEYS, f"{name}: {play.get('name')} has {set(play) - PLAY_KEYS}"
+        for section in ("pre_tasks", "post_tasks"):
+            for task in play.get(section, []):
+                assert set(task) <= {"name", "ansible.builtin.include_role"}, f"{name}: logic in {section}: {task}"
+
+
+def test_golden_image_runs_roles_then_manifest_then_cleanup():
+    plays = yaml.safe_load((ANSIBLE_DIR / "golden_image.yml").read_text())
+    assert "nvidia_driver" in plays[0]["roles"] and "nvidia_fabricmanager" in plays[0]["roles"]
+    assert plays[-1]["roles"] == ["image_manifest", "image_cleanup"]
+
+
+def test_rolling_upgrade_stops_at_the_first_failure():
+    plays = yaml.safe_load((ANSIBLE_DIR / "driver_upgrade.yml").read_text())
+    rollout = plays[-1]
+    assert rollout["max_fail_percentage"] == 0
+    assert "serial" in rollout
+    assert rollout["pre_tasks"][0]["ansible.builtin.include_role"]["name"] == "k8s_node_maintenance"
+    assert rollout["post_tasks"][0]["ansible.builtin.include_role"]["tasks_from"] == "release"
+    release = yaml.safe_load((ROLES / "k8s_node_maintenance" / "tasks" / "release.yml").read_text())
+    assert "stays" in release[0]["rescue"][0]["ansible.builtin.fail"]["msg"]
+    assert release[-1]["kubernetes.core.k8s_drain"]["state"] == "uncordon"
+
+
+def test_driver_upgrade_dry_run_shows_the_waves_and_touches_nothing():
+    result = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(ANSIBLE_DIR / "inventories" / "prod"), str(ANSIBLE_DIR / "driver_upgrade.yml"),
+         "-e", "driver_upgrade_dry_run=true", "-e", "driver_upgrade_wave_size=25%"],
+        capture_output=True, text=True, env=ansible_env(), timeout=120, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    data = json.loads(result.stdout)
+    rollout = data["plays"][1]
+    assert rollout["tasks"] == [], "a dry run must not run the rollout on any node"
+    msg = next(t["hosts"]["localhost"]["msg"] for t in data["plays"][0]["tasks"]
+               if t["task"]["name"].endswith("Show the upgrade waves"))
+    # 22 nodes at 25% per wave: waves of 5 (Ansible's serial rounds down), the last one smaller.
+    assert msg[0].endswith("22 node(s) in 5 wave(s) of 5 (dry run, nothing changed)")
+    assert msg[1] == "wave 1: gpu-h100-01, gpu-h100-02, gpu-h100-03, gpu-h100-04, gpu-h100-05"
+    assert msg[5] == "wave 5: gpu-t4-03, gpu-t4-04"
+
+
+@pytest.mark.parametrize("role", ROLE_DIRS, ids=lambda p: p.name)
+def test_role_has_argument_specs_readme_and_prefixed_variables(role: Path):
+    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    options = set(specs["main"].get("options", {}))
+    readme = (role / "README.md").read_text()
+    for option in options:
+        assert f"`{option}`" in readme, f"{role.name}: README does not document {option}"
+    prefix = role.name.split("_")[0] if role.name == "mig" else role.name
+    defaults_file = role / "defaults" / "main.yml"
+    defaults = yaml.safe_load(defaults_file.read_text()) if defaults_file.exists() else {}
+    for var in defaults or {}:
+        assert var.startswith(prefix), f"{role.name}: default {var} lacks the role prefix"
+        assert var in options, f"{role.name}: default {var} has no argument spec"
+    for varfile in (role / "vars").glob("*.yml"):
+        for var in yaml.safe_load(varfile.read_text()) or {}:
+            assert var.startswith(f"_{prefix}"), f"{role.name}: internal {var} in {varfile.name} lacks _{prefix}"
