@@ -151,3 +151,47 @@ def test_recorded_real_gpu_is_accepted_by_the_pool_of_its_model(path: Path):
     # A cloud VM may run with persistence mode off; that is reported, nothing else may be.
     failures = [f for f in smi.evaluate(r, expected) if not f.endswith("persistence mode is disabled")]
     assert failures == []
+
+
+REAL_H200 = FIXTURES / "nvidia-smi-real-h200-1x-driver580.xml"
+
+
+def test_real_h200_is_parsed_like_nvidia_smi_reports_it():
+    r = report(REAL_H200)
+    gpu = r["gpus"][0]
+    assert (r["driver_version"], r["cuda_version"], r["attached_gpus"]) == ("580.159.04", "13.0", 1)
+    assert gpu["product_name"] == "NVIDIA H200"
+    # Driver 580 writes the device ID without 0x; it is normalised to mig-parted's spelling.
+    assert gpu["pci_device_id"] == "0x233510DE"
+    assert gpu["memory_total_mib"] == 143771
+    assert gpu["persistence_mode"] and gpu["ecc_current"] and gpu["mig_current"] == "disabled"
+    # Hopper retires no pages (N/A), it remaps rows.
+    assert gpu["retired_pages"]["supported"] is False and gpu["remapped_rows"]["supported"] is True
+
+
+def test_real_h200_fails_the_lockfile_pin_and_passes_everything_else():
+    r = report(REAL_H200)
+    assert smi.evaluate(r, expect("H200-141GB", 1)) == [f"node: driver version 580.159.04 differs from the pin {DRIVER}"]
+    assert smi.evaluate(r, expect("H200-141GB", 1, driver_version="580.159.04", mig_mode="disabled")) == []
+
+
+def test_real_h200_mig_layout_comes_from_its_pci_device_id():
+    r = report(REAL_H200)
+    entry = smi.mig_layout_for(r["gpus"][0], MIG_CONFIG, "all-1g.18gb")
+    assert entry == {"mig_enabled": True, "mig_devices": {"1g.18gb": 7}}
+    # all-1g.10gb's entries are filtered to A100/H100 device IDs: none applies to the H200.
+    assert smi.mig_layout_for(r["gpus"][0], MIG_CONFIG, "all-1g.10gb") is None
+    assert smi.mig_layout_for(report(H100)["gpus"][0], MIG_CONFIG, "all-1g.10gb")["mig_devices"] == {"1g.10gb": 7}
+    failures = smi.evaluate(r, expect("H200-141GB", 1, driver_version="580.159.04"), MIG_CONFIG, "all-1g.18gb")
+    assert failures == ["GPU 0 (GPU-95028e4a-2b33-611b-2638-8975ceb97d0f, NVIDIA H200): MIG mode is disabled, expected enabled"]
+
+
+def test_driver_580_row_remap_failure_and_unrepairable_memory_are_reported():
+    xml = REAL_H200.read_text().replace("<remapped_row_failure>No</remapped_row_failure>",
+                                        "<remapped_row_failure>Yes</remapped_row_failure>")
+    xml = xml.replace("<unrepairable_memory>No</unrepairable_memory>", "<unrepairable_memory>Yes</unrepairable_memory>")
+    failures = smi.evaluate(smi.parse(xml), expect("H200-141GB", 1, driver_version="580.159.04"))
+    assert failures == [
+        "GPU 0 (GPU-95028e4a-2b33-611b-2638-8975ceb97d0f, NVIDIA H200): row remapping failed (uncorrectable memory; replace the GPU)",
+        "GPU 0 (GPU-95028e4a-2b33-611b-2638-8975ceb97d0f, NVIDIA H200): unrepairable memory reported (replace the GPU)",
+    ]

@@ -78,6 +78,14 @@ def _int(node: ET.Element | None, path: str) -> int | None:
     return int(match.group(0)) if match else None
 
 
+def _pci_id(value: str | None) -> str | None:
+    """PCI device ID as mig-parted's device-filter spells it (0x233510DE); driver 580 drops the 0x."""
+    if not value:
+        return None
+    digits = value[2:] if value.lower().startswith("0x") else value
+    return "0x" + digits.upper()
+
+
 def _retired_pages(gpu: ET.Element) -> dict[str, Any]:
     """Parse page retirement (pre-Ampere and data-center Ampere+ both report it)."""
     node = gpu.find("retired_pages")
@@ -97,10 +105,12 @@ def _remapped_rows(gpu: ET.Element) -> dict[str, Any]:
     node = gpu.find("remapped_rows")
     if node is None or _text(node, "remapped_row_pending") is None:
         return {"supported": False, "pending": False, "failure": False, "correctable": 0, "uncorrectable": 0}
+    # The field is remapped_row_failure_occurred up to the 5xx DTD v12, remapped_row_failure in v13.
+    failure = _text(node, "remapped_row_failure_occurred") or _text(node, "remapped_row_failure") or "No"
     return {
         "supported": True,
         "pending": (_text(node, "remapped_row_pending") or "No").lower() == "yes",
-        "failure": (_text(node, "remapped_row_failure_occurred") or "No").lower() == "yes",
+        "failure": failure.lower() == "yes",
         "correctable": _int(node, "remapped_row_corr") or 0,
         "uncorrectable": _int(node, "remapped_row_unc") or 0,
     }
@@ -136,7 +146,7 @@ def parse(xml_text: str) -> dict[str, Any]:
                 "serial": _text(gpu, "serial"),
                 "product_name": _text(gpu, "product_name"),
                 "product_architecture": _text(gpu, "product_architecture"),
-                "pci_device_id": (_text(gpu, "pci/pci_device_id") or "").upper().replace("0X", "0x") or None,
+                "pci_device_id": _pci_id(_text(gpu, "pci/pci_device_id")),
                 "memory_total_mib": _int(gpu, "fb_memory_usage/total"),
                 "persistence_mode": (_text(gpu, "persistence_mode") or "").lower() == "enabled",
                 "ecc_current": (_text(gpu, "ecc_mode/current_ecc") or "").lower() == "enabled",
@@ -145,6 +155,7 @@ def parse(xml_text: str) -> dict[str, Any]:
                 "mig_current": (_text(gpu, "mig_mode/current_mig") or "").lower() or None,
                 "mig_pending": (_text(gpu, "mig_mode/pending_mig") or "").lower() or None,
                 "mig_devices": _mig_devices(gpu),
+                "unrepairable_memory": (_text(gpu, "ecc_errors/unrepairable_memory") or "No").lower() == "yes",
                 "retired_pages": _retired_pages(gpu),
                 "remapped_rows": _remapped_rows(gpu),
             }
@@ -166,7 +177,7 @@ def mig_layout_for(gpu: dict[str, Any], mig_config: dict[str, Any], name: str) -
         filters = entry.get("device-filter")
         if isinstance(filters, str):
             filters = [filters]
-        if filters and (gpu.get("pci_device_id") or "").upper() not in {f.upper() for f in filters}:
+        if filters and gpu.get("pci_device_id") not in {_pci_id(f) for f in filters}:
             continue
         devices = entry.get("devices", "all")
         if devices != "all" and gpu["index"] not in devices:
@@ -245,6 +256,8 @@ def evaluate(report: dict[str, Any], expected: dict[str, Any], mig_config: dict[
             failures.append(f"{name}: row remapping pending (reset the GPU to apply the remap)")
         if gpu["remapped_rows"]["failure"]:
             failures.append(f"{name}: row remapping failed (uncorrectable memory; replace the GPU)")
+        if gpu.get("unrepairable_memory"):
+            failures.append(f"{name}: unrepairable memory reported (replace the GPU)")
         failures.extend(_mig_failures(gpu, name, expected, mig_config, mig_config_name))
     return failures
 
