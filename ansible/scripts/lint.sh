@@ -31,3 +31,8 @@ if ! command -v packer >/dev/null; then
 fi
 # An absolute path: packer 1.6 mis-resolves `..` in path.root for relative template paths.
 packer validate "${ansible_dir}/packer/gpu-node.pkr.hcl"
+echo "ok: packer/gpu-node.pkr.hcl"
+
+echo "== role READMEs"
+python3 "${here}/role-readme.py" --check
+echo "ok: variable tables match the argument specs"

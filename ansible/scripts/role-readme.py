@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Write each role's README variable table from its meta/argument_specs.yml.
 
-  role-readme.py           rewrite the tables (creating READMEs that are missing)
-  role-readme.py --check   exit 1 if a table is out of date
+role-readme.py           rewrite the tables (creating READMEs that are missing)
+role-readme.py --check   exit 1 if a table is out of date
 """
 
 from __future__ import annotations
@@ -30,8 +30,13 @@ def table(role: Path) -> str:
     defaults = (yaml.safe_load(defaults_file.read_text()) or {}) if defaults_file.exists() else {}
     lines = [BEGIN]
     for entry, spec in specs.items():
-        lines += ["", f"Entry point `{entry}`: {spec.get('short_description', '')}", "",
-                  "| Variable | Type | Default | Description |", "|---|---|---|---|"]
+        lines += [
+            "",
+            f"Entry point `{entry}`: {spec.get('short_description', '')}",
+            "",
+            "| Variable | Type | Default | Description |",
+            "|---|---|---|---|",
+        ]
         for name, opt in (spec.get("options") or {}).items():
             if opt.get("required"):
                 default = "**required**"
@@ -43,8 +48,7 @@ def table(role: Path) -> str:
                 default = f"`{_cell(opt.get('default'))}`" if "default" in opt else ""
             if default == '`""`':
                 default = "empty"
-            desc = _cell(" ".join(opt.get("description", [])) if isinstance(opt.get("description"), list)
-                         else opt.get("description", ""))
+            desc = _cell(" ".join(opt.get("description", [])) if isinstance(opt.get("description"), list) else opt.get("description", ""))
             if opt.get("choices"):
                 desc += " Choices: " + ", ".join(f"`{c}`" for c in opt["choices"] if c != "") + "."
             kind = opt.get("type", "str") + (f" of {opt['elements']}" if opt.get("elements") else "")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DEBIAN_12, HERE, failure_messages, run_playbook
+from tests.ansible.helpers import DEBIAN_12, HERE, failure_messages, run_playbook
 
 PLAYBOOK = HERE / "playbooks" / "role_under_test.yml"
 
@@ -20,8 +20,7 @@ def run_role(role: str, facts: dict[str, Any] | None = None, tasks: str = "main"
 
 
 def test_argument_spec_rejects_a_wrong_type():
-    rc, msg, _ = run_role("gpu_node_validate", gpu_node_validate_gpu_model="H100-80GB",
-                          gpu_node_validate_gpu_count="eight")
+    rc, msg, _ = run_role("gpu_node_validate", gpu_node_validate_gpu_model="H100-80GB", gpu_node_validate_gpu_count="eight")
     assert rc != 0
     assert "gpu_node_validate_gpu_count" in msg and "int" in msg
 
@@ -62,8 +61,7 @@ def test_preflight_rejects_a_driver_branch_too_old_for_the_gpu(lockfile):
 
 
 def test_preflight_accepts_a_gpu_the_branch_drives():
-    rc, msg, result = run_role("nvidia_driver", tasks="preflight", nvidia_driver_gpu_model="H100-80GB",
-                               nvidia_driver_running_kernel=False)
+    rc, msg, result = run_role("nvidia_driver", tasks="preflight", nvidia_driver_gpu_model="H100-80GB", nvidia_driver_running_kernel=False)
     assert rc == 0, msg or result.stdout[-2000:]
 
 
@@ -74,12 +72,15 @@ def test_preflight_rejects_a_driver_version_that_differs_from_the_lockfile(lockf
     assert f"nvidia_driver.version={lockfile['nvidia_driver']['version']}" in msg
 
 
-@pytest.mark.parametrize(("role", "var", "key"), [
-    ("nvidia_container_toolkit", "nvidia_container_toolkit_version", "container_toolkit.version"),
-    ("dcgm", "dcgm_version", "dcgm.version"),
-    ("mig", "mig_parted_version", "mig_parted.version"),
-    ("nvidia_fabricmanager", "nvidia_fabricmanager_version", "fabric_manager.version"),
-])
+@pytest.mark.parametrize(
+    ("role", "var", "key"),
+    [
+        ("nvidia_container_toolkit", "nvidia_container_toolkit_version", "container_toolkit.version"),
+        ("dcgm", "dcgm_version", "dcgm.version"),
+        ("mig", "mig_parted_version", "mig_parted.version"),
+        ("nvidia_fabricmanager", "nvidia_fabricmanager_version", "fabric_manager.version"),
+    ],
+)
 def test_every_package_role_rejects_a_version_off_the_lockfile(role, var, key):
     rc, msg, _ = run_role(role, **{var: "0.0.1"})
     assert rc != 0
@@ -111,8 +112,9 @@ def test_preflight_rejects_an_unknown_mig_config_name():
 
 
 def test_validation_rejects_mig_on_a_pool_without_mig():
-    rc, msg, _ = run_role("gpu_node_validate", gpu_node_validate_gpu_model="L4", gpu_node_validate_gpu_count=1,
-                          gpu_node_validate_mig_config="all-1g.10gb")
+    rc, msg, _ = run_role(
+        "gpu_node_validate", gpu_node_validate_gpu_model="L4", gpu_node_validate_gpu_count=1, gpu_node_validate_mig_config="all-1g.10gb"
+    )
     assert rc != 0
     assert "L4 has no MIG" in msg
 

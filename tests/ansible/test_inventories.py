@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ANSIBLE_DIR, ROLES, load_lockfile
+from tests.ansible.helpers import ANSIBLE_DIR, ROLES, load_lockfile
 
 INVENTORIES = sorted(p for p in (ANSIBLE_DIR / "inventories").iterdir() if p.is_dir())
 SHARING = {"none", "time-slicing", "mps", "mig"}
@@ -53,12 +53,12 @@ def test_pool_describes_a_buildable_gpu_pool(env: str, pool: str, data: dict):
     assert isinstance(data["gpu_pool_gpu_count"], int) and data["gpu_pool_gpu_count"] > 0, where
     assert data["gpu_pool_sharing"] in SHARING, f"{where}: sharing {data['gpu_pool_sharing']}"
     needed = lock["compatibility"]["gpu_min_driver_branch"][model]
-    assert int(lock["nvidia_driver"]["branch"]) >= int(needed), \
+    assert int(lock["nvidia_driver"]["branch"]) >= int(needed), (
         f"{where}: {model} needs driver branch {needed}, the lockfile pins {lock['nvidia_driver']['branch']}"
+    )
     mig = data["gpu_pool_mig_config"]
     assert mig in MIG_CONFIG["mig-configs"], f"{where}: unknown MIG config {mig}"
-    assert (data["gpu_pool_sharing"] == "mig") == (mig != "all-disabled"), \
-        f"{where}: sharing {data['gpu_pool_sharing']} with MIG config {mig}"
+    assert (data["gpu_pool_sharing"] == "mig") == (mig != "all-disabled"), f"{where}: sharing {data['gpu_pool_sharing']} with MIG config {mig}"
     if mig != "all-disabled":
         spec = MIG_MODELS[model]
         entry = mig_parted.mig_entry_for_device(MIG_CONFIG, mig, spec["device_ids"])
@@ -84,6 +84,12 @@ def test_every_pool_group_has_group_vars_and_nvswitch_pools_are_gpu_pools(invent
 @pytest.mark.parametrize("inventory", INVENTORIES, ids=lambda p: p.name)
 def test_gpu_nodes_group_vars_wire_pools_to_every_role(inventory: Path):
     wiring = yaml.safe_load((inventory / "group_vars" / "gpu_nodes.yml").read_text())
-    for var in ["nvidia_driver_gpu_model", "mig_gpu_model", "mig_config", "gpu_node_validate_gpu_model",
-                "gpu_node_validate_gpu_count", "gpu_node_validate_mig_config"]:
+    for var in [
+        "nvidia_driver_gpu_model",
+        "mig_gpu_model",
+        "mig_config",
+        "gpu_node_validate_gpu_model",
+        "gpu_node_validate_gpu_count",
+        "gpu_node_validate_mig_config",
+    ]:
         assert "gpu_pool_" in str(wiring[var]), f"{inventory.name}: {var} is not taken from the pool"

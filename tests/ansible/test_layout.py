@@ -9,12 +9,24 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ANSIBLE_DIR, BIN, ROLES, ansible_env
+from tests.ansible.helpers import ANSIBLE_DIR, BIN, ROLES, ansible_env
 
 PLAYBOOKS = ["site.yml", "validate.yml", "golden_image.yml", "driver_upgrade.yml"]
 ROLE_DIRS = sorted(p for p in ROLES.iterdir() if p.is_dir())
-PLAY_KEYS = {"name", "hosts", "become", "roles", "serial", "max_fail_percentage", "gather_facts", "gather_subset", "connection",
-             "pre_tasks", "post_tasks", "ansible.builtin.import_playbook"}
+PLAY_KEYS = {
+    "name",
+    "hosts",
+    "become",
+    "roles",
+    "serial",
+    "max_fail_percentage",
+    "gather_facts",
+    "gather_subset",
+    "connection",
+    "pre_tasks",
+    "post_tasks",
+    "ansible.builtin.import_playbook",
+}
 
 
 @pytest.mark.parametrize("name", PLAYBOOKS)
@@ -46,15 +58,27 @@ def test_rolling_upgrade_stops_at_the_first_failure():
 
 def test_driver_upgrade_dry_run_shows_the_waves_and_touches_nothing():
     result = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(ANSIBLE_DIR / "inventories" / "prod"), str(ANSIBLE_DIR / "driver_upgrade.yml"),
-         "-e", "driver_upgrade_dry_run=true", "-e", "driver_upgrade_wave_size=25%"],
-        capture_output=True, text=True, env=ansible_env(), timeout=120, check=False)
+        [
+            str(BIN / "ansible-playbook"),
+            "-i",
+            str(ANSIBLE_DIR / "inventories" / "prod"),
+            str(ANSIBLE_DIR / "driver_upgrade.yml"),
+            "-e",
+            "driver_upgrade_dry_run=true",
+            "-e",
+            "driver_upgrade_wave_size=25%",
+        ],
+        capture_output=True,
+        text=True,
+        env=ansible_env(),
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     data = json.loads(result.stdout)
     rollout = data["plays"][1]
     assert rollout["tasks"] == [], "a dry run must not run the rollout on any node"
-    msg = next(t["hosts"]["localhost"]["msg"] for t in data["plays"][0]["tasks"]
-               if t["task"]["name"].endswith("Show the upgrade waves"))
+    msg = next(t["hosts"]["localhost"]["msg"] for t in data["plays"][0]["tasks"] if t["task"]["name"].endswith("Show the upgrade waves"))
     # 22 nodes at 25% per wave: waves of 5 (Ansible's serial rounds down), the last one smaller.
     assert msg[0].endswith("22 node(s) in 5 wave(s) of 5 (dry run, nothing changed)")
     assert msg[1] == "wave 1: gpu-h100-01, gpu-h100-02, gpu-h100-03, gpu-h100-04, gpu-h100-05"

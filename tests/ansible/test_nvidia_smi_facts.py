@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import FIXTURES, ROLES, load_lockfile, load_nvidia_smi_module
+from tests.ansible.helpers import FIXTURES, ROLES, load_lockfile, load_nvidia_smi_module
 
 smi = load_nvidia_smi_module()
 MIG_CONFIG = yaml.safe_load((ROLES / "mig" / "files" / "config-default.yaml").read_text(encoding="utf-8"))
@@ -26,8 +26,14 @@ def report(path: Path) -> dict:
 
 
 def expect(model: str, count: int, **kw) -> dict:
-    return {"driver_version": DRIVER, "gpu_count": count, "product_names": PRODUCTS[model]["products"],
-            "persistence_mode": True, "ecc_enabled": True, **kw}
+    return {
+        "driver_version": DRIVER,
+        "gpu_count": count,
+        "product_names": PRODUCTS[model]["products"],
+        "persistence_mode": True,
+        "ecc_enabled": True,
+        **kw,
+    }
 
 
 def test_h100_node_parses_every_gpu():
@@ -108,8 +114,7 @@ def test_faulty_gpu_counters_are_parsed():
 
 
 def test_persistence_mode_off_is_reported():
-    xml = H100.read_text().replace("<persistence_mode>Enabled</persistence_mode>",
-                                   "<persistence_mode>Disabled</persistence_mode>", 1)
+    xml = H100.read_text().replace("<persistence_mode>Enabled</persistence_mode>", "<persistence_mode>Disabled</persistence_mode>", 1)
     failures = smi.evaluate(smi.parse(xml), expect("H100-80GB", 8))
     assert failures == [f"{failures[0].split(':')[0]}: persistence mode is disabled"]
     assert failures[0].startswith("GPU 0 (")
@@ -120,18 +125,22 @@ def test_container_runtime_must_see_every_gpu():
     uuids = [g["uuid"] for g in r["gpus"]]
     info = "".join(f"Device Index: {i}\nModel: NVIDIA H100 80GB HBM3\nUUID: {u}\n" for i, u in enumerate(uuids[:7]))
     failures = smi.evaluate(r, expect("H100-80GB", 8), container_info=info)
-    assert failures == [f"GPU 7 ({uuids[7]}, NVIDIA H100 80GB HBM3): not visible to the container runtime "
-                        "(nvidia-container-cli info)"]
+    assert failures == [f"GPU 7 ({uuids[7]}, NVIDIA H100 80GB HBM3): not visible to the container runtime (nvidia-container-cli info)"]
 
 
 def test_cli_prints_report_and_exits_nonzero_on_failures():
     script = ROLES / "gpu_node_validate" / "library" / "nvidia_smi_facts.py"
-    ok = subprocess.run([sys.executable, str(script), "--xml", str(H100), "--expect",
-                         json.dumps(expect("H100-80GB", 8))], capture_output=True, text=True, check=False)
+    ok = subprocess.run(
+        [sys.executable, str(script), "--xml", str(H100), "--expect", json.dumps(expect("H100-80GB", 8))], capture_output=True, text=True, check=False
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert json.loads(ok.stdout)["report"]["gpus"][0]["product_name"] == "NVIDIA H100 80GB HBM3"
-    bad = subprocess.run([sys.executable, str(script), "--xml", str(FAULTY), "--expect", json.dumps(expect("A100-40GB", 2))],
-                         capture_output=True, text=True, check=False)
+    bad = subprocess.run(
+        [sys.executable, str(script), "--xml", str(FAULTY), "--expect", json.dumps(expect("A100-40GB", 2))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert bad.returncode == 1
     assert any("retired pages pending" in f for f in json.loads(bad.stdout)["failures"])
 
@@ -187,8 +196,7 @@ def test_real_h200_mig_layout_comes_from_its_pci_device_id():
 
 
 def test_driver_580_row_remap_failure_and_unrepairable_memory_are_reported():
-    xml = REAL_H200.read_text().replace("<remapped_row_failure>No</remapped_row_failure>",
-                                        "<remapped_row_failure>Yes</remapped_row_failure>")
+    xml = REAL_H200.read_text().replace("<remapped_row_failure>No</remapped_row_failure>", "<remapped_row_failure>Yes</remapped_row_failure>")
     xml = xml.replace("<unrepairable_memory>No</unrepairable_memory>", "<unrepairable_memory>Yes</unrepairable_memory>")
     failures = smi.evaluate(smi.parse(xml), expect("H200-141GB", 1, driver_version="580.159.04"))
     assert failures == [

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import ANSIBLE_DIR, BIN
+from tests.ansible.helpers import ANSIBLE_DIR, BIN
 
 TEMPLATE = ANSIBLE_DIR / "packer" / "gpu-node.pkr.hcl"
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import yaml
 
-from conftest import ANSIBLE_DIR, BIN
+from tests.ansible.helpers import ANSIBLE_DIR, BIN
 
 SITE = next((BIN.parent / "lib").glob("python3*/site-packages/ansible_collections"))
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import ANSIBLE_DIR, DEBIAN_12, HERE, ROCKY_9, UBUNTU_2204, ansible_env, load_lockfile, run_playbook
+from tests.ansible.helpers import ANSIBLE_DIR, DEBIAN_12, HERE, ROCKY_9, UBUNTU_2204, ansible_env, load_lockfile, run_playbook
 
 # Collection pins are Galaxy's format and are checked against the bundled collections instead;
 # the vendored mig-parted config is upstream data (profile names such as 1g.10gb, no versions).
@@ -22,8 +22,7 @@ TEXT_SUFFIXES = {".yml", ".yaml", ".j2", ".py", ".cfg", ".hcl", ".sh", ".md", ".
 def ansible_files() -> list[Path]:
     files = []
     for path in ANSIBLE_DIR.rglob("*"):
-        if path.is_file() and path not in EXEMPT and path.suffix in TEXT_SUFFIXES \
-                and not SKIP_DIRS & set(path.relative_to(ANSIBLE_DIR).parts):
+        if path.is_file() and path not in EXEMPT and path.suffix in TEXT_SUFFIXES and not SKIP_DIRS & set(path.relative_to(ANSIBLE_DIR).parts):
             files.append(path)
     return files
 
@@ -45,16 +44,22 @@ LOCKED = version_values(load_lockfile())
 
 
 def test_the_lockfile_has_the_versions_the_roles_need():
-    for key in ["nvidia_driver.version", "nvidia_driver.packages.debian", "container_toolkit.version",
-                "dcgm.version", "mig_parted.version", "fabric_manager.version", "cuda.version"]:
+    for key in [
+        "nvidia_driver.version",
+        "nvidia_driver.packages.debian",
+        "container_toolkit.version",
+        "dcgm.version",
+        "mig_parted.version",
+        "fabric_manager.version",
+        "cuda.version",
+    ]:
         assert key in LOCKED
 
 
 @pytest.mark.parametrize("path", ansible_files(), ids=lambda p: str(p.relative_to(ANSIBLE_DIR)))
 def test_no_lockfile_version_is_copied_into_the_ansible_tree(path: Path):
     text = path.read_text(encoding="utf-8", errors="replace")
-    copies = [f"{key}={value}" for key, value in LOCKED.items()
-              if re.search(rf"(?<![\w.:-]){re.escape(value)}(?![\w.-])", text)]
+    copies = [f"{key}={value}" for key, value in LOCKED.items() if re.search(rf"(?<![\w.:-]){re.escape(value)}(?![\w.-])", text)]
     assert copies == [], f"{path.relative_to(ANSIBLE_DIR)} repeats lockfile versions: {copies}"
 
 
@@ -70,8 +75,7 @@ def test_no_dotted_version_literal_in_the_ansible_tree(path: Path):
 def mutated_lockfile(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     """A copy of the lockfile with every pinned version changed."""
     data = load_lockfile()
-    data["nvidia_driver"].update(version="999.10.20", packages={
-        "debian": "999.10.20-7", "ubuntu": "999.10.20-0ubuntu7", "rhel": "999.10.20-7"})
+    data["nvidia_driver"].update(version="999.10.20", packages={"debian": "999.10.20-7", "ubuntu": "999.10.20-0ubuntu7", "rhel": "999.10.20-7"})
     data["fabric_manager"]["version"] = "999.10.20"
     data["container_toolkit"].update(version="9.8.7", packages={k: "9.8.7-3" for k in ("debian", "ubuntu", "rhel")})
     data["dcgm"].update(version="8.7.6", packages={"debian": "1:8.7.6-2", "ubuntu": "1:8.7.6-2", "rhel": "8.7.6-2"})
@@ -83,14 +87,16 @@ def mutated_lockfile(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     return path, data
 
 
-@pytest.mark.parametrize(("facts", "source"), [(DEBIAN_12, "debian"), (UBUNTU_2204, "ubuntu"), (ROCKY_9, "rhel")],
-                         ids=["debian12", "ubuntu2204", "rocky9"])
+@pytest.mark.parametrize(
+    ("facts", "source"), [(DEBIAN_12, "debian"), (UBUNTU_2204, "ubuntu"), (ROCKY_9, "rhel")], ids=["debian12", "ubuntu2204", "rocky9"]
+)
 def test_changing_the_lockfile_changes_every_role_pin(tmp_path: Path, facts: dict[str, str], source: str):
     lock, data = mutated_lockfile(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
-    result = run_playbook(HERE / "playbooks" / "render.yml", {"fake": facts, "out_dir": str(out)},
-                          env=ansible_env(GPU_PLATFORM_VERSIONS_FILE=str(lock)))
+    result = run_playbook(
+        HERE / "playbooks" / "render.yml", {"fake": facts, "out_dir": str(out)}, env=ansible_env(GPU_PLATFORM_VERSIONS_FILE=str(lock))
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     got = json.loads((out / "facts.json").read_text())
     assert got["driver_package_version"] == data["nvidia_driver"]["packages"][source]

@@ -1,4 +1,5 @@
 """Lookup plugin: read pinned versions from the project's single version lockfile."""
+# ruff: noqa: E402  (Ansible plugin layout: DOCUMENTATION/RETURN come before the imports)
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from typing import Any
 
 import yaml
 from ansible.errors import AnsibleLookupError
+
 from ansible.plugins.lookup import LookupBase
 
 _MISSING = object()
@@ -64,9 +66,7 @@ def load_lockfile(path: Path) -> dict[str, Any]:
     if key not in _CACHE:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or data.get("schema") != SUPPORTED_SCHEMA:
-            raise AnsibleLookupError(
-                f"{path}: schema: expected {SUPPORTED_SCHEMA}, got {data.get('schema') if isinstance(data, dict) else data!r}"
-            )
+            raise AnsibleLookupError(f"{path}: schema: expected {SUPPORTED_SCHEMA}, got {data.get('schema') if isinstance(data, dict) else data!r}")
         _CACHE[key] = data
     return _CACHE[key]
 

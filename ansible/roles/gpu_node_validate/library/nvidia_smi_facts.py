@@ -1,5 +1,6 @@
 #!/usr/bin/python
 """Ansible module and CLI: parse `nvidia-smi -q -x` and check a GPU node against its pool."""
+# ruff: noqa: E402  (Ansible plugin layout: DOCUMENTATION/RETURN come before the imports)
 
 from __future__ import annotations
 
@@ -221,16 +222,20 @@ def container_gpu_uuids(info_text: str) -> list[str]:
     return re.findall(r"^\s*UUID:\s*(GPU-[0-9a-fA-F-]+)\s*$", info_text, flags=re.MULTILINE)
 
 
-def evaluate(report: dict[str, Any], expected: dict[str, Any], mig_config: dict[str, Any] | None = None,
-             mig_config_name: str | None = None, container_info: str | None = None) -> list[str]:
+def evaluate(
+    report: dict[str, Any],
+    expected: dict[str, Any],
+    mig_config: dict[str, Any] | None = None,
+    mig_config_name: str | None = None,
+    container_info: str | None = None,
+) -> list[str]:
     """Compare a parsed report with the pool's expectations; one message per failed check."""
     failures: list[str] = []
     if container_info is not None:
         seen = set(container_gpu_uuids(container_info))
         missing = [g for g in report["gpus"] if g.get("uuid") not in seen]
         report["container_runtime_gpus"] = sorted(seen)
-        failures.extend(f"{_gpu_name(g)}: not visible to the container runtime (nvidia-container-cli info)"
-                        for g in missing)
+        failures.extend(f"{_gpu_name(g)}: not visible to the container runtime (nvidia-container-cli info)" for g in missing)
     want_driver = expected.get("driver_version")
     if want_driver and report.get("driver_version") != want_driver:
         failures.append(f"node: driver version {report.get('driver_version')} differs from the pin {want_driver}")
@@ -262,8 +267,9 @@ def evaluate(report: dict[str, Any], expected: dict[str, Any], mig_config: dict[
     return failures
 
 
-def _mig_failures(gpu: dict[str, Any], name: str, expected: dict[str, Any], mig_config: dict[str, Any] | None,
-                  mig_config_name: str | None) -> list[str]:
+def _mig_failures(
+    gpu: dict[str, Any], name: str, expected: dict[str, Any], mig_config: dict[str, Any] | None, mig_config_name: str | None
+) -> list[str]:
     """MIG checks: mode (current and pending) and, when a layout is known, the profile counts."""
     want_mode = expected.get("mig_mode", "any")
     layout = None
@@ -315,7 +321,7 @@ def _cli(argv: list[str]) -> int:
         xml_text = run_nvidia_smi("nvidia-smi")
     mig_config = None
     if args.mig_config:
-        import yaml  # only this option needs PyYAML
+        import yaml  # noqa: PLC0415  (only this option needs PyYAML; the CLI must run without it)
 
         with open(args.mig_config, encoding="utf-8") as handle:
             mig_config = yaml.safe_load(handle)
@@ -327,7 +333,7 @@ def _cli(argv: list[str]) -> int:
 
 def main() -> None:
     """Ansible entry point."""
-    from ansible.module_utils.basic import AnsibleModule
+    from ansible.module_utils.basic import AnsibleModule  # noqa: PLC0415  (the CLI runs without Ansible)
 
     module = AnsibleModule(
         argument_spec={
@@ -351,8 +357,7 @@ def main() -> None:
         report = parse(xml_text)
     except (OSError, subprocess.CalledProcessError, ET.ParseError) as exc:
         module.fail_json(msg=f"cannot read GPU state from nvidia-smi: {exc}")
-    failures = evaluate(report, params["expected"], params["mig_config"], params["mig_config_name"],
-                        params["container_info"])
+    failures = evaluate(report, params["expected"], params["mig_config"], params["mig_config_name"], params["container_info"])
     module.exit_json(changed=False, report=report, failures=failures)
 
 

@@ -1,0 +1,1 @@
+"""Tests of the Ansible half: roles, playbooks, inventories, Molecule-independent checks."""
