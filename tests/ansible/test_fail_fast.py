@@ -122,3 +122,15 @@ def test_validation_rejects_mig_on_a_pool_without_mig():
 def test_mig_preflight_accepts_the_pool_layout():
     rc, msg, result = run_role("mig", tasks="preflight", mig_gpu_model="A100-80GB", mig_config="all-balanced")
     assert rc == 0, msg or result.stdout[-2000:]
+
+
+def test_preflight_rejects_a_kernel_outside_the_tested_range(lockfile):
+    rc, msg, _ = run_role("nvidia_driver", {**DEBIAN_12, "kernel": "6.18.44-fc-v669"}, nvidia_driver_gpu_model="H100-80GB")
+    assert rc != 0
+    assert f"kernel 6.18.44-fc-v669 is outside the range the driver branch is tested against ({lockfile['kernel']['min']} to" in msg
+
+
+def test_preflight_rejects_a_kernel_without_published_headers():
+    rc, msg, _ = run_role("nvidia_driver", {**DEBIAN_12, "kernel": "6.1.0-999-nonexistent-amd64"}, nvidia_driver_gpu_model="H100-80GB")
+    assert rc != 0
+    assert "no linux-headers-6.1.0-999-nonexistent-amd64 package in the configured repositories" in msg
