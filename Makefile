@@ -31,7 +31,7 @@ setup: $(BIN)/.installed  ## create .venv with every pinned Python dependency
 
 .venv-checkov: .venv-checkov/.installed  ## checkov in its own virtualenv
 
-system-deps:  ## apt packages the full test suite needs (promtool, podman, debootstrap, packer)
+system-deps:  ## apt packages the full test suite needs (promtool, podman, runc, debootstrap, packer)
 	scripts/system-deps.sh
 
 demo: setup  ## print the offline plan and capacity report of the default stack
@@ -54,21 +54,26 @@ check-all: setup  ## policy gate over every stack in stacks/
 capacity: setup  ## capacity, coverage, Spot exposure and cost of STACK
 	$(BIN)/gpu-platform capacity --stack $(STACK)
 
-lint: setup  ## ruff, mypy, yamllint
+lint: setup system-deps  ## ruff, mypy, yamllint; ansible-lint (production profile), playbook syntax, packer validate
 	$(BIN)/ruff check infra policies tests benchmarks
 	$(BIN)/ruff format --check infra policies tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/yamllint -s .
+	ansible/scripts/lint.sh
 
 test-python: setup system-deps .venv-checkov  ## the pytest suite
 	$(BIN)/pytest -q -n 2 tests
 
-test: setup system-deps lint test-python  ## everything CI runs
+test-ansible: setup system-deps  ## Molecule: converge, idempotence and verify in Debian 12 podman containers
+	ansible/scripts/molecule-test.sh
+
+test: setup system-deps lint test-python test-ansible  ## everything CI runs
 
 bench: setup  ## benchmark scripts (print figures; they never fail on timing)
 	$(BIN)/python benchmarks/plan_bench.py
 	$(BIN)/python benchmarks/render_bench.py
 	$(BIN)/python benchmarks/check_bench.py
+	ansible/scripts/benchmark-converge.sh
 
 lock:  ## re-pin requirements.txt from a fresh resolve of pyproject's ranges plus dev tools
 	scripts/lock.sh

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Debian packages the test suite needs. Installs only what is missing; needs root (CI is root).
+# Debian packages the full test suite needs, installed only when missing (needs root; CI is root):
+# promtool (Debian's prometheus) for the alert rules, and the Ansible side's podman, runc,
+# debootstrap, packer and friends (ansible/scripts/install-ci-deps.sh).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 need=()
 command -v promtool >/dev/null || need+=(prometheus)
-if [ "${#need[@]}" -eq 0 ]; then
-  exit 0
+if [ "${#need[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "system-deps: missing ${need[*]}; run 'sudo scripts/system-deps.sh'" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  echo "system-deps: installed ${need[*]}"
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "system-deps: missing ${need[*]}; run 'sudo scripts/system-deps.sh' (or apt-get install them)" >&2
-  exit 1
+if [ "$(id -u)" -eq 0 ]; then
+  ansible/scripts/install-ci-deps.sh
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-echo "system-deps: installed ${need[*]}"
