@@ -256,3 +256,22 @@ def test_every_aws_resource_carries_stack_tags() -> None:
     assert len(taggable) > 30
     for r in taggable:
         assert r.inputs["tags"]["gpu-platform:environment"] == "prod", r.name
+
+
+def test_existing_network_uses_the_given_subnets_and_creates_no_vpc() -> None:
+    from gpu_platform.engine import run_program
+    from gpu_platform.spec.loader import read_stack_config
+    from tests.conftest import stack_path
+
+    config = read_stack_config(stack_path("staging"))
+    subnets = {"us-east-1a": "subnet-0aaa1111", "us-east-1b": "subnet-0bbb2222", "us-east-1c": "subnet-0ccc3333"}
+    config["gpu-platform:network"] = {"mode": "existing", "vpcId": "vpc-0123abcd", "subnets": subnets}
+    plan = run_program(config, "staging-existing-net")
+    assert not plan.of_type("aws:ec2/vpc:Vpc")
+    assert not plan.of_type("aws:ec2/natGateway:NatGateway")
+    cluster = plan.of_type("aws:eks/cluster:Cluster")[0].inputs
+    assert sorted(cluster["vpcConfig"]["subnetIds"]) == sorted(subnets.values())
+    efa = plan.named("pool-train-a100-ng").inputs
+    assert efa["subnetIds"] == ["subnet-0aaa1111"], "an EFA pool stays in its one zone"
+    spot = plan.named("pool-infer-l4-spot-ng").inputs
+    assert sorted(spot["subnetIds"]) == sorted(subnets.values())
