@@ -10,6 +10,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from gpu_platform.aws.iam import assume_role_policy, autoscaler_policy
+from gpu_platform.k8s.objects import helm_release
 from gpu_platform.spec.models import NodePool, PlatformSpec
 
 # Higher is tried first. Reserved and Capacity Block pools are fixed-size (min = max), so their
@@ -82,16 +83,12 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        chart = spec.lock.chart("cluster-autoscaler")
-        k8s.helm.v3.Release(
+        helm_release(
             f"{name}-release",
-            name="cluster-autoscaler",
-            chart=chart.chart,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
-            namespace=NAMESPACE,
-            values=autoscaler_values(spec),
-            atomic=True,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+            "cluster-autoscaler",
+            spec.lock.chart("cluster-autoscaler"),
+            NAMESPACE,
+            autoscaler_values(spec),
+            pulumi.ResourceOptions(parent=self, provider=args.provider),
         )
         self.register_outputs({})

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_platform.pools import DOMAIN, Taint
+from gpu_platform.versions import Chart
 
 Manifest = dict[str, Any]
 
@@ -52,7 +53,7 @@ def system_namespace(name: str, privileged: bool = False) -> Manifest:
 def helm_release(
     name: str,
     release: str,
-    chart: Any,
+    chart: Chart,
     namespace: str,
     values: dict[str, Any],
     opts: pulumi.ResourceOptions,
