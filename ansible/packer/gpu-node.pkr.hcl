@@ -80,6 +80,8 @@ build {
       "ANSIBLE_CONFIG=${path.root}/../ansible.cfg",
       "ANSIBLE_ROLES_PATH=${path.root}/../roles",
       "ANSIBLE_LOOKUP_PLUGINS=${path.root}/../plugins/lookup",
+      # Every build is a new instance under the same inventory name: never reuse cached facts.
+      "ANSIBLE_CACHE_PLUGIN=ansible.builtin.memory",
     ]
     extra_arguments = ["--become"]
   }

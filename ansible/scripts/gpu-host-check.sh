@@ -94,6 +94,7 @@ INV
 playbook() {
   ANSIBLE_CONFIG="${ansible_dir}/ansible.cfg" ANSIBLE_ROLES_PATH="${ansible_dir}/roles" \
     ANSIBLE_LOOKUP_PLUGINS="${ansible_dir}/plugins/lookup" ANSIBLE_HOME="${TMPDIR:-/tmp}/gpu-host-check-ansible-home" ANSIBLE_NOCOLOR=1 \
+    ANSIBLE_CACHE_PLUGIN=ansible.builtin.memory \
     "${python}" -c 'import sys; from ansible.cli.playbook import main; sys.argv[0] = "ansible-playbook"; main()' \
     -i "${out}/inventory.yml" "${ansible_dir}/validate.yml" \
     -e "{\"gpu_node_validate_gpu_model\": \"${model}\", \"gpu_node_validate_gpu_count\": ${count}}" \

@@ -72,6 +72,8 @@ def ansible_env(**extra: str) -> dict[str, str]:
         ANSIBLE_CONFIG=str(ANSIBLE_DIR / "ansible.cfg"),
         ANSIBLE_ROLES_PATH=str(ROLES),
         ANSIBLE_LOOKUP_PLUGINS=str(ANSIBLE_DIR / "plugins" / "lookup"),
+        # Each test fakes its own facts for localhost; none may leak into the next through a cache.
+        ANSIBLE_CACHE_PLUGIN="ansible.builtin.memory",
         ANSIBLE_LIBRARY=str(HERE / "library"),
         ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
         ANSIBLE_NOCOLOR="1",

@@ -47,6 +47,8 @@ from ansible.plugins.lookup import LookupBase
 _MISSING = object()
 _CACHE: dict[tuple[str, float], dict[str, Any]] = {}
 SUPPORTED_SCHEMA = 1
+# Each task runs in a forked worker that parses the lockfile again; libyaml does it ~10x faster.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def lockfile_path() -> Path:
@@ -64,7 +66,7 @@ def load_lockfile(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise AnsibleLookupError(f"{path}: version lockfile not found ({exc.strerror})") from exc
     if key not in _CACHE:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
         if not isinstance(data, dict) or data.get("schema") != SUPPORTED_SCHEMA:
             raise AnsibleLookupError(f"{path}: schema: expected {SUPPORTED_SCHEMA}, got {data.get('schema') if isinstance(data, dict) else data!r}")
         _CACHE[key] = data
