@@ -75,7 +75,7 @@ bench: setup  ## benchmark scripts (print figures; they never fail on timing)
 	$(BIN)/python benchmarks/check_bench.py
 	ansible/scripts/benchmark-converge.sh
 
-lock:  ## re-pin requirements.txt from a fresh resolve of pyproject's ranges plus dev tools
+lock:  ## re-resolve requirements.in and checkov into fully pinned requirements files
 	scripts/lock.sh
 
 clean:  ## remove the virtualenv and caches
