@@ -68,6 +68,8 @@ class Plan:
                 walk(r.name, depth + 1)
 
         walk(None, 0)
+        seen = {id(r) for _, r in out}
+        out += [(0, r) for r in sorted(self.resources, key=lambda x: (x.name, x.type)) if id(r) not in seen]
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -109,6 +111,8 @@ def computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict
         out["endpoint"] = f"https://{name}.eks.mock"
         out["certificateAuthority"] = {"data": "bW9jaw=="}
         out["vpcConfig"] = {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-0mock0cluster"}
+    elif type_token == "aws:eks/nodeGroup:NodeGroup":
+        out["resources"] = [{"autoscalingGroups": [{"name": f"eks-{inputs.get('nodeGroupName', name)}-mock"}]}]
     elif type_token == "aws:ec2/launchTemplate:LaunchTemplate":
         out["latestVersion"] = 1
     elif type_token == "aws:ec2/placementGroup:PlacementGroup":
@@ -147,4 +151,6 @@ def run_program(config: Mapping[str, Any], stack: str) -> Plan:
         main()
 
     _run()
+    # Registration order is asynchronous; everything downstream (check, render, JSON) gets a stable order.
+    plan.resources = [r for _, r in plan.tree()]
     return plan

@@ -72,6 +72,7 @@ class Pool:
     capacity_type: str  # EKS capacityType (SPOT, ON_DEMAND, CAPACITY_BLOCK) or "ON_DEMAND" on-prem
     nodes: int
     gpus_per_node: int | None
+    min_nodes: int = 0  # nodes the pool never scales below (on-prem: all of them)
 
     @property
     def workload_class(self) -> str | None:
@@ -173,6 +174,7 @@ def pool_of(r: Resource, catalog: Catalog) -> Pool | None:
             capacity_type=str(r.inputs.get("capacityType", "ON_DEMAND")),
             nodes=int(get(r.inputs, "scalingConfig", "maxSize", default=0) or 0),
             gpus_per_node=catalog.instance(types[0]).gpus if types else None,
+            min_nodes=int(get(r.inputs, "scalingConfig", "minSize", default=0) or 0),
         )
     if r.type == NODE_PATCH:
         labels = dict(get(r.inputs, "metadata", "labels", default={}) or {})
@@ -189,6 +191,7 @@ def pool_of(r: Resource, catalog: Catalog) -> Pool | None:
             capacity_type="ON_DEMAND",
             nodes=1,
             gpus_per_node=int(count) if count and str(count).isdigit() else None,
+            min_nodes=1,
         )
     return None
 
@@ -220,6 +223,7 @@ def pools(plan: PlanView, catalog: Catalog) -> list[Pool]:
                 capacity_type="ON_DEMAND",
                 nodes=len(members),
                 gpus_per_node=counts.pop() if len(counts) == 1 else None,
+                min_nodes=len(members),
             )
         )
     return out

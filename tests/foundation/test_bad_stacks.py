@@ -352,6 +352,17 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
         "gpu-platform:queueing.kueue.preemption.withinClusterQueue",
         "allowed: 'Never', 'LowerPriority' or 'LowerOrNewerEqualPriority'",
     ),
+    ("cidr-host-bits", "prod", edit("gpu-platform:network.cidr", "10.40.5.0/16"), "gpu-platform:network.cidr", "has host bits set"),
+    ("cidr-bad-octet", "prod", edit("gpu-platform:network.cidr", "999.1.2.3/16"), "gpu-platform:network.cidr", "not an IPv4 network"),
+    ("cidr-prefix-too-small", "prod", edit("gpu-platform:network.cidr", "10.0.0.0/8"), "gpu-platform:network.cidr", "outside /16../24"),
+    (
+        "public-cidr-bogus",
+        "dev",
+        edit("gpu-platform:cluster.publicAccessCidrs", ["bogus"]),
+        "gpu-platform:cluster.publicAccessCidrs[0]",
+        "not an IPv4 network",
+    ),
+    ("cluster-name-too-long", "prod", edit("gpu-platform:cluster.name", "gpu-" + "x" * 40), "gpu-platform:cluster.name", "at most 40 characters"),
     ("no-namespace-key", "prod", lambda d: _cfg(d).__setitem__("nodePools", []), "config.nodePools", "has no namespace"),
 ]
 
@@ -390,11 +401,12 @@ def test_bad_stack_is_one_clear_line(
         ("list-at-top", "- config\n", "top level is a list"),
         ("no-config", "secretsprovider: passphrase\n", "config: missing or not a mapping"),
         ("top-level-typo", "confg: {}\n", "did you mean 'config'"),
+        ("not-utf8", "\udcff\udcfe", "not UTF-8 text"),
     ],
 )
 def test_malformed_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, text: str, fragment: str) -> None:
     path = tmp_path / f"Pulumi.{case}.yaml"
-    path.write_text(text)
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
     code, err = _run(capsys, path)
     assert code == 2
     assert "Traceback" not in err

@@ -8,7 +8,7 @@ import pytest
 
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import Plan, PlannedResource
-from gpu_platform.pools import gpu_of, gpus_per_node
+from gpu_platform.pools import gpu_of, gpus_per_node, resources_per_gpu
 from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import load_lockfile
 from tests.conftest import plan_for, spec_for
@@ -174,15 +174,41 @@ def test_node_groups_roll_one_node_at_a_time_and_pin_the_ami(stack: str) -> None
 
 @pytest.mark.parametrize("stack", EKS_STACKS)
 def test_gpu_pools_can_scale_from_zero(stack: str) -> None:
-    """The autoscaler needs node-template tags to know what a zero-node GPU pool would offer."""
+    """The autoscaler reads node-template tags from the Auto Scaling group to size a zero-node pool."""
     plan, spec = plan_for(stack), spec_for(stack)
     catalog = load_catalog()
     prefix = "k8s.io/cluster-autoscaler"
     for pool in spec.node_pools:
-        tags = _pool_resources(plan, pool)[0]["tags"]
-        assert tags[f"{prefix}/{spec.cluster.name}"] == "owned"
-        assert tags[f"{prefix}/node-template/resources/nvidia.com/gpu"] == str(gpus_per_node(pool, catalog))
-        assert tags[f"{prefix}/node-template/taint/nvidia.com/gpu"] == "present:NoSchedule"
+        ng = _pool_resources(plan, pool)[0]
+        assert ng["tags"][f"{prefix}/{spec.cluster.name}"] == "owned"
+        asg_tags = {
+            r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in plan.children(f"pool-{pool.name}") if r.type == "aws:autoscaling/tag:Tag"
+        }
+        assert all(
+            r.inputs["autoscalingGroupName"] == f"eks-{ng['nodeGroupName']}-mock"
+            for r in plan.children(f"pool-{pool.name}")
+            if r.type == "aws:autoscaling/tag:Tag"
+        )
+        assert asg_tags[f"{prefix}/node-template/taint/nvidia.com/gpu"] == "present:NoSchedule"
+        assert asg_tags[f"{prefix}/node-template/label/gpu-platform.io/pool"] == pool.name
+        per_node = gpus_per_node(pool, catalog)
+        resources = {k.rsplit("/resources/", 1)[1]: int(v) for k, v in asg_tags.items() if "/resources/" in k}
+        assert resources == {name: n * per_node for name, n in resources_per_gpu(pool, catalog).items()}
+
+
+def test_shared_and_mig_pools_advertise_their_slices_for_scale_up() -> None:
+    dev = {
+        r.inputs["tag"]["key"].split("/resources/", 1)[1]: r.inputs["tag"]["value"]
+        for r in plan_for("dev").children("pool-dev-a10g-spot")
+        if r.type == "aws:autoscaling/tag:Tag" and "/resources/" in r.inputs["tag"]["key"]
+    }
+    assert dev == {"nvidia.com/gpu.shared": "4"}  # 1 A10G x 4 time-slicing replicas
+    prod = {
+        r.inputs["tag"]["key"].split("/resources/", 1)[1]: r.inputs["tag"]["value"]
+        for r in plan_for("prod").children("pool-infer-h100-mig")
+        if r.type == "aws:autoscaling/tag:Tag" and "/resources/" in r.inputs["tag"]["key"]
+    }
+    assert prod == {"nvidia.com/mig-3g.40gb": "16"}  # 8 H100 x all-3g.40gb (2 each)
 
 
 def test_inference_pools_span_every_zone() -> None:

@@ -12,7 +12,7 @@ import pulumi
 import pulumi_aws as aws
 
 from gpu_platform.catalog import Catalog
-from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_labels, node_taints
+from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
 from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import Lockfile
 
@@ -48,6 +48,7 @@ class NodeGroupPlan:
     labels: dict[str, str]
     taints: list[dict[str, str]]
     tags: dict[str, str] = field(default_factory=dict)
+    template_tags: dict[str, str] = field(default_factory=dict)
 
 
 def capacity_type(pool: NodePool) -> str:
@@ -81,15 +82,28 @@ def cost_tags(environment: str, stack: str, pool: NodePool, extra: dict[str, str
     }
 
 
-def autoscaler_tags(cluster_name: str, pool: NodePool, catalog: Catalog) -> dict[str, str]:
-    """Discovery tags, plus node-template hints so the autoscaler can scale a GPU pool up from zero."""
-    prefix = "k8s.io/cluster-autoscaler"
-    tags = {f"{prefix}/enabled": "true", f"{prefix}/{cluster_name}": "owned"}
-    for key, value in node_labels(pool, catalog).items():
-        tags[f"{prefix}/node-template/label/{key}"] = value
+AUTOSCALER = "k8s.io/cluster-autoscaler"
+
+
+def autoscaler_tags(cluster_name: str) -> dict[str, str]:
+    """Auto-discovery tags of a node group the autoscaler may scale."""
+    return {f"{AUTOSCALER}/enabled": "true", f"{AUTOSCALER}/{cluster_name}": "owned"}
+
+
+def node_template_tags(pool: NodePool, catalog: Catalog) -> dict[str, str]:
+    """What a node of the pool will offer, for the autoscaler to scale it up from zero.
+
+    The autoscaler reads these from the Auto Scaling group, which is why they are set there (EKS
+    does not copy node group tags to it). Resources are the pool's own: `nvidia.com/gpu.shared` for
+    a time-sliced pool and `nvidia.com/mig-<profile>` for a MIG pool, so pending pods asking for a
+    slice trigger a scale-up too.
+    """
+    tags = {f"{AUTOSCALER}/node-template/label/{k}": v for k, v in node_labels(pool, catalog).items()}
     for taint in node_taints(pool):
-        tags[f"{prefix}/node-template/taint/{taint.key}"] = f"{taint.value}:{taint.effect}"
-    tags[f"{prefix}/node-template/resources/nvidia.com/gpu"] = str(gpus_per_node(pool, catalog))
+        tags[f"{AUTOSCALER}/node-template/taint/{taint.key}"] = f"{taint.value}:{taint.effect}"
+    per_node = gpus_per_node(pool, catalog)
+    for resource, per_gpu in resources_per_gpu(pool, catalog).items():
+        tags[f"{AUTOSCALER}/node-template/resources/{resource}"] = str(per_gpu * per_node)
     return tags
 
 
@@ -109,7 +123,8 @@ def node_group_plan(
         zones=pool.availability_zones or zones,
         labels=node_labels(pool, catalog),
         taints=[{"key": t.key, "value": t.value, "effect": TAINT_EFFECT[t.effect]} for t in node_taints(pool)],
-        tags={**cost_tags(environment, stack, pool, extra_tags), **autoscaler_tags(cluster_name, pool, catalog)},
+        tags={**cost_tags(environment, stack, pool, extra_tags), **autoscaler_tags(cluster_name)},
+        template_tags=node_template_tags(pool, catalog),
     )
 
 
@@ -211,4 +226,17 @@ class GpuNodePool(pulumi.ComponentResource):
             tags=plan.tags,
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
         )
+        asg_name = self.node_group.resources.apply(lambda groups: groups[0].autoscaling_groups[0].name)
+        for key, value in plan.template_tags.items():
+            aws.autoscaling.Tag(
+                f"{name}-asg-{_slug(key.removeprefix(AUTOSCALER + '/node-template/'))}",
+                autoscaling_group_name=asg_name,
+                tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                opts=child,
+            )
         self.register_outputs({"node_group_name": self.node_group.node_group_name})
+
+
+def _slug(text: str) -> str:
+    """A resource-name-safe form of a tag key."""
+    return "".join(c if c.isalnum() else "-" for c in text).strip("-")

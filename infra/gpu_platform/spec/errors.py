@@ -82,6 +82,17 @@ def problems_from_validation(exc: Exception, file: str, prefix: str, model: type
             problems.append(Problem(file, path, f"'{value}' is not a valid choice", f"allowed: {ctx.get('expected', '')}"))
         elif kind == "string_pattern_mismatch":
             problems.append(Problem(file, path, f"'{value}' has the wrong format", f"allowed: text matching {ctx.get('pattern')}"))
+        elif kind == "value_error":
+            problems.append(
+                Problem(
+                    file, path, f"{value!r}: {ctx.get('error', err['msg'])!s}", "allowed: an IPv4 network with host bits zero, e.g. 10.40.0.0/16"
+                )
+            )
+        elif kind in {"string_too_long", "string_too_short", "too_long", "too_short"}:
+            limit = ctx.get("max_length", ctx.get("min_length"))
+            unit = "characters" if kind.startswith("string") else "items"
+            bound = "at most" if kind.endswith("long") else "at least"
+            problems.append(Problem(file, path, f"{value!r} is too {kind.rsplit('_', 1)[-1]}", f"allowed: {bound} {limit} {unit}"))
         elif kind in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}:
             bound = {"greater_than_equal": ">=", "less_than_equal": "<=", "greater_than": ">", "less_than": "<"}[kind]
             limit = next(iter(ctx.values()), "")

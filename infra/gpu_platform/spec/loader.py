@@ -47,7 +47,13 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError([Problem(file, "", "file not found", "pass --stack NAME (stacks/Pulumi.NAME.yaml) or --config FILE")])
     try:
-        doc = yaml.safe_load(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([Problem(file, "", f"not UTF-8 text (byte {exc.start})", "allowed: a UTF-8 YAML file")]) from None
+    except OSError as exc:
+        raise ConfigError([Problem(file, "", f"cannot be read: {exc.strerror}", "allowed: a readable stack file")]) from None
+    try:
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from gpu_platform.catalog import SharingMode
 from gpu_platform.versions import Lockfile
 
+
+def _ipv4_network(value: str, prefix: range) -> str:
+    """`value` as a canonical IPv4 network whose prefix length is in `prefix` (host bits must be zero)."""
+    try:
+        net = ipaddress.IPv4Network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"not an IPv4 network ({exc})") from None
+    if net.prefixlen not in prefix:
+        raise ValueError(f"prefix /{net.prefixlen} is outside /{prefix.start}../{prefix.stop - 1}")
+    return str(net)
+
+
+VpcCidr = Annotated[str, AfterValidator(lambda v: _ipv4_network(v, range(16, 25)))]
+AnyCidr = Annotated[str, AfterValidator(lambda v: _ipv4_network(v, range(33)))]
 DnsLabel = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
 WorkloadClass = Literal["training", "inference", "batch", "development"]
 CapacityTier = Literal["reserved", "capacity-block", "on-demand", "spot"]
@@ -61,7 +76,7 @@ class ClusterSpec(Model):
     """EKS API reachable from inside the VPC."""
     endpoint_public_access: bool = False
     """EKS API reachable from the internet (then restrict `publicAccessCidrs`)."""
-    public_access_cidrs: tuple[str, ...] = ()
+    public_access_cidrs: tuple[AnyCidr, ...] = ()
     """CIDRs allowed to reach a public EKS API endpoint."""
     secrets_encryption: bool = True
     """Envelope-encrypt Kubernetes secrets with a rotating KMS key."""
@@ -82,7 +97,7 @@ class NetworkSpec(Model):
 
     mode: Literal["new", "existing"] = "new"
     """`new` builds a VPC; `existing` uses your private subnets."""
-    cidr: str = Field(default="10.0.0.0/16", pattern=r"^\d+\.\d+\.\d+\.\d+/(1[6-9]|2[0-4])$")
+    cidr: VpcCidr = "10.0.0.0/16"
     """CIDR of a new VPC (/16 to /24)."""
     availability_zones: tuple[str, ...] = ()
     """Zones of a new VPC (at least two, in `aws:region`)."""

@@ -26,7 +26,7 @@ WORKLOAD_CLASSES = ("training", "inference", "batch", "development")
 
 @rule(
     "production-capacity-floor",
-    "In production every workload class has a reserved, capacity-block or on-demand pool, not Spot alone.",
+    "In production every workload class keeps reserved, capacity-block or on-demand nodes up (min > 0), not Spot alone.",
     "mandatory",
     "stack",
     category="capacity",
@@ -40,10 +40,17 @@ def production_capacity_floor(plan: PlanView, ctx: Context) -> Iterator[Finding]
         by_class.setdefault(p.workload_class or "unlabelled", []).append(p)
     for cls, members in sorted(by_class.items()):
         members.sort(key=lambda p: p.resource)
-        if not any(not p.spot and p.nodes > 0 for p in members):
-            names = ", ".join(p.name for p in members)
+        names = ", ".join(p.name for p in members)
+        floor = [p for p in members if not p.spot]
+        if not floor:
             yield Finding(
                 members[0].resource, f"workload class {cls} has only Spot capacity in production ({names}); add a reserved or on-demand pool"
+            )
+        elif not any(p.min_nodes > 0 for p in floor):
+            yield Finding(
+                floor[0].resource,
+                f"workload class {cls} has no floor in production: its non-Spot pools ({', '.join(p.name for p in floor)}) "
+                "can all scale to zero; give one of them min >= 1",
             )
 
 
