@@ -6,6 +6,7 @@ labels, taints, autoscaler tags); the component only turns those decisions into 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -226,7 +227,7 @@ class GpuNodePool(pulumi.ComponentResource):
             tags=plan.tags,
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
         )
-        asg_name = self.node_group.resources.apply(lambda groups: groups[0].autoscaling_groups[0].name)
+        asg_name = self.node_group.resources.apply(_first_asg_name)
         for key, value in plan.template_tags.items():
             aws.autoscaling.Tag(
                 f"{name}-asg-{_slug(key.removeprefix(AUTOSCALER + '/node-template/'))}",
@@ -235,6 +236,12 @@ class GpuNodePool(pulumi.ComponentResource):
                 opts=child,
             )
         self.register_outputs({"node_group_name": self.node_group.node_group_name})
+
+
+def _first_asg_name(groups: Sequence[aws.eks.outputs.NodeGroupResource]) -> str:
+    """Name of the Auto Scaling group EKS created for a managed node group."""
+    asgs = groups[0].autoscaling_groups or []
+    return str(asgs[0].name)
 
 
 def _slug(text: str) -> str:

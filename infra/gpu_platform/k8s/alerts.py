@@ -20,6 +20,9 @@ UTILISATION = "namespace:gpu_platform_gpu_utilisation:avg"
 TENANT_UTILISATION = "tenant:gpu_platform_gpu_utilisation:avg"
 GPUS_IN_USE = "namespace:gpu_platform_gpus_in_use:count"
 CRITICAL_ALERTS = ("GpuXidError", "GpuDoubleBitEccError", "GpuLost")
+# One series per GPU, MIG instance (GPU_I_ID) and workload; the exporter's own target labels are dropped.
+WORKLOAD = "Hostname, gpu, UUID, GPU_I_ID, exported_namespace, exported_pod, exported_container"
+XID_WINDOW = "10m"
 
 
 def _workload_ns(expr: str) -> str:
@@ -32,11 +35,25 @@ def _tenant(expr: str) -> str:
     return f'label_replace({joined}, "tenant", "$1", "label_gpu_platform_io_tenant", "(.+)")'
 
 
+def _utilisation_percent() -> str:
+    """Busy percentage per workload GPU or MIG instance.
+
+    DCGM reports DCGM_FI_DEV_GPU_UTIL per physical GPU only, never for a MIG instance, so MIG tenants
+    would have no utilisation at all. DCGM_FI_PROF_GR_ENGINE_ACTIVE (a 0..1 ratio) is reported per GPU
+    and per MIG instance; GPU_UTIL is the fallback where profiling metrics are missing (GPUs without
+    profiling support, or profiling paused by a profiler). Both sides are reduced to the same label set
+    first so that `or` drops GPU_UTIL exactly where the profiling metric covers the same GPU and workload.
+    """
+    prof = f'max by ({WORKLOAD}) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{exported_namespace!=""}}) * 100'
+    util = f'max by ({WORKLOAD}) (DCGM_FI_DEV_GPU_UTIL{{exported_namespace!=""}})'
+    return f"({prof} or {util})"
+
+
 def recording_rules() -> list[dict[str, str]]:
     """Per-namespace and per-tenant GPU allocation and utilisation."""
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase="Running"} == 1)'
     requests = 'kube_pod_container_resource_requests{resource=~"nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"}'
-    per_workload = _workload_ns('DCGM_FI_DEV_GPU_UTIL{exported_namespace!=""}')
+    per_workload = _workload_ns(_utilisation_percent())
     return [
         {"record": ALLOCATED, "expr": f"sum by (namespace, resource) ({requests} * on (namespace, pod) group_left () {running})"},
         {"record": TENANT_ALLOCATED, "expr": f"sum by (tenant, resource) ({_tenant(ALLOCATED)})"},
@@ -59,13 +76,20 @@ def gpu_health_alerts(t: AlertThresholds) -> list[dict[str, Any]]:
     """Hardware health: XID, ECC, retired pages, temperature, memory, lost GPUs, throttling, NVLink."""
     on_gpu = "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}"
     return [
+        # DCGM_FI_DEV_XID_ERRORS is a gauge holding the last XID code, non-zero forever after the first
+        # XID, so alert on a new code: the gauge changed within the window, or a GPU with no sample one
+        # window ago (new node, or first report) reports a non-zero code. An exporter restart keeps the
+        # GPU's series (per Hostname/gpu/UUID), so an old code is not reported again. The alert's value is
+        # the XID code. A repeat of the same code does not change the gauge and cannot be seen here.
         _alert(
             "GpuXidError",
-            "max by (Hostname, gpu, UUID) (DCGM_FI_DEV_XID_ERRORS) > 0",
+            f"max by ({GPU}) (DCGM_FI_DEV_XID_ERRORS) > 0"
+            f" and on ({GPU}) (max by ({GPU}) (changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}])) > 0"
+            f" or (max by ({GPU}) (DCGM_FI_DEV_XID_ERRORS) unless max by ({GPU}) (DCGM_FI_DEV_XID_ERRORS offset {XID_WINDOW})))",
             "0m",
             "critical",
             f"XID error on {on_gpu}",
-            "Last XID error code {{ $value }}; check dmesg and drain the node if it repeats.",
+            f"XID {{{{ $value }}}} reported in the last {XID_WINDOW}; check dmesg and drain the node if it repeats.",
         ),
         _alert(
             "GpuDoubleBitEccError",
@@ -139,6 +163,20 @@ def gpu_health_alerts(t: AlertThresholds) -> list[dict[str, Any]]:
     ]
 
 
+# Taints the AWS node termination handler puts on a node it drains for a Spot interruption or rebalance.
+SPOT_INTERRUPTION_TAINTS = "aws-node-termination-handler/(spot-itn|rebalance-recommendation)"
+# Taints and node labels of planned drains, which are not Spot interruptions.
+PLANNED_DRAIN_TAINTS = "ToBeDeletedByClusterAutoscaler"
+DRIVER_UPGRADE_LABEL = "label_nvidia_com_gpu_driver_upgrade_state"
+
+
+def _cordoned_unplanned() -> str:
+    cordoned = "max by (node) (kube_node_spec_unschedulable == 1)"
+    planned_taint = f'kube_node_spec_taint{{key=~"{PLANNED_DRAIN_TAINTS}"}}'
+    upgrading = f'kube_node_labels{{{DRIVER_UPGRADE_LABEL}!=""}}'
+    return f"{cordoned} unless on (node) {planned_taint} unless on (node) {upgrading}"
+
+
 def platform_alerts(t: AlertThresholds) -> list[dict[str, Any]]:
     """Platform usage: idle allocated GPUs, Spot interruptions, Kueue starvation, tenants at quota."""
     return [
@@ -150,13 +188,21 @@ def platform_alerts(t: AlertThresholds) -> list[dict[str, Any]]:
             "GPUs in {{ $labels.namespace }} are allocated but idle",
             f"Average utilisation {{{{ $value | humanize }}}} % for {t.idle_minutes} minutes (threshold {t.idle_util_percent} %); release them.",
         ),
+        # The signal: the AWS node termination handler's interruption/rebalance taints where it runs
+        # (interruption-specific), else a cordon (EKS managed node groups cordon a Spot node on a rebalance
+        # recommendation) that is not a planned one: cluster-autoscaler scale-down (its
+        # ToBeDeletedByClusterAutoscaler taint) or a GPU Operator driver upgrade (node label
+        # nvidia.com/gpu-driver-upgrade-state, seen only where kube-state-metrics allow-lists it).
+        # kube_node_spec_taint is a default kube-state-metrics metric. A manual cordon still fires.
         _alert(
             "SpotGpuNodeInterrupted",
-            'kube_node_spec_unschedulable == 1 and on (node) kube_node_labels{label_gpu_platform_io_capacity_tier="spot"}',
+            f'(({_cordoned_unplanned()}) or max by (node) (kube_node_spec_taint{{key=~"{SPOT_INTERRUPTION_TAINTS}"}}))'
+            ' and on (node) kube_node_labels{label_gpu_platform_io_capacity_tier="spot"}',
             "0m",
             "info",
             "Spot GPU node {{ $labels.node }} is being reclaimed",
-            "The node is cordoned for a Spot interruption or rebalance; its jobs will be evicted within minutes.",
+            "The node is tainted or cordoned for a Spot interruption or rebalance (not a planned scale-down or"
+            " driver upgrade); its jobs will be evicted within minutes.",
         ),
         _alert(
             "KueueWorkloadsPendingTooLong",

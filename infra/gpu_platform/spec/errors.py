@@ -84,9 +84,7 @@ def problems_from_validation(exc: Exception, file: str, prefix: str, model: type
             problems.append(Problem(file, path, f"'{value}' has the wrong format", f"allowed: text matching {ctx.get('pattern')}"))
         elif kind == "value_error":
             problems.append(
-                Problem(
-                    file, path, f"{value!r}: {ctx.get('error', err['msg'])!s}", "allowed: an IPv4 network with host bits zero, e.g. 10.40.0.0/16"
-                )
+                Problem(file, path, f"{value!r}: {ctx.get('error', err['msg'])!s}", "allowed: an IPv4 network with host bits zero, e.g. 10.40.0.0/16")
             )
         elif kind in {"string_too_long", "string_too_short", "too_long", "too_short"}:
             limit = ctx.get("max_length", ctx.get("min_length"))
