@@ -102,6 +102,7 @@ class Lockfile(_Frozen):
     """Every pinned version in the project."""
 
     lock_schema: int = Field(alias="schema")
+    tools: dict[str, str]
     kubernetes: Kubernetes
     eks: EksAmi
     nvidia_driver: Driver
