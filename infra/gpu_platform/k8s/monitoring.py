@@ -132,7 +132,9 @@ def dashboard_configmap(spec: PlatformSpec) -> Manifest:
 def prometheus_stack_values(spec: PlatformSpec) -> dict[str, Any]:
     """Helm values of kube-prometheus-stack: select every ServiceMonitor/rule, expose the platform's labels."""
     selector = controller_node_selector(spec)
-    node_labels = ",".join((LABEL_POOL, LABEL_TIER))
+    # Pool and tier for per-pool panels and the Spot alert; the GPU Operator's upgrade-state label so
+    # the Spot alert can tell a driver-upgrade drain from an interruption.
+    node_labels = ",".join((LABEL_POOL, LABEL_TIER, "nvidia.com/gpu-driver-upgrade-state"))
     return {
         "prometheus": {
             "prometheusSpec": {
