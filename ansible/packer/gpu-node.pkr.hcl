@@ -1,8 +1,8 @@
 # GPU node golden image: Debian 12 + golden_image.yml (driver, toolkits, MIG, DCGM, Fabric Manager),
-# then the image manifest and clean-up. Versions come from the lockfile, never from here.
+# then the clean-up and the image manifest. Versions come from the lockfile, never from here.
 #
-#   packer validate ansible/packer/gpu-node.pkr.hcl     (offline; runs in make test)
-#   packer build -var region=eu-west-1 ansible/packer/gpu-node.pkr.hcl
+#   packer validate -var base_ami_id=ami-0123456789abcdef0 ansible/packer/gpu-node.pkr.hcl   (offline; lint.sh)
+#   packer build -var region=eu-west-1 -var base_ami_id=ami-... ansible/packer/gpu-node.pkr.hcl
 
 variable "region" {
   type        = string
@@ -16,16 +16,15 @@ variable "instance_type" {
   description = "Build instance; a GPU instance, so DKMS builds against the image's own kernel."
 }
 
-variable "source_ami_owner" {
+variable "base_ami_id" {
   type        = string
-  default     = "136693071363"
-  description = "Debian's AWS account, owner of the official Debian 12 AMIs."
-}
+  description = "Debian 12 base AMI (ami-...) in var.region, chosen and recorded per build so a rebuild is reproducible; no default, nothing floats."
 
-variable "source_ami_name" {
-  type        = string
-  default     = "debian-12-amd64-*"
-  description = "Name filter for the base image; the newest match is used."
+  # Packer 1.6's validation context has no regex functions; this spells out ^ami-([0-9a-f]{8}|[0-9a-f]{17})$.
+  validation {
+    condition     = substr(var.base_ami_id, 0, 4) == "ami-" && contains([12, 21], length(var.base_ami_id)) && trim(substr(var.base_ami_id, 4, -1), "0123456789abcdef") == ""
+    error_message = "The base_ami_id value must be an AMI id: ami- followed by 8 or 17 lowercase hex digits (aws ec2 describe-images --owners 136693071363 --filters Name=name,Values=debian-12-amd64-*)."
+  }
 }
 
 # Packer 1.6 locals cannot refer to each other, so the lockfile is read once and used in place.
@@ -39,16 +38,7 @@ source "amazon-ebs" "gpu_node" {
   instance_type = var.instance_type
   ssh_username  = "admin"
   ami_name      = "gpu-platform-node-driver-${local.versions.nvidia_driver.version}-${local.timestamp}"
-
-  source_ami_filter {
-    filters = {
-      name                = var.source_ami_name
-      virtualization-type = "hvm"
-      root-device-type    = "ebs"
-    }
-    owners      = [var.source_ami_owner]
-    most_recent = true
-  }
+  source_ami    = var.base_ami_id
 
   launch_block_device_mappings {
     device_name           = "/dev/xvda"
@@ -61,6 +51,7 @@ source "amazon-ebs" "gpu_node" {
 
   tags = {
     Name                    = "gpu-platform-node"
+    "gpu-platform/base-ami" = var.base_ami_id
     "gpu-platform/driver"   = local.versions.nvidia_driver.version
     "gpu-platform/cuda"     = local.versions.cuda.version
     "gpu-platform/toolkit"  = local.versions.container_toolkit.version

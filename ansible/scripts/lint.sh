@@ -30,7 +30,8 @@ if ! command -v packer >/dev/null; then
   exit 1
 fi
 # An absolute path: packer 1.6 mis-resolves `..` in path.root for relative template paths.
-packer validate "${ansible_dir}/packer/gpu-node.pkr.hcl"
+# base_ami_id is required and has no default; a well-formed placeholder, since validate is offline.
+packer validate -var base_ami_id=ami-0123456789abcdef0 "${ansible_dir}/packer/gpu-node.pkr.hcl"
 echo "ok: packer/gpu-node.pkr.hcl"
 
 echo "== role READMEs"

@@ -38,10 +38,10 @@ def test_playbooks_only_map_groups_to_roles(name: str):
                 assert set(task) <= {"name", "ansible.builtin.include_role"}, f"{name}: logic in {section}: {task}"
 
 
-def test_golden_image_runs_roles_then_manifest_then_cleanup():
+def test_golden_image_runs_roles_then_cleanup_then_manifest():
     plays = yaml.safe_load((ANSIBLE_DIR / "golden_image.yml").read_text())
     assert "nvidia_driver" in plays[0]["roles"] and "nvidia_fabricmanager" in plays[0]["roles"]
-    assert plays[-1]["roles"] == ["image_manifest", "image_cleanup"]
+    assert plays[-1]["roles"] == ["image_cleanup", "image_manifest"]
 
 
 def test_rolling_upgrade_stops_at_the_first_failure():
