@@ -363,6 +363,14 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
         "not an IPv4 network",
     ),
     ("cluster-name-too-long", "prod", edit("gpu-platform:cluster.name", "gpu-" + "x" * 40), "gpu-platform:cluster.name", "at most 40 characters"),
+    (
+        "replicas-as-text",
+        "dev",
+        set_pool("dev-l4-spot", sharing={"mode": "time-slicing", "replicas": "4"}),
+        "gpu-platform:nodePools[0].sharing.replicas",
+        "allowed: an integer",
+    ),
+    ("efa-as-text", "prod", set_pool("train-h100-ondemand", efa="yes"), "gpu-platform:nodePools[1].efa", "allowed: true or false"),
     ("no-namespace-key", "prod", lambda d: _cfg(d).__setitem__("nodePools", []), "config.nodePools", "has no namespace"),
 ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from pydantic.alias_generators import to_camel
 
 from gpu_platform.catalog import SharingMode
@@ -44,11 +44,11 @@ class Model(BaseModel):
 class Scaling(Model):
     """Node counts of a node group."""
 
-    min_size: int = Field(alias="min", ge=0, le=1000)
+    min_size: StrictInt = Field(alias="min", ge=0, le=1000)
     """Fewest nodes the pool scales down to (0 lets an idle pool cost nothing)."""
-    desired_size: int = Field(alias="desired", ge=0, le=1000)
+    desired_size: StrictInt = Field(alias="desired", ge=0, le=1000)
     """Nodes at creation; the autoscaler owns it afterwards (changes are ignored)."""
-    max_size: int = Field(alias="max", ge=1, le=1000)
+    max_size: StrictInt = Field(alias="max", ge=1, le=1000)
     """Most nodes the autoscaler may add; the pool's capacity for quotas."""
 
 
@@ -57,11 +57,11 @@ class SystemNodes(Scaling):
 
     instance_type: str = "m7i.xlarge"
     """Instance type of the system (CPU) node group."""
-    min_size: int = Field(default=2, alias="min", ge=1, le=100)
+    min_size: StrictInt = Field(default=2, alias="min", ge=1, le=100)
     """Fewest system nodes (two or more keep controllers available)."""
-    desired_size: int = Field(default=2, alias="desired", ge=1, le=100)
+    desired_size: StrictInt = Field(default=2, alias="desired", ge=1, le=100)
     """System nodes at creation."""
-    max_size: int = Field(default=4, alias="max", ge=1, le=100)
+    max_size: StrictInt = Field(default=4, alias="max", ge=1, le=100)
     """Most system nodes."""
 
 
@@ -72,13 +72,13 @@ class ClusterSpec(Model):
     """`eks` creates an EKS cluster; `existing` drives a cluster you already run (on-prem)."""
     name: DnsLabel
     """Cluster name (EKS cluster name, prefix of node group names)."""
-    endpoint_private_access: bool = True
+    endpoint_private_access: StrictBool = True
     """EKS API reachable from inside the VPC."""
-    endpoint_public_access: bool = False
+    endpoint_public_access: StrictBool = False
     """EKS API reachable from the internet (then restrict `publicAccessCidrs`)."""
     public_access_cidrs: tuple[AnyCidr, ...] = ()
     """CIDRs allowed to reach a public EKS API endpoint."""
-    secrets_encryption: bool = True
+    secrets_encryption: StrictBool = True
     """Envelope-encrypt Kubernetes secrets with a rotating KMS key."""
     log_types: tuple[LogType, ...] = ("api", "audit", "authenticator")
     """Control-plane log types sent to CloudWatch."""
@@ -88,7 +88,7 @@ class ClusterSpec(Model):
     """Kubeconfig context of an existing cluster."""
     system_nodes: SystemNodes = SystemNodes()
     """Size of the system node group (EKS): `{instanceType, min, desired, max}`."""
-    autoscaler: bool = True
+    autoscaler: StrictBool = True
     """Install cluster-autoscaler with the priority expander (EKS)."""
 
 
@@ -125,7 +125,7 @@ class Sharing(Model):
 
     mode: SharingMode = "none"
     """`none` (whole GPUs), `time-slicing`, `mps` or `mig`."""
-    replicas: int | None = None
+    replicas: StrictInt | None = None
     """Time-slicing/MPS: workloads per physical GPU (2..48)."""
     mig_config: str | None = None
     """MIG: a standard mig-parted config valid for the pool's GPU, e.g. `all-3g.40gb`."""
@@ -146,15 +146,15 @@ class NodePool(Model):
     """EC2 GPU instance types, same GPU model and count (EKS; several for Spot)."""
     gpu_model: str | None = None
     """GPU model of an on-prem pool, e.g. `H100-80GB`."""
-    gpus_per_node: int | None = Field(default=None, ge=1, le=16)
+    gpus_per_node: StrictInt | None = Field(default=None, ge=1, le=16)
     """GPUs per node of an on-prem pool."""
     nodes: tuple[str, ...] = ()
     """Kubernetes node names of an on-prem pool."""
     reservation: Reservation | None = None
     """Capacity the pool targets: `{id}` or `{resourceGroupArn}`."""
-    efa: bool = False
+    efa: StrictBool = False
     """EFA interfaces on every network card and a cluster placement group (one zone)."""
-    root_volume_gib: int = Field(default=200, alias="rootVolumeGiB", ge=100, le=16000)
+    root_volume_gib: StrictInt = Field(default=200, alias="rootVolumeGiB", ge=100, le=16000)
     """Encrypted gp3 root volume size (GPU images are large)."""
     availability_zones: tuple[str, ...] = ()
     """Zones of the pool (default: every cluster zone)."""
@@ -162,7 +162,7 @@ class NodePool(Model):
     """How the pool's GPUs are shared: `{mode, replicas, migConfig}`."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels (outside the platform's label domains)."""
-    max_unavailable: int = Field(default=1, ge=1, le=100)
+    max_unavailable: StrictInt = Field(default=1, ge=1, le=100)
     """Nodes replaced at once during a node group update."""
 
 
@@ -171,22 +171,22 @@ class TenantQuota(Model):
 
     pool: str
     """Pool the quota is on."""
-    gpus: int = Field(ge=0, le=10000)
+    gpus: StrictInt = Field(ge=0, le=10000)
     """Nominal quota in physical GPUs' worth (converted to shared or MIG resources)."""
-    borrowing_limit: int | None = Field(default=None, ge=0)
+    borrowing_limit: StrictInt | None = Field(default=None, ge=0)
     """GPUs the tenant may borrow from its cohort beyond `gpus`."""
-    lending_limit: int | None = Field(default=None, ge=0)
+    lending_limit: StrictInt | None = Field(default=None, ge=0)
     """GPUs of `gpus` the tenant may lend to its cohort."""
 
 
 class TenantResources(Model):
     """Non-GPU ceilings of a tenant namespace."""
 
-    cpu: int = Field(default=64, ge=1)
+    cpu: StrictInt = Field(default=64, ge=1)
     """CPU cores the namespace may request."""
-    memory_gib: int = Field(default=256, alias="memoryGiB", ge=1)
+    memory_gib: StrictInt = Field(default=256, alias="memoryGiB", ge=1)
     """Memory the namespace may request."""
-    pods: int = Field(default=200, ge=1)
+    pods: StrictInt = Field(default=200, ge=1)
     """Pods the namespace may run."""
 
 
@@ -203,7 +203,7 @@ class Tenant(Model):
     """Kueue cohort: tenants in one cohort borrow and lend quota."""
     priority: Priority = "batch"
     """Default priority: `production-training`, `inference`, `batch` or `experiments`."""
-    fair_share_weight: int = Field(default=1, ge=1, le=100)
+    fair_share_weight: StrictInt = Field(default=1, ge=1, le=100)
     """Fair-sharing weight of the tenant's queue."""
     quotas: tuple[TenantQuota, ...] = ()
     """GPU quotas per pool: `[{pool, gpus, borrowingLimit, lendingLimit}]`."""
@@ -230,18 +230,18 @@ class KueuePreemption(Model):
 class Kueue(Model):
     """Kueue quota and admission."""
 
-    enabled: bool = True
+    enabled: StrictBool = True
     """Install Kueue and the tenant queues."""
     preemption: KueuePreemption = KueuePreemption()
     """ClusterQueue preemption policy."""
-    fair_sharing: bool = True
+    fair_sharing: StrictBool = True
     """Weight-based fair sharing between queues of a cohort."""
 
 
 class Volcano(Model):
     """Volcano gang scheduling for distributed training."""
 
-    enabled: bool = False
+    enabled: StrictBool = False
     """Install Volcano (gang scheduling, DRF) and a queue per tenant."""
 
 
@@ -257,15 +257,15 @@ class Queueing(Model):
 class AlertThresholds(Model):
     """Thresholds of the GPU alert rules."""
 
-    gpu_temp_celsius: int = Field(default=83, ge=60, le=100)
+    gpu_temp_celsius: StrictInt = Field(default=83, ge=60, le=100)
     """GPU temperature alert threshold."""
-    framebuffer_percent: int = Field(default=95, ge=50, le=100)
+    framebuffer_percent: StrictInt = Field(default=95, ge=50, le=100)
     """GPU memory (framebuffer) use alert threshold."""
-    idle_util_percent: int = Field(default=30, ge=1, le=100)
+    idle_util_percent: StrictInt = Field(default=30, ge=1, le=100)
     """Allocated GPUs below this utilisation count as idle."""
-    idle_minutes: int = Field(default=30, ge=5, le=1440)
+    idle_minutes: StrictInt = Field(default=30, ge=5, le=1440)
     """How long allocated GPUs must be idle before alerting."""
-    pending_minutes: int = Field(default=60, ge=5, le=10080)
+    pending_minutes: StrictInt = Field(default=60, ge=5, le=10080)
     """How long a Kueue workload may pend before alerting."""
 
 
@@ -280,20 +280,20 @@ class Monitoring(Model):
     """Labels your Prometheus selects PrometheusRules and ServiceMonitors by."""
     alerts: AlertThresholds = AlertThresholds()
     """Alert thresholds."""
-    dashboard: bool = True
+    dashboard: StrictBool = True
     """Ship the Grafana GPU dashboard as a labelled ConfigMap."""
 
 
 class UpgradePolicy(Model):
     """GPU Operator driver upgrade policy (only used when the operator manages drivers)."""
 
-    auto_upgrade: bool = False
+    auto_upgrade: StrictBool = False
     """Let the GPU Operator upgrade drivers by itself (off: upgrades are deliberate)."""
-    max_parallel_upgrades: int = Field(default=1, ge=1, le=100)
+    max_parallel_upgrades: StrictInt = Field(default=1, ge=1, le=100)
     """Nodes upgraded at once."""
     max_unavailable: str = Field(default="25%", pattern=r"^(\d+|\d{1,3}%)$")
     """GPU nodes unavailable at once during upgrades (count or percent)."""
-    drain_timeout_seconds: int = Field(default=600, ge=60, le=7200)
+    drain_timeout_seconds: StrictInt = Field(default=600, ge=60, le=7200)
     """Drain timeout before an upgrade gives up on a node."""
 
 
