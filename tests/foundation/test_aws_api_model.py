@@ -75,3 +75,14 @@ def test_launch_template_values_are_valid_ec2_enums(stack: str) -> None:
 def test_capacity_block_market_type_is_known_to_ec2() -> None:
     assert "capacity-block" in enum("ec2", "MarketType")
     assert "CAPACITY_BLOCK" in enum("eks", "CapacityTypes")
+
+
+def test_every_stack_region_is_an_aws_region() -> None:
+    from tests.conftest import STACKS, spec_for
+
+    regions = set(botocore.session.get_session().get_available_regions("ec2"))
+    for name in STACKS:
+        spec = spec_for(name)
+        if spec.is_eks:
+            assert spec.region in regions, (name, spec.region)
+            assert all(z.removeprefix(str(spec.region))[:1].isalpha() for z in spec.network.availability_zones)

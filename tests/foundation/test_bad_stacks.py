@@ -371,6 +371,7 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
         "allowed: an integer",
     ),
     ("efa-as-text", "prod", set_pool("train-h100-ondemand", efa="yes"), "gpu-platform:nodePools[1].efa", "allowed: true or false"),
+    ("region-typo", "prod", set_cfg("aws:region", "us-east1"), "aws:region", "wrong format"),
     ("no-namespace-key", "prod", lambda d: _cfg(d).__setitem__("nodePools", []), "config.nodePools", "has no namespace"),
 ]
 

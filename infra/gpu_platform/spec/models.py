@@ -321,7 +321,7 @@ class PlatformSpec(Model):
     stack: str
     environment: DnsLabel
     """Environment name; tags every resource; `prod` tightens policies."""
-    region: str | None = None
+    region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
     cluster: ClusterSpec
     """The cluster."""
     network: NetworkSpec = NetworkSpec()
