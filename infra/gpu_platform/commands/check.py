@@ -11,7 +11,7 @@ from pathlib import Path
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import run_program
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
-from gpu_platform.spec.loader import load_stack_file, read_stack_config
+from gpu_platform.spec.loader import load_stack
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies import RULES, THRESHOLD_DEFAULTS, Context, Resource, Violation, evaluate
@@ -38,11 +38,11 @@ def check_policy_config(spec: PlatformSpec, file: str) -> list[Problem]:
 
 def check_stack(path: Path, stack: str, root: Path | None = None) -> tuple[PlatformSpec, list[Violation]]:
     """Validate the stack, plan it offline, and evaluate every enabled rule at the stack's levels."""
-    spec = load_stack_file(path, stack)
+    config, spec = load_stack(path, stack)
     problems = check_policy_config(spec, str(path))
     if problems:
         raise ConfigError(problems)
-    plan = run_program(read_stack_config(path), stack)
+    plan = run_program(config, stack)
     resources = [Resource(r.type, r.name, r.parent, r.inputs) for r in plan.resources]
     ctx = Context(
         lock=load_lockfile(),  # the repository's lockfile: a stack's `versions` override shows up as drift

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 from gpu_platform.engine import Plan, run_program
-from gpu_platform.spec.loader import load_stack_file, read_stack_config
+from gpu_platform.spec.loader import load_stack
 
 
 def plan_stack(path: Path, stack: str) -> Plan:
     """Validate the stack file (clean errors first), then run the program on the offline engine."""
-    load_stack_file(path, stack)
-    return run_program(read_stack_config(path), stack)
+    config, _ = load_stack(path, stack)
+    return run_program(config, stack)
 
 
 def render_table(plan: Plan) -> str:

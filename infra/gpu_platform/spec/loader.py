@@ -79,10 +79,16 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     return dict(config)
 
 
+def load_stack(path: Path, stack: str | None = None) -> tuple[dict[str, Any], PlatformSpec]:
+    """The stack file's raw config (what the program receives) and its validated spec, from one read."""
+    name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
+    config = read_stack_config(path)
+    return config, spec_from_config(config, stack=name, file=str(path))
+
+
 def load_stack_file(path: Path, stack: str | None = None) -> PlatformSpec:
     """Parse and validate one stack file; the stack name defaults to the file's `Pulumi.<name>.yaml`."""
-    name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
-    return spec_from_config(read_stack_config(path), stack=name, file=str(path))
+    return load_stack(path, stack)[1]
 
 
 def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> PlatformSpec:
@@ -149,4 +155,4 @@ def _with_config_keys(problems: list[Problem]) -> list[Problem]:
     return out
 
 
-__all__ = ["PROJECT", "PROJECT_KEYS", "keys_of", "load_stack_file", "read_stack_config", "spec_from_config", "stack_file_for"]
+__all__ = ["PROJECT", "PROJECT_KEYS", "keys_of", "load_stack", "load_stack_file", "read_stack_config", "spec_from_config", "stack_file_for"]
