@@ -13,7 +13,7 @@ import pytest
 
 from gpu_platform.catalog import load_catalog
 from gpu_platform.versions import load_lockfile
-from tests.conftest import plan_for
+from tests.conftest import STACKS, plan_for, spec_for
 
 
 @cache
@@ -78,8 +78,6 @@ def test_capacity_block_market_type_is_known_to_ec2() -> None:
 
 
 def test_every_stack_region_is_an_aws_region() -> None:
-    from tests.conftest import STACKS, spec_for
-
     regions = set(botocore.session.get_session().get_available_regions("ec2"))
     for name in STACKS:
         spec = spec_for(name)

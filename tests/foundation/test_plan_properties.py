@@ -7,11 +7,12 @@ from typing import Any
 import pytest
 
 from gpu_platform.catalog import load_catalog
-from gpu_platform.engine import Plan, PlannedResource
+from gpu_platform.engine import Plan, PlannedResource, run_program
 from gpu_platform.pools import gpu_of, gpus_per_node, resources_per_gpu
+from gpu_platform.spec.loader import read_stack_config
 from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import load_lockfile
-from tests.conftest import plan_for, spec_for
+from tests.conftest import plan_for, spec_for, stack_path
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -116,10 +117,6 @@ def test_reserved_pools_target_their_reservation() -> None:
 
 
 def test_capacity_block_pool_uses_capacity_block_market(tmp_path: Any) -> None:
-    from gpu_platform.engine import run_program
-    from gpu_platform.spec.loader import read_stack_config
-    from tests.conftest import stack_path
-
     config = read_stack_config(stack_path("prod"))
     pools = [dict(p) for p in config["gpu-platform:nodePools"]]
     pools[0] = {**pools[0], "capacity": "capacity-block", "reservation": {"id": "cr-0b1b2c3d4e5f60719"}}
@@ -285,10 +282,6 @@ def test_every_aws_resource_carries_stack_tags() -> None:
 
 
 def test_existing_network_uses_the_given_subnets_and_creates_no_vpc() -> None:
-    from gpu_platform.engine import run_program
-    from gpu_platform.spec.loader import read_stack_config
-    from tests.conftest import stack_path
-
     config = read_stack_config(stack_path("staging"))
     subnets = {"us-east-1a": "subnet-0aaa1111", "us-east-1b": "subnet-0bbb2222", "us-east-1c": "subnet-0ccc3333"}
     config["gpu-platform:network"] = {"mode": "existing", "vpcId": "vpc-0123abcd", "subnets": subnets}

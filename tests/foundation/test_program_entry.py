@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import runpy
 
 import pulumi
@@ -30,8 +31,6 @@ class _Counter(pulumi.runtime.Mocks):
 
 def _as_pulumi_cli_passes_it(stack: str) -> dict[str, str]:
     """Config as the Pulumi CLI hands it to a program: every value a string, objects as JSON text."""
-    import json
-
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in read_stack_config(stack_path(stack)).items()}
 
 
