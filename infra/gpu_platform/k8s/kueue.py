@@ -17,7 +17,7 @@ import yaml
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.k8s.gpu_operator import controller_node_selector
-from gpu_platform.k8s.objects import KUEUE_NAMESPACE, LABEL_TENANT, Manifest, create, helm_release, metadata, system_namespace, tolerations
+from gpu_platform.k8s.objects import KUEUE_NAMESPACE, LABEL_TENANT, Manifest, create, metadata, release_in_namespace, tolerations
 from gpu_platform.k8s.tenants import PRIORITY_TEXT, PRIORITY_VALUES
 from gpu_platform.pools import LABEL_GPU_MODEL, LABEL_POOL, LABEL_TIER, gpu_of, node_taints, resources_for_gpus, resources_per_gpu
 from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
@@ -185,15 +185,7 @@ class Kueue(pulumi.ComponentResource):
     def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:k8s:Kueue", name, None, opts)
         spec, catalog = args.spec, args.catalog
-        ns = create(f"{name}-namespace", system_namespace(KUEUE_NAMESPACE), pulumi.ResourceOptions(parent=self, provider=args.provider))
-        release = helm_release(
-            f"{name}-release",
-            RELEASE,
-            spec.lock.chart("kueue"),
-            KUEUE_NAMESPACE,
-            kueue_values(spec),
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns]),
-        )
+        release = release_in_namespace(self, name, RELEASE, spec.lock.chart("kueue"), KUEUE_NAMESPACE, kueue_values(spec), args.provider)
         crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release])
         create(f"{name}-flavor-{CPU_FLAVOR}", cpu_flavor(), crd)
         for pool in spec.node_pools:

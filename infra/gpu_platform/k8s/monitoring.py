@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 
 from gpu_platform.k8s.alerts import ALLOCATED, TENANT_ALLOCATED, TENANT_UTILISATION, rule_groups
 from gpu_platform.k8s.gpu_operator import controller_node_selector
-from gpu_platform.k8s.objects import GPU_OPERATOR_NAMESPACE, LABEL_TENANT, Manifest, create, helm_release, metadata, system_namespace
+from gpu_platform.k8s.objects import GPU_OPERATOR_NAMESPACE, LABEL_TENANT, Manifest, create, metadata, release_in_namespace
 from gpu_platform.pools import LABEL_POOL, LABEL_TIER
 from gpu_platform.spec.models import PlatformSpec
 
@@ -168,17 +168,9 @@ class Monitoring(pulumi.ComponentResource):
         spec = args.spec
         deps: list[pulumi.Resource] = []
         if spec.monitoring.prometheus == "install":
-            ns = create(f"{name}-namespace", system_namespace(spec.monitoring.namespace), pulumi.ResourceOptions(parent=self, provider=args.provider))
-            deps.append(
-                helm_release(
-                    f"{name}-release",
-                    RELEASE,
-                    spec.lock.chart("kube-prometheus-stack"),
-                    spec.monitoring.namespace,
-                    prometheus_stack_values(spec),
-                    pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns]),
-                )
-            )
+            chart = spec.lock.chart("kube-prometheus-stack")
+            values = prometheus_stack_values(spec)
+            deps.append(release_in_namespace(self, name, RELEASE, chart, spec.monitoring.namespace, values, args.provider))
         crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=deps)
         create(
             f"{name}-dcgm-servicemonitor",

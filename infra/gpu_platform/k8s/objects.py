@@ -72,6 +72,22 @@ def helm_release(
     )
 
 
+def release_in_namespace(
+    component: pulumi.Resource,
+    name: str,
+    release: str,
+    chart: Chart,
+    namespace: str,
+    values: dict[str, Any],
+    provider: k8s.Provider,
+) -> k8s.helm.v3.Release:
+    """A platform namespace (`<name>-namespace`) and the pinned release installed into it (`<name>-release`)."""
+    ns = create(f"{name}-namespace", system_namespace(namespace), pulumi.ResourceOptions(parent=component, provider=provider))
+    return helm_release(
+        f"{name}-release", release, chart, namespace, values, pulumi.ResourceOptions(parent=component, provider=provider, depends_on=[ns])
+    )
+
+
 def create(name: str, manifest: Manifest, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """The Pulumi resource for one manifest: a typed class for core kinds, a CustomResource otherwise."""
     kind, meta = manifest["kind"], manifest["metadata"]

@@ -15,7 +15,7 @@ import yaml
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.k8s.gpu_operator import controller_node_selector
-from gpu_platform.k8s.objects import LABEL_TENANT, VOLCANO_NAMESPACE, Manifest, create, helm_release, metadata, system_namespace
+from gpu_platform.k8s.objects import LABEL_TENANT, VOLCANO_NAMESPACE, Manifest, create, metadata, release_in_namespace
 from gpu_platform.k8s.tenants import ceiling_resources, nominal_resources
 from gpu_platform.spec.models import PlatformSpec, Tenant
 
@@ -80,15 +80,7 @@ class Volcano(pulumi.ComponentResource):
     def __init__(self, name: str, args: VolcanoArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:k8s:Volcano", name, None, opts)
         spec = args.spec
-        ns = create(f"{name}-namespace", system_namespace(VOLCANO_NAMESPACE), pulumi.ResourceOptions(parent=self, provider=args.provider))
-        release = helm_release(
-            f"{name}-release",
-            RELEASE,
-            spec.lock.chart("volcano"),
-            VOLCANO_NAMESPACE,
-            volcano_values(spec),
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns]),
-        )
+        release = release_in_namespace(self, name, RELEASE, spec.lock.chart("volcano"), VOLCANO_NAMESPACE, volcano_values(spec), args.provider)
         crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release])
         for t in spec.tenants:
             create(f"{name}-queue-{t.name}", queue(spec, args.catalog, t), crd)
