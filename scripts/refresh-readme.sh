@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the README's generated tables (config keys, policy rules) from the code.
+# Regenerate the README's generated tables (config keys, policy rules) and schema/stack.schema.json from the code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/python - <<'PY'
@@ -15,3 +15,5 @@ for marker, module in (("config-reference", "gpu_platform.spec.reference"), ("po
     text = pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(2), text)
 readme.write_text(text)
 PY
+# The editors' JSON Schema of stack files comes from the same models as the configuration reference.
+.venv/bin/python -m gpu_platform.spec.schema --write
