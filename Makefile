@@ -1,11 +1,18 @@
 # gpu-platform: every entry point a person or CI needs. `make demo` and `make test` set
-# themselves up on a fresh Debian 12 machine (apt packages when run as root, .venv, pip pins).
+# themselves up on a fresh Debian 12 machine (apt packages when run as root, uv, .venv from uv.lock).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STACK ?= dev
+# uv, bootstrapped from PyPI with pip at the one version pyproject.toml's tool.uv.required-version names.
+UV_VERSION := $(shell sed -n 's/^required-version = "==\(.*\)"$$/\1/p' pyproject.toml)
+UV_HOME := .cache/uv-$(UV_VERSION)
+UV := $(UV_HOME)/bin/uv
+# uv must use the machine's Python (it cannot download one here) and put .venv where Pulumi looks.
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help setup system-deps demo plan capacity render check check-all lint test test-python test-ansible bench lock clean .venv-checkov
@@ -13,20 +20,22 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
-$(BIN)/.installed: requirements.txt pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt
-	$(BIN)/pip install --quiet --no-deps -e .
+$(UV):
+	$(PYTHON) -m venv --clear $(UV_HOME)
+	$(UV_HOME)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	touch $@
 
-setup: $(BIN)/.installed  ## create .venv with every pinned Python dependency
+# .venv exactly as uv.lock says (hash-checked; --locked fails if uv.lock is stale against pyproject.toml).
+$(BIN)/.installed: uv.lock pyproject.toml $(UV)
+	$(UV) sync --locked --quiet --python $(PYTHON)
+	touch $@
+
+setup: $(BIN)/.installed  ## create .venv with every pinned Python dependency (uv sync from uv.lock)
 
 # checkov (peer check of rendered manifests) lives in its own venv: its pins conflict with .venv.
-.venv-checkov/.installed: requirements-checkov.txt
-	$(PYTHON) -m venv .venv-checkov
-	.venv-checkov/bin/pip install --quiet --upgrade pip
-	.venv-checkov/bin/pip install --quiet -r requirements-checkov.txt
+.venv-checkov/.installed: requirements-checkov.txt $(UV)
+	$(UV) venv --quiet --allow-existing --python $(PYTHON) .venv-checkov
+	$(UV) pip sync --quiet --require-hashes --python .venv-checkov/bin/python requirements-checkov.txt
 	touch $@
 
 .venv-checkov: .venv-checkov/.installed  ## checkov in its own virtualenv
@@ -75,8 +84,8 @@ bench: setup  ## benchmark scripts (print figures; they never fail on timing)
 	$(BIN)/python benchmarks/check_bench.py
 	ansible/scripts/benchmark-converge.sh
 
-lock:  ## re-resolve requirements.in and checkov into fully pinned requirements files
-	scripts/lock.sh
+lock: $(UV)  ## re-resolve every Python dependency: requirements.in -> uv.lock (+ requirements.txt), checkov -> requirements-checkov.txt
+	PYTHON=$(PYTHON) scripts/lock.sh $(UV)
 
-clean:  ## remove the virtualenv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+clean:  ## remove the virtualenvs, the bootstrapped uv and caches
+	rm -rf $(VENV) .venv-checkov $(UV_HOME) .pytest_cache .mypy_cache .ruff_cache

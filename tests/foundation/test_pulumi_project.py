@@ -14,7 +14,7 @@ CONFIG_TYPES = {"string", "integer", "boolean", "array", "object"}
 
 def test_project_runs_infra_in_the_repository_venv() -> None:
     assert PROJECT_FILE["name"] == PROJECT
-    assert PROJECT_FILE["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
+    assert PROJECT_FILE["runtime"] == {"name": "python", "options": {"toolchain": "uv", "virtualenv": ".venv"}}
     assert PROJECT_FILE["main"] == "infra/"
     assert PROJECT_FILE["stackConfigDir"] == "stacks"
     assert (ROOT / "infra" / "__main__.py").is_file()
