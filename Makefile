@@ -57,8 +57,8 @@ render: setup  ## write STACK's manifests and Helm values to out/STACK
 check: setup  ## policy gate over STACK (exit 1 on a mandatory violation)
 	$(BIN)/gpu-platform check --stack $(STACK)
 
-check-all: setup  ## policy gate over every stack in stacks/
-	for f in stacks/Pulumi.*.yaml; do $(BIN)/gpu-platform check --config $$f || exit 1; done
+check-all: setup  ## policy gate over every stack in stacks/, in one process
+	$(BIN)/gpu-platform check --all
 
 capacity: setup  ## capacity, coverage, Spot exposure and cost of STACK
 	$(BIN)/gpu-platform capacity --stack $(STACK)

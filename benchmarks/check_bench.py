@@ -1,7 +1,8 @@
-"""Wall time of `gpu-platform check --stack prod` and of checkov over the same rendered manifests.
+"""Wall time of `gpu-platform check`: every stack in one process (`--all`) against one process per stack,
+and `check --stack prod` against checkov over the same rendered manifests.
 
-Both run as fresh processes (imports included), best of N runs each, in the same invocation, and the
-ratio is printed. Prints figures only; it never fails on timing. Needs .venv-checkov for checkov.
+Every command runs as a fresh process (imports included), best of N runs each, in the same invocation,
+and the ratios are printed. Prints figures only; it never fails on timing. Needs .venv-checkov for checkov.
 """
 
 from __future__ import annotations
@@ -32,7 +33,24 @@ def bench(label: str, argv: list[str]) -> float:
     return min(times)
 
 
+def per_stack_total() -> tuple[float, int]:
+    """One `check --stack NAME` process after another over stacks/, as CI used to run it."""
+    stacks = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    total, worst = 0.0, 0
+    for stack in stacks:
+        seconds, code = timed([str(GPU_PLATFORM), "check", "--stack", stack, "--format", "json"])
+        total, worst = total + seconds, max(worst, code)
+    return total, worst
+
+
 def main() -> int:
+    runs = [per_stack_total() for _ in range(RUNS)]
+    separate = min(t for t, _ in runs)
+    stacks = len(list((ROOT / "stacks").glob("Pulumi.*.yaml")))
+    print(f"{f'{stacks} x check --stack NAME (one process each)':<48} best {separate:6.2f} s   exit {{{max(c for _, c in runs)}}}")
+    together = bench("check --all (one process)", [str(GPU_PLATFORM), "check", "--all", "--format", "json"])
+    print(f"ratio --all / one process per stack: {together / separate:.2f}")
+    print()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "prod"
         subprocess.run([str(GPU_PLATFORM), "render", "--stack", "prod", "--out", str(out)], cwd=ROOT, check=True, capture_output=True)

@@ -29,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
         where = p.add_mutually_exclusive_group()
         where.add_argument("--stack", help="stack name: reads stacks/Pulumi.NAME.yaml (default: dev)")
         where.add_argument("--config", type=Path, help="path of any stack file")
+        if name == "check":
+            where.add_argument("--all", action="store_true", help="every stacks/Pulumi.*.yaml, in one process (CI runs this once)")
         if name in FORMATS:
             p.add_argument("--format", choices=FORMATS[name], default=FORMATS[name][0])
         if name == "render":

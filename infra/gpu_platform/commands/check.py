@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import sys
 from collections.abc import Sequence
+from contextlib import redirect_stdout
 from pathlib import Path
 
 from gpu_platform.catalog import load_catalog
@@ -104,6 +107,8 @@ def render_github(file: str, violations: Sequence[Violation]) -> str:
 
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point: 1 when any mandatory violation remains, 0 otherwise (bad input raises: exit 2)."""
+    if getattr(args, "all", False):
+        return run_all(args, Path(os.environ.get("GPU_PLATFORM_ROOT", ".")))
     _, violations = check_stack(path, stack)
     if args.format == "json":
         print(render_json(stack, str(path), violations))
@@ -112,3 +117,59 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     else:
         print(render_text(stack, violations))
     return 1 if any(v.level == "mandatory" for v in violations) else 0
+
+
+def stack_files(root: Path) -> list[Path]:
+    """Every stack file under `root/stacks`, by name; ConfigError when there is none."""
+    files = sorted((root / "stacks").glob("Pulumi.*.yaml"))
+    if not files:
+        raise ConfigError(
+            [Problem(str(root / "stacks"), "", "no stack file (Pulumi.<name>.yaml)", "run from the repository root or set GPU_PLATFORM_ROOT")]
+        )
+    return files
+
+
+def run_all(args: argparse.Namespace, root: Path) -> int:
+    """`check --all`: each stack exactly as `check --config` checks it, in one process.
+
+    Imports, the lockfile and the catalog load once. Every stack is checked even after one fails;
+    exit 2 if any stack is bad input, else 1 if any has a mandatory violation, else 0.
+    """
+    codes: dict[str, int] = {}
+    docs: list[dict[str, object]] = []
+    for path in stack_files(root):
+        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        if args.format == "text" and codes:
+            print()
+        buffer = io.StringIO()
+        one = argparse.Namespace(**{**vars(args), "all": False})
+        try:
+            if args.format == "json":
+                with redirect_stdout(buffer):
+                    codes[stack] = run(one, path, stack)
+                docs.append(json.loads(buffer.getvalue()))
+            else:
+                codes[stack] = run(one, path, stack)
+        except ConfigError as err:
+            codes[stack] = 2
+            for problem in err.problems:
+                print(problem, file=sys.stderr)
+                if args.format == "github":
+                    print(f"::error file={_escape(problem.file, prop=True)},title=bad input::{_escape(str(problem))}")
+            if args.format == "json":
+                docs.append({"stack": stack, "file": str(path), "errors": [str(p) for p in err.problems]})
+            elif args.format == "text":
+                print(f"Stack {stack}: bad input, not checked ({len(err.problems)} problem(s) on stderr)")
+    code = 2 if 2 in codes.values() else 1 if 1 in codes.values() else 0
+    failed = sorted(s for s, c in codes.items() if c == 1)
+    bad = sorted(s for s, c in codes.items() if c == 2)
+    if args.format == "json":
+        print(json.dumps({"stacks": docs, "summary": {"stacks": len(codes), "failed": failed, "bad_input": bad}}, indent=2))
+    else:
+        if args.format == "text":
+            print()
+        print(
+            f"gpu-platform check --all: {len(codes)} stack(s); mandatory violations in: {', '.join(failed) or 'none'};"
+            f" bad input in: {', '.join(bad) or 'none'}"
+        )
+    return code
