@@ -13,6 +13,10 @@ trap 'rm -rf "${work}"' EXIT
 
 export UV_CACHE_DIR="${work}/uv-cache" PIP_NO_CACHE_DIR=1
 git clone --quiet "${repo}" "${work}/clone"
+# CI lays shared/ (reference data some tests read) beside the clone; do the same when this checkout has one.
+for shared in "${repo}/../shared" "${repo}/../../shared"; do
+  if [ -d "${shared}" ]; then ln -s "$(cd "${shared}" && pwd)" "${work}/shared"; break; fi
+done
 cd "${work}/clone"
 
 seconds() { local start=$1; echo "$(( $(date +%s%N) - start ))" | awk '{printf "%.1f", $1 / 1e9}'; }
