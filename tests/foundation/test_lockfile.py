@@ -36,7 +36,7 @@ def test_lockfile_loads_and_pins_every_component() -> None:
         ({"kernel": {"min": "6.9", "max": "6.8"}}, "kernel", "above max"),
         ({"images": {"mig-manager": {"tag": "v0.14.0"}}}, "images.mig-manager.tag", "same release"),
         ({"images": {"device-plugin": {"tag": "latest"}}}, "images.device-plugin.tag", "floating version"),
-        ({"eks": {"ami_release_version": "1.32.9-20251001"}}, "eks.ami_release_version", "not built for Kubernetes 1.33"),
+        ({"eks": {"ami_release_version": "1.32.9-20251001"}}, "eks.ami_release_version", "not built for Kubernetes 1.35"),
         ({"images": {"dcgm-exporter": {"tag": "3.3.9-3.6.1-ubuntu22.04"}}}, "images.dcgm-exporter.tag", "not built on DCGM"),
     ],
 )

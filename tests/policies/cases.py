@@ -398,6 +398,31 @@ CASES: list[Case] = [
         message="fabric manager",
         lock=lock_edit(fabric_manager__version="535.247.01"),
     ),
+    Case("versions-in-support", "prod-compliant", "prod"),
+    Case(
+        "versions-in-support",
+        "eks-1.33-past-standard-support",
+        "prod",
+        (set_in("cluster-eks", "version", "1.33"),),
+        "cluster-eks",
+        "Kubernetes 1.33 left standard support on 2026-07-29",
+    ),
+    Case(
+        "versions-in-support",
+        "ami-driver-570-past-eol",
+        "prod",
+        fires_on=NG,
+        message="eks.ami_driver_branch) 570 left standard support on 2026-02-28",
+        lock=lock_edit(eks__ami_driver_branch="570"),
+    ),
+    Case(
+        "versions-in-support",
+        "ami-release-without-support-entry",
+        "prod",
+        (set_in(NG, "releaseVersion", "1.35.6-20990101"),),
+        NG,
+        "no end-of-support entry (support.eks_ami)",
+    ),
     # capacity
     Case("production-capacity-floor", "prod-compliant", "prod"),
     Case(
