@@ -423,6 +423,47 @@ CASES: list[Case] = [
         NG,
         "no end-of-support entry (support.eks_ami)",
     ),
+    Case("efa-device-plugin", "prod-compliant", "prod"),
+    Case("efa-device-plugin", "no-efa-pool-no-plugin-needed", "dev"),
+    Case(
+        "efa-device-plugin",
+        "efa-pool-without-plugin",
+        "prod",
+        (drop("efa-device-plugin-release"),),
+        NG,
+        "no aws-efa-k8s-device-plugin release",
+    ),
+    Case(
+        "efa-device-plugin",
+        "plugin-not-tolerating-gpu-taint",
+        "prod",
+        (set_in("efa-device-plugin-release", "values.tolerations", []),),
+        NG,
+        "does not tolerate the pool's taint nvidia.com/gpu=present:NoSchedule",
+    ),
+    Case(
+        "efa-device-plugin",
+        "plugin-selecting-other-nodes",
+        "prod",
+        (set_in("efa-device-plugin-release", "values.nodeSelector", {"gpu-platform.io/pool": "infer-l4-spot"}),),
+        "pool-train-h100-ondemand-ng",
+        "nodeSelector gpu-platform.io/pool does not match",
+    ),
+    Case("kueue-admits-efa", "prod-compliant", "prod"),
+    Case(
+        "kueue-admits-efa",
+        "efa-not-excluded",
+        "prod",
+        (
+            set_in(
+                "kueue-release",
+                "values.managerConfig.controllerManagerConfigYaml",
+                "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n",
+            ),
+        ),
+        "kueue-release",
+        "vpc.amazonaws.com/efa, which no ClusterQueue covers",
+    ),
     # capacity
     Case("production-capacity-floor", "prod-compliant", "prod"),
     Case(
