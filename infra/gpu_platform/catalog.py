@@ -52,6 +52,8 @@ class InstanceType:
     efa_interfaces: int
     nvswitch: bool
     price_per_hour: float | None
+    # EFA-only interfaces (`interfaceType: efa-only`, no IP address) on the EFA cards; see gpu_platform.efa.
+    efa_only: bool = False
 
     @property
     def family(self) -> str:
@@ -115,6 +117,7 @@ def parse_catalog(raw: dict) -> Catalog:
             efa_interfaces=int(t["efa_interfaces"]),
             nvswitch=bool(t["nvswitch"]),
             price_per_hour=None if t["price"] is None else float(t["price"]),
+            efa_only=bool(t.get("efa_only", False)),
         )
         for name, t in raw["instance_types"].items()
     }

@@ -19,6 +19,7 @@ LABEL_GPU_MODEL = f"{DOMAIN}/gpu-model"
 LABEL_SHARING = f"{DOMAIN}/sharing"
 LABEL_GPUS_PER_NODE = f"{DOMAIN}/gpus-per-node"
 LABEL_INTERRUPTIBLE = f"{DOMAIN}/interruptible"
+LABEL_EFA = f"{DOMAIN}/efa"  # "true" on EFA pools: where the EFA device plugin runs
 LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -131,6 +132,8 @@ def node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
         labels[LABEL_MIG_CONFIG] = "all-disabled"
     if is_interruptible(pool):
         labels[LABEL_INTERRUPTIBLE] = "true"
+    if pool.efa:
+        labels[LABEL_EFA] = "true"
     return labels
 
 

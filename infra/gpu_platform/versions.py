@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -98,6 +99,19 @@ class Compatibility(_Frozen):
     gpu_min_driver_branch: dict[str, str]
 
 
+class SupportEnd(_Frozen):
+    """End of standard support of one pinned version or branch, with the vendor page that states it."""
+
+    ends: date
+    source: str = Field(pattern=r"^https://\S+$")
+
+
+# Components whose pinned version or branch must have a `support:` entry, and how each is keyed.
+SUPPORT_KUBERNETES = "kubernetes"  # by Kubernetes minor: EKS standard support
+SUPPORT_EKS_AMI = "eks_ami"  # by EKS AMI release version: the AMI is supported while its minor is
+SUPPORT_DRIVER_BRANCHES = "nvidia_driver_branches"  # by driver branch: NVIDIA's driver lifecycle
+
+
 class Lockfile(_Frozen):
     """Every pinned version in the project."""
 
@@ -115,6 +129,8 @@ class Lockfile(_Frozen):
     charts: dict[str, Chart]
     images: dict[str, Image]
     compatibility: Compatibility
+    # component -> pinned version or branch -> end of standard support (see support_end).
+    support: dict[str, dict[str, SupportEnd]] = Field(default_factory=dict)
 
     def chart(self, name: str) -> Chart:
         """A pinned chart by its lockfile key."""
@@ -237,9 +253,50 @@ def check_compatibility(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
     for key in REQUIRED_IMAGES:
         if key not in lock.images:
             problems.append(Problem(file, f"images.{key}", "missing", "every image the program sets must be pinned"))
+    problems.extend(check_support_recorded(lock, file))
     for where, value in _all_strings(lock.model_dump(by_alias=True)):
         if value in {"latest", "stable", "main", "master"} or value.endswith(":latest"):
             problems.append(Problem(file, where, f"floating version '{value}'", "allowed: an exact version"))
+    return problems
+
+
+def support_end(lock: Lockfile, component: str, key: str) -> SupportEnd | None:
+    """End of standard support of `component` at version or branch `key`, if the lockfile records it."""
+    return lock.support.get(component, {}).get(key)
+
+
+def pinned_support_keys(lock: Lockfile) -> list[tuple[str, str, str]]:
+    """(lockfile key path, support component, support key) of every pin that must have a support entry."""
+    return [
+        ("kubernetes.version", SUPPORT_KUBERNETES, lock.kubernetes.version),
+        ("eks.ami_release_version", SUPPORT_EKS_AMI, lock.eks.ami_release_version),
+        ("eks.ami_driver_branch", SUPPORT_DRIVER_BRANCHES, lock.eks.ami_driver_branch),
+        ("nvidia_driver.branch", SUPPORT_DRIVER_BRANCHES, lock.nvidia_driver.branch),
+    ]
+
+
+def past_support(entry: SupportEnd | None, today: date) -> bool:
+    """True once `today` is after the last day of standard support (the `ends` day itself is still in)."""
+    return entry is not None and today > entry.ends
+
+
+def check_support_recorded(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
+    """Every pinned Kubernetes minor, AMI release and driver branch has its end of support recorded.
+
+    Only presence is checked on load: whether a date has passed depends on the day the gate runs,
+    which is the `versions-in-support` rule's job, so an old checkout still loads its lockfile.
+    """
+    problems = []
+    for where, component, key in pinned_support_keys(lock):
+        if support_end(lock, component, key) is None:
+            problems.append(
+                Problem(
+                    file,
+                    f"support.{component}",
+                    f"no end-of-support entry for {key!r} (pinned at {where})",
+                    f'allowed: support.{component}."{key}": {{ends: YYYY-MM-DD, source: <vendor URL>}}',
+                )
+            )
     return problems
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -68,6 +69,13 @@ class Context:
     environment: str | None = None
     thresholds: Mapping[str, float] = field(default_factory=dict)
     root: Path | None = None
+    # The day the gate runs; None means today (tests inject a fixed day).
+    today: date | None = None
+
+    @property
+    def day(self) -> date:
+        """The day the gate compares end-of-support dates against."""
+        return self.today or date.today()
 
     @property
     def production(self) -> bool:

@@ -6,6 +6,7 @@ a typo'd capacity type, a retired AMI type or a non-existent instance type fails
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 import botocore.session
@@ -70,6 +71,32 @@ def test_launch_template_values_are_valid_ec2_enums(stack: str) -> None:
             assert market in enum("ec2", "MarketType")
     for pg in plan_for(stack).of_type("aws:ec2/placementGroup:PlacementGroup"):
         assert pg.inputs["strategy"] in enum("ec2", "PlacementStrategy")
+
+
+def launch_template_interface_types() -> frozenset[str]:
+    """The `InterfaceType` values EC2 accepts in a launch template's network interface.
+
+    The shape is a plain string; botocore's model (LaunchTemplateInstanceNetworkInterfaceSpecificationRequest)
+    documents the accepted values as "Valid values: interface | efa | efa-only", and pulumi-aws passes the
+    string through unchanged.
+    """
+    model = botocore.session.get_session().get_service_model("ec2")
+    doc = model.shape_for("LaunchTemplateInstanceNetworkInterfaceSpecificationRequest").members["InterfaceType"].documentation
+    valid = doc.split("Valid values:", 1)[1].split("</p>", 1)[0]
+    return frozenset(re.findall(r"<code>([a-z-]+)</code>", valid))
+
+
+def test_efa_interfaces_use_launch_template_interface_types_and_no_ip_on_efa_only() -> None:
+    assert launch_template_interface_types() == {"interface", "efa", "efa-only"}
+    seen = set()
+    for stack in ("staging", "prod"):
+        for lt in plan_for(stack).of_type("aws:ec2/launchTemplate:LaunchTemplate"):
+            for nic in lt.inputs.get("networkInterfaces", []):
+                seen.add(nic["interfaceType"])
+                assert nic["interfaceType"] in launch_template_interface_types()
+                if nic["interfaceType"] == "efa-only":  # "do not assign any IP addresses" (same doc)
+                    assert not {k for k in nic if "ip" in k.lower() and "address" in k.lower()}, nic
+    assert seen == {"interface", "efa", "efa-only"}  # prod's p5 layout and staging's p4d layout
 
 
 def test_capacity_block_market_type_is_known_to_ec2() -> None:

@@ -32,11 +32,12 @@ def test_lockfile_loads_and_pins_every_component() -> None:
         ({"fabric_manager": {"version": "535.230.02"}}, "fabric_manager.version", "differs from the driver"),
         ({"nvidia_driver": {"version": "550.54.15"}}, "nvidia_driver.version", "is not on branch 535"),
         ({"nvidia_driver": {"packages": {"debian": "535.247.01-1"}}}, "nvidia_driver.packages.debian", "does not carry driver"),
-        ({"kubernetes": {"version": "1.36"}}, "compatibility.kubernetes.gpu-operator", "outside gpu-operator's supported range"),
+        # Volcano 1.15 stops at 1.35 (its README's compatibility table): why the pin is 1.35, not 1.36.
+        ({"kubernetes": {"version": "1.36"}}, "compatibility.kubernetes.volcano", "outside volcano's supported range"),
         ({"kernel": {"min": "6.9", "max": "6.8"}}, "kernel", "above max"),
         ({"images": {"mig-manager": {"tag": "v0.14.0"}}}, "images.mig-manager.tag", "same release"),
         ({"images": {"device-plugin": {"tag": "latest"}}}, "images.device-plugin.tag", "floating version"),
-        ({"eks": {"ami_release_version": "1.32.9-20251001"}}, "eks.ami_release_version", "not built for Kubernetes 1.33"),
+        ({"eks": {"ami_release_version": "1.32.9-20251001"}}, "eks.ami_release_version", "not built for Kubernetes 1.35"),
         ({"images": {"dcgm-exporter": {"tag": "3.3.9-3.6.1-ubuntu22.04"}}}, "images.dcgm-exporter.tag", "not built on DCGM"),
     ],
 )

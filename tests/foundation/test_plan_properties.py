@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from gpu_platform import efa
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import Plan, PlannedResource, run_program
 from gpu_platform.pools import gpu_of, gpus_per_node, resources_per_gpu
@@ -88,11 +89,14 @@ def test_efa_training_pools_get_placement_group_and_all_efa_interfaces() -> None
         pg = plan.named(f"pool-{pool.name}-pg")
         assert pg.inputs["strategy"] == "cluster"
         assert lt["placement"]["groupName"] == pg.name
-        interfaces = lt["networkInterfaces"]
-        assert len(interfaces) == catalog.instance("p5.48xlarge").efa_interfaces == 32
-        assert all(i["interfaceType"] == "efa" for i in interfaces)
-        assert sorted(i["networkCardIndex"] for i in interfaces) == list(range(32))
-        assert [i["deviceIndex"] for i in interfaces if i["networkCardIndex"] == 0] == [0]
+        # EC2 User Guide, "Maximize network bandwidth on Amazon EC2 instances with multiple network
+        # cards": ENA primary at card 0 device 0, EFA-only at card 0 device 1, EFA-only at device 0 of
+        # every further card: 32 EFA devices and one ENA on a p5.48xlarge.
+        layout = {(i["networkCardIndex"], i["deviceIndex"]): i["interfaceType"] for i in lt["networkInterfaces"]}
+        assert layout == {(0, 0): "interface", (0, 1): "efa-only", **{(card, 0): "efa-only" for card in range(1, 32)}}
+        assert sum(t in ("efa", "efa-only") for t in layout.values()) == catalog.instance("p5.48xlarge").efa_interfaces == 32
+        assert all(i["securityGroups"] and "privateIpAddress" not in i for i in lt["networkInterfaces"])
+        assert ng["labels"]["gpu-platform.io/efa"] == "true"
         assert len(ng["subnetIds"]) == 1, "an EFA pool lives in one zone"
     for pool in spec.node_pools:
         if not pool.efa:
@@ -189,8 +193,12 @@ def test_gpu_pools_can_scale_from_zero(stack: str) -> None:
         assert asg_tags[f"{prefix}/node-template/taint/nvidia.com/gpu"] == "present:NoSchedule"
         assert asg_tags[f"{prefix}/node-template/label/gpu-platform.io/pool"] == pool.name
         per_node = gpus_per_node(pool, catalog)
-        resources = {k.rsplit("/resources/", 1)[1]: int(v) for k, v in asg_tags.items() if "/resources/" in k}
-        assert resources == {name: n * per_node for name, n in resources_per_gpu(pool, catalog).items()}
+        resources = {k.rsplit("/resources/", 1)[1]: v for k, v in asg_tags.items() if "/resources/" in k}
+        gpu_resources = {name: str(n * per_node) for name, n in resources_per_gpu(pool, catalog).items()}
+        assert resources == {**gpu_resources, **efa.node_resources(pool, catalog)}
+        if pool.efa:  # a zero-node EFA pool must still be known to offer EFA devices and hugepages
+            assert resources[efa.EFA_RESOURCE] == str(efa.efa_devices(catalog.instance(pool.instance_types[0])))
+            assert resources[efa.HUGEPAGES_RESOURCE] == "10240Mi"
 
 
 def test_shared_and_mig_pools_advertise_their_slices_for_scale_up() -> None:

@@ -6,12 +6,14 @@ labels, taints, autoscaler tags); the component only turns those decisions into 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
+from gpu_platform import efa
 from gpu_platform.catalog import Catalog
 from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
 from gpu_platform.spec.models import NodePool
@@ -29,6 +31,8 @@ class LaunchTemplatePlan:
     root_volume_gib: int
     efa_interfaces: int
     placement_group: bool
+    interfaces: tuple[efa.Interface, ...] = ()
+    user_data: str | None = None
     capacity_reservation_id: str | None = None
     capacity_reservation_group_arn: str | None = None
     capacity_block: bool = False
@@ -58,13 +62,15 @@ def capacity_type(pool: NodePool) -> str:
 
 
 def launch_template_plan(pool: NodePool, catalog: Catalog) -> LaunchTemplatePlan:
-    """EFA interfaces and a cluster placement group for EFA pools; the reservation target if any."""
-    efa = catalog.instance(pool.instance_types[0]).efa_interfaces if pool.efa else 0
+    """EFA interfaces, hugepages and a cluster placement group for EFA pools; the reservation target if any."""
+    instance = catalog.instance(pool.instance_types[0])
     r = pool.reservation
     return LaunchTemplatePlan(
         root_volume_gib=pool.root_volume_gib,
-        efa_interfaces=efa,
+        efa_interfaces=efa.efa_devices(instance) if pool.efa else 0,
         placement_group=pool.efa,
+        interfaces=tuple(efa.interface_layout(instance)) if pool.efa else (),
+        user_data=efa.hugepages_user_data() if pool.efa else None,
         capacity_reservation_id=r.id if r else None,
         capacity_reservation_group_arn=r.resource_group_arn if r else None,
         capacity_block=pool.capacity == "capacity-block",
@@ -105,6 +111,10 @@ def node_template_tags(pool: NodePool, catalog: Catalog) -> dict[str, str]:
     per_node = gpus_per_node(pool, catalog)
     for resource, per_gpu in resources_per_gpu(pool, catalog).items():
         tags[f"{AUTOSCALER}/node-template/resources/{resource}"] = str(per_gpu * per_node)
+    # An EFA pool scaled to zero must still be known to offer EFA devices and hugepages, or a pending
+    # training pod asking for them never triggers a scale-up.
+    for resource, quantity in efa.node_resources(pool, catalog).items():
+        tags[f"{AUTOSCALER}/node-template/resources/{resource}"] = quantity
     return tags
 
 
@@ -156,17 +166,17 @@ class GpuNodePool(pulumi.ComponentResource):
             pg = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=plan.tags, opts=child)
             placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=pg.name)
         interfaces = None
-        if lt.efa_interfaces:
-            # Every EFA card becomes an interface; card 0 carries the primary (device index 0).
+        if lt.interfaces:
+            # The layout (ENA primary, EFA-only where the type allows) is decided in gpu_platform.efa.
             interfaces = [
                 aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-                    device_index=0 if card == 0 else 1,
-                    network_card_index=card,
-                    interface_type="efa",
+                    device_index=i.device_index,
+                    network_card_index=i.network_card_index,
+                    interface_type=i.interface_type,
                     delete_on_termination="true",
                     security_groups=[args.cluster_security_group_id],
                 )
-                for card in range(lt.efa_interfaces)
+                for i in lt.interfaces
             ]
         reservation = None
         if lt.capacity_reservation_id or lt.capacity_reservation_group_arn:
@@ -200,6 +210,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 )
             ],
             network_interfaces=interfaces,
+            user_data=base64.b64encode(lt.user_data.encode()).decode() if lt.user_data else None,
             vpc_security_group_ids=None if interfaces else [args.cluster_security_group_id],
             placement=placement,
             capacity_reservation_specification=reservation,

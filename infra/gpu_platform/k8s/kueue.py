@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from gpu_platform.catalog import Catalog
+from gpu_platform.efa import KUEUE_EXCLUDED_PREFIXES, efa_pools
 from gpu_platform.k8s.gpu_operator import controller_node_selector
 from gpu_platform.k8s.objects import KUEUE_NAMESPACE, LABEL_TENANT, Manifest, create, metadata, release_in_namespace, tolerations
 from gpu_platform.k8s.tenants import PRIORITY_TEXT, PRIORITY_VALUES
@@ -152,7 +153,22 @@ def manager_config(spec: PlatformSpec) -> dict[str, Any]:
     }
     if spec.queueing.kueue.fair_sharing:
         config["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+    config.update(efa_resources_config(spec))
     return config
+
+
+def efa_resources_config(spec: PlatformSpec) -> dict[str, Any]:
+    """`resources.excludeResourcePrefixes` for EFA devices and hugepages, on stacks with EFA pools.
+
+    Kueue (the pinned release; default quotaCheckStrategy BlockUndeclared) leaves a workload pending with
+    "resource vpc.amazonaws.com/efa unavailable in ClusterQueue" when it requests a resource no
+    resource group covers (pkg/scheduler/flavorassigner/flavorassigner.go, findFlavorForPodSets);
+    excluded prefixes are dropped from the workload's requests first (pkg/workload/workload.go,
+    dropExcludedResources). EFA devices and hugepages come with the GPUs the quota already counts.
+    """
+    if not efa_pools(spec):
+        return {}
+    return {"resources": {"excludeResourcePrefixes": list(KUEUE_EXCLUDED_PREFIXES)}}
 
 
 def kueue_values(spec: PlatformSpec) -> dict[str, Any]:

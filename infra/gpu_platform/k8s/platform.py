@@ -10,6 +10,9 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
   `mig-parted-config`, only with MIG-capable GPUs), `gpu-operator-dcgm-metrics` (ConfigMap
   `dcgm-exporter-metrics`), `gpu-operator-release` kubernetes:helm.sh/v3:Release (values: inputs.values;
   upgrade policy at values.driver.upgradePolicy)
+- `efa-device-plugin` gpu-platform:k8s:EfaDevicePlugin (only with EFA pools), child `efa-device-plugin-release`
+  kubernetes:helm.sh/v3:Release (chart aws-efa-k8s-device-plugin in kube-system; nodeSelector
+  `gpu-platform.io/efa: "true"`)
 - `tenant-<tenant>` gpu-platform:k8s:TenantSpace, children `tenant-<tenant>-namespace` (Namespace, label
   `gpu-platform.io/tenant`), `-quota` (ResourceQuota `gpu-quota`), `-limits` (LimitRange `defaults`),
   `-rolebinding-<group>` (RoleBinding `<group>-edit`), `-netpol-<name>` kubernetes:networking.k8s.io/v1:NetworkPolicy
@@ -36,6 +39,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_platform.catalog import Catalog
+from gpu_platform.efa import efa_pools
+from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.k8s.kueue import Kueue, KueueArgs
 from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs
@@ -64,6 +69,8 @@ class GpuPlatform(pulumi.ComponentResource):
         for pc in priority_classes():
             create(f"{name}-priority-{pc['metadata']['name'].removeprefix('gpu-')}", pc, pulumi.ResourceOptions(parent=self, provider=provider))
         operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider), child)
+        if efa_pools(spec):
+            EfaDevicePlugin("efa-device-plugin", EfaDevicePluginArgs(spec=spec, catalog=catalog, provider=provider), child)
         spaces = {
             t.name: TenantSpace(f"tenant-{t.name}", TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider), child) for t in spec.tenants
         }

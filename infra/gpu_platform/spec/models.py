@@ -153,7 +153,7 @@ class NodePool(Model):
     reservation: Reservation | None = None
     """Capacity the pool targets: `{id}` or `{resourceGroupArn}`."""
     efa: StrictBool = False
-    """EFA interfaces on every network card and a cluster placement group (one zone)."""
+    """EFA on every network card (ENA primary, EFA-only where the type allows), hugepages, a placement group, the EFA device plugin."""
     root_volume_gib: StrictInt = Field(default=200, alias="rootVolumeGiB", ge=100, le=16000)
     """Encrypted gp3 root volume size (GPU images are large)."""
     availability_zones: tuple[str, ...] = ()

@@ -1,4 +1,4 @@
-"""GPU hygiene: taints, Spot marking, whole GPUs for training, MIG layouts, sharing modes and replicas."""
+"""GPU hygiene: taints, Spot marking, whole GPUs for training, MIG layouts, sharing modes and replicas; EFA usable by pods."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import Any
 
 import yaml
 
-from gpu_platform.pools import GPU_TAINT, INTERRUPTIBLE_TAINT, LABEL_INTERRUPTIBLE
+from gpu_platform.efa import EFA_RESOURCE, HUGEPAGES_RESOURCE
+from gpu_platform.pools import GPU_TAINT, INTERRUPTIBLE_TAINT, LABEL_EFA, LABEL_INTERRUPTIBLE
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
-from gpu_platform_policies.view import NODE_GROUP, NODE_PATCH, Pool, get, pool_of
+from gpu_platform_policies.view import LAUNCH_TEMPLATE, NODE_GROUP, NODE_PATCH, TAINT_EFFECTS, Pool, get, helm_releases, pool_of
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 POOL_TYPES = (NODE_GROUP, NODE_PATCH)
@@ -173,3 +174,117 @@ def sharing_replicas_bounds(r: Resource, ctx: Context) -> Iterator[str]:
         return
     if pool.replicas is None or not lo <= pool.replicas <= hi:
         yield f"pool {pool.name}: {pool.sharing} replicas {pool.replicas!r} (from {pool.device_plugin_config!r}); allowed: {lo:g}..{hi:g}"
+
+
+EFA_CHART = "aws-efa-k8s-device-plugin"
+EFA_INTERFACE_TYPES = frozenset({"efa", "efa-only"})
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+
+def efa_node_groups(plan: PlanView) -> list[Resource]:
+    """Node groups whose launch template attaches EFA interfaces (or that are labelled as EFA pools)."""
+    efa_parents = {
+        lt.parent
+        for lt in plan.of_type(LAUNCH_TEMPLATE)
+        if any(str(i.get("interfaceType")) in EFA_INTERFACE_TYPES for i in lt.inputs.get("networkInterfaces") or [] if isinstance(i, Mapping))
+    }
+    return [ng for ng in plan.of_type(NODE_GROUP) if ng.parent in efa_parents or (ng.inputs.get("labels") or {}).get(LABEL_EFA) == "true"]
+
+
+def _tolerates(tolerations: list[Any], key: str, value: str, effect: str) -> bool:
+    """Toleration.ToleratesTaint (k8s.io/component-helpers) for one taint."""
+    for t in tolerations:
+        if not isinstance(t, Mapping) or (t.get("effect") and t["effect"] != effect):
+            continue
+        if t.get("operator") == "Exists" and (not t.get("key") or t["key"] == key):
+            return True
+        if t.get("key") == key and t.get("operator", "Equal") == "Equal" and str(t.get("value", "")) == value:
+            return True
+    return False
+
+
+def _misses(release: Resource, ng: Resource) -> str | None:
+    """Why the device plugin DaemonSet of this release cannot run on the node group's nodes, or None."""
+    values = release.inputs.get("values") or {}
+    labels = ng.inputs.get("labels") or {}
+    selector = values.get("nodeSelector") or {}
+    wrong = sorted(k for k, v in selector.items() if labels.get(k) != v)
+    if wrong:
+        return f"its nodeSelector {', '.join(wrong)} does not match the pool's labels"
+    supported = get(values, "supportedInstanceLabels", "values")
+    if supported is not None:
+        missing = sorted(set(ng.inputs.get("instanceTypes") or []) - set(supported))
+        if missing:
+            return f"its supportedInstanceLabels leave out {', '.join(missing)}"
+    tolerations = [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *(values.get("tolerations") or [])]
+    for taint in ng.inputs.get("taints") or []:
+        effect = TAINT_EFFECTS.get(str(taint.get("effect")), str(taint.get("effect")))
+        if effect in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, str(taint.get("key")), str(taint.get("value", "")), effect):
+            return f"it does not tolerate the pool's taint {taint.get('key')}={taint.get('value', '')}:{effect}"
+    return None
+
+
+@rule(
+    "efa-device-plugin",
+    "Every EFA pool runs the AWS EFA device plugin, so pods can request vpc.amazonaws.com/efa.",
+    "mandatory",
+    "stack",
+    category="gpu",
+)
+def efa_device_plugin(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Without the plugin the node advertises no EFA devices: EFA pods never schedule, others fall back to TCP.
+
+    Reproduces where the chart's DaemonSet can run (aws/eks-charts stable/aws-efa-k8s-device-plugin,
+    templates/daemonset.yaml: nodeSelector, tolerations plus CriticalAddonsOnly, required affinity on
+    supportedInstanceLabels) against each EFA node group's labels, taints and instance types.
+    """
+    releases = helm_releases(plan, EFA_CHART)
+    for ng in efa_node_groups(plan):
+        if not releases:
+            yield Finding(ng.name, f"EFA node group has no {EFA_CHART} release: its nodes advertise no {EFA_RESOURCE}")
+            continue
+        reasons = [why for r in releases if (why := _misses(r, ng)) is not None]
+        if len(reasons) == len(releases):
+            yield Finding(ng.name, f"the {EFA_CHART} release does not run on this EFA node group: {'; '.join(reasons)}")
+
+
+def _kueue_covers(plan: PlanView, resource: str) -> bool:
+    """True when some ClusterQueue has a resource group covering the resource."""
+    return any(
+        resource in (group.get("coveredResources") or [])
+        for cq in plan
+        if cq.inputs.get("kind") == "ClusterQueue"
+        for group in get(cq.inputs, "spec", "resourceGroups", default=[]) or []
+        if isinstance(group, Mapping)
+    )
+
+
+@rule(
+    "kueue-admits-efa",
+    "Where Kueue runs with EFA pools, it excludes or covers vpc.amazonaws.com/efa and hugepages-2Mi.",
+    "mandatory",
+    "stack",
+    category="gpu",
+)
+def kueue_admits_efa(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Kueue leaves a workload pending when it requests a resource no ClusterQueue covers.
+
+    Kueue's flavor assigner (pkg/scheduler/flavorassigner/flavorassigner.go, findFlavorForPodSets:
+    "resource ... unavailable in ClusterQueue") runs after pkg/workload/workload.go
+    dropExcludedResources removes requests matching `resources.excludeResourcePrefixes`.
+    """
+    if not efa_node_groups(plan):
+        return
+    for release in helm_releases(plan, "kueue"):
+        raw = get(release.inputs, "values", "managerConfig", "controllerManagerConfigYaml")
+        config = yaml.safe_load(raw) if isinstance(raw, str) else {}
+        prefixes = tuple(get(config or {}, "resources", "excludeResourcePrefixes", default=[]) or [])
+        if get(config or {}, "resources", "quotaCheckStrategy") == "IgnoreUndeclared":
+            continue
+        for resource in (EFA_RESOURCE, HUGEPAGES_RESOURCE):
+            if not resource.startswith(prefixes) and not _kueue_covers(plan, resource):
+                yield Finding(
+                    release.name,
+                    f"EFA pods request {resource}, which no ClusterQueue covers and resources.excludeResourcePrefixes does not exclude; "
+                    "Kueue keeps them pending",
+                )

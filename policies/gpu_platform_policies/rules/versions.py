@@ -6,7 +6,14 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpu_platform.versions import Lockfile
+from gpu_platform.versions import (
+    SUPPORT_DRIVER_BRANCHES,
+    SUPPORT_EKS_AMI,
+    SUPPORT_KUBERNETES,
+    Lockfile,
+    past_support,
+    support_end,
+)
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import (
     EKS_ADDON,
@@ -220,3 +227,50 @@ def fabric_manager_matches_driver(plan: PlanView, ctx: Context) -> Iterator[Find
                 pool.resource,
                 f"pool {pool.name} ({pool.gpu_model}, NVSwitch): fabric manager {lock.fabric_manager.version!r} differs from driver {driver!r}",
             )
+
+
+def _pool_driver_branch(pool_platform: str, plan: PlanView, lock: Lockfile) -> tuple[str, str]:
+    """(branch, where it is pinned) of the driver a pool runs, the same way driver-supports-gpu reads it."""
+    operator = operator_driver(plan)
+    if operator is not None:
+        return _branch(str(operator[1].get("version", lock.nvidia_driver.version))), "GPU Operator driver.version"
+    if pool_platform == "eks":
+        return lock.eks.ami_driver_branch, "eks.ami_driver_branch"
+    return lock.nvidia_driver.branch, "nvidia_driver.branch"
+
+
+def _support_message(what: str, component: str, key: str, ctx: Context) -> str | None:
+    """Why `key` is not in standard support on the gate's day, or None when it is."""
+    entry = support_end(ctx.lock, component, key)
+    if entry is None:
+        return f"{what} {key} has no end-of-support entry (support.{component}) in the lockfile; add one with its source"
+    if past_support(entry, ctx.day):
+        return f"{what} {key} left standard support on {entry.ends.isoformat()} ({entry.source}); move to a supported one"
+    return None
+
+
+@rule(
+    "versions-in-support",
+    "The stack's Kubernetes minor, EKS AMI release and GPU driver branch are within standard support on the day the gate runs.",
+    "mandatory",
+    "stack",
+    category="versions",
+)
+def versions_in_support(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Past end of standard support a version gets no security fixes, and on EKS it costs extended-support fees.
+
+    Dates come from the lockfile's `support:` section (EKS user guide "Kubernetes version lifecycle",
+    NVIDIA's "Supported Drivers and CUDA Toolkit Versions" lifecycle table); the day is `ctx.day`.
+    """
+    for r in plan.of_type(EKS_CLUSTER):
+        version = str(r.inputs.get("version") or "")
+        if msg := _support_message("Kubernetes", SUPPORT_KUBERNETES, version, ctx):
+            yield Finding(r.name, msg)
+    for r in plan.of_type(NODE_GROUP):
+        release = r.inputs.get("releaseVersion")
+        if release and (msg := _support_message("EKS AMI release", SUPPORT_EKS_AMI, str(release), ctx)):
+            yield Finding(r.name, msg)
+    for pool in pools(plan, ctx.catalog):
+        branch, where = _pool_driver_branch(pool.platform, plan, ctx.lock)
+        if msg := _support_message(f"pool {pool.name}: NVIDIA driver branch ({where})", SUPPORT_DRIVER_BRANCHES, branch, ctx):
+            yield Finding(pool.resource, msg)

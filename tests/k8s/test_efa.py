@@ -1,0 +1,230 @@
+"""EFA that pods can use: a 32-EFA training pod is admitted by Kueue and fits the node the plan builds.
+
+Reads the offline plan of `prod` (reserved p5.48xlarge training pools with EFA) and reproduces what the
+consumers do with it: Kueue's admission of the pod's workload, the kube-scheduler's fit of the pod on
+the pool's node, and the placement of the EFA device plugin's DaemonSet pod on that node.
+"""
+
+from __future__ import annotations
+
+import base64
+import email
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_platform import efa
+from gpu_platform.catalog import load_catalog
+from gpu_platform.efa import interface_layout
+from gpu_platform.engine import Plan
+from gpu_platform.pools import LABEL_EFA
+from tests.conftest import plan_for, spec_for
+
+RESERVED = "train-h100-reserved"
+TENANT = "llm-training"
+# A p5.48xlarge training pod as AWS's EKS EFA examples write it: all 8 GPUs, all 32 EFA devices.
+TRAINING_POD: dict[str, Any] = {
+    "requests": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "hugepages-2Mi": "5120Mi", "cpu": "96", "memory": "1000Gi"},
+    "nodeSelector": {},
+    "tolerations": [],
+}
+
+_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "m": Decimal("0.001")}
+
+
+def quantity(value: object) -> Decimal:
+    """A Kubernetes resource quantity as a number (binary and decimal suffixes, milli)."""
+    m = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", str(value))
+    assert m, value
+    return Decimal(m.group(1)) * Decimal(_SUFFIX[m.group(2)] if m.group(2) else 1)
+
+
+def tolerated(taint: Mapping[str, str], tolerations: list[Mapping[str, str]]) -> bool:
+    """k8s.io/component-helpers scheduling/corev1 Toleration.ToleratesTaint for one taint."""
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint["effect"]:
+            continue
+        if t.get("operator") == "Exists" and (not t.get("key") or t["key"] == taint["key"]):
+            return True
+        if t.get("key") == taint["key"] and t.get("operator", "Equal") == "Equal" and t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def kueue_admit(pod: Mapping[str, Any], cluster_queue: Mapping[str, Any], flavors: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, str]:
+    """Flavor per requested resource, as Kueue's scheduler assigns it to a one-pod workload on an empty cluster.
+
+    Reproduces, at the pinned Kueue release: pkg/workload/workload.go dropExcludedResources (requests
+    whose name starts with a `resources.excludeResourcePrefixes` entry are not accounted);
+    pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets ("resource X unavailable in
+    ClusterQueue" when no resource group covers a requested resource, under the default
+    BlockUndeclared strategy), checkFlavorForPodSets (the flavor's NoSchedule/NoExecute nodeTaints
+    tolerated by the pod's plus the flavor's tolerations; the pod's nodeSelector on the flavor's own
+    label keys matching its nodeLabels) and the quota fit (request within nominalQuota; an empty
+    cluster has no usage). Raises AssertionError with Kueue's message when the workload stays pending.
+    """
+    excluded = tuple((config.get("resources") or {}).get("excludeResourcePrefixes") or ())
+    requests = {name: quantity(v) for name, v in pod["requests"].items() if not name.startswith(excluded)}
+    groups = cluster_queue["spec"]["resourceGroups"]
+    assigned: dict[str, str] = {}
+    for name, amount in requests.items():
+        group = next((g for g in groups if name in g["coveredResources"]), None)
+        if group is None:
+            raise AssertionError(f"resource {name} unavailable in ClusterQueue")
+        reasons = []
+        for entry in group["flavors"]:
+            flavor = flavors[entry["name"]]["spec"]
+            tolerations = list(pod["tolerations"]) + list(flavor.get("tolerations") or [])
+            taints = [t for t in flavor.get("nodeTaints") or [] if t["effect"] in ("NoSchedule", "NoExecute")]
+            if not all(tolerated(t, tolerations) for t in taints):
+                reasons.append(f"untolerated taint in flavor {entry['name']}")
+                continue
+            labels = flavor.get("nodeLabels") or {}
+            if any(labels.get(k) != v for k, v in pod["nodeSelector"].items() if k in labels):
+                reasons.append(f"flavor {entry['name']} doesn't match node affinity")
+                continue
+            quota = {r["name"]: quantity(r["nominalQuota"]) for r in entry["resources"]}
+            if amount > quota.get(name, Decimal(0)):
+                reasons.append(f"insufficient quota for {name} in flavor {entry['name']}")
+                continue
+            assigned[name] = entry["name"]
+            break
+        else:
+            raise AssertionError("; ".join(reasons))
+    return assigned
+
+
+def _objects(plan: Plan, kind: str) -> dict[str, Any]:
+    return {r.inputs["metadata"]["name"]: r.inputs for r in plan.resources if r.inputs.get("kind") == kind}
+
+
+def _kueue_config(plan: Plan) -> dict[str, Any]:
+    values = plan.named("kueue-release").inputs["values"]
+    config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert isinstance(config, dict)
+    return config
+
+
+def test_a_32_efa_training_pod_is_admitted_on_the_reserved_h100_flavor() -> None:
+    plan = plan_for("prod")
+    cq = _objects(plan, "ClusterQueue")[TENANT]
+    assigned = kueue_admit(TRAINING_POD, cq, _objects(plan, "ResourceFlavor"), _kueue_config(plan))
+    assert assigned["nvidia.com/gpu"] == RESERVED
+    assert efa.EFA_RESOURCE not in assigned and "hugepages-2Mi" not in assigned
+
+
+def test_without_the_exclusion_kueue_keeps_the_pod_pending() -> None:
+    """The previous configuration (no `resources`) left every EFA pod pending forever."""
+    plan = plan_for("prod")
+    config = {k: v for k, v in _kueue_config(plan).items() if k != "resources"}
+    with pytest.raises(AssertionError, match=re.escape("resource vpc.amazonaws.com/efa unavailable in ClusterQueue")):
+        kueue_admit(TRAINING_POD, _objects(plan, "ClusterQueue")[TENANT], _objects(plan, "ResourceFlavor"), config)
+
+
+def test_stacks_without_efa_leave_kueue_accounting_alone() -> None:
+    assert "resources" not in _kueue_config(plan_for("dev"))
+
+
+def _node_of(plan: Plan, pool: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str, Decimal]]:
+    """(labels, taints, allocatable extended resources) of a node the pool's node group launches."""
+    ng = plan.named(f"pool-{pool}-ng").inputs
+    lt = plan.named(f"pool-{pool}-lt").inputs
+    instance = load_catalog().instance(ng["instanceTypes"][0])
+    # The kubelet adds the well-known instance-type label; the node group adds its own labels.
+    labels = {**ng["labels"], "node.kubernetes.io/instance-type": instance.name}
+    effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+    taints = [{"key": t["key"], "value": t["value"], "effect": effect[t["effect"]]} for t in ng["taints"]]
+    # The EFA device plugin advertises one device per EFA interface the launch template attaches;
+    # the kubelet reports the hugepages user data reserved before it started.
+    devices = sum(1 for i in lt["networkInterfaces"] if i["interfaceType"] in ("efa", "efa-only"))
+    script = next(
+        part.get_payload()
+        for part in email.message_from_string(base64.b64decode(lt["userData"]).decode()).walk()
+        if part.get_content_type() == "text/x-shellscript"
+    )
+    pages = int(re.search(r"sysctl -w vm\.nr_hugepages=(\d+)", script).group(1))  # type: ignore[union-attr]
+    allocatable = {"nvidia.com/gpu": Decimal(instance.gpus), efa.EFA_RESOURCE: Decimal(devices), "hugepages-2Mi": Decimal(pages * 2 * 2**20)}
+    return labels, taints, allocatable
+
+
+def test_the_admitted_pod_fits_the_node_the_plan_builds() -> None:
+    """kube-scheduler NodeResourcesFit: every extended request within what the node advertises."""
+    labels, _taints, allocatable = _node_of(plan_for("prod"), RESERVED)
+    for name in ("nvidia.com/gpu", efa.EFA_RESOURCE, "hugepages-2Mi"):
+        assert quantity(TRAINING_POD["requests"][name]) <= allocatable[name], name
+    assert labels[LABEL_EFA] == "true"
+
+
+def _required_affinity_matches(values: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """The required node affinity aws-efa-k8s-device-plugin's templates/daemonset.yaml renders.
+
+    One nodeSelectorTerm per `supportedInstanceLabels.keys` entry: key In `supportedInstanceLabels.values`
+    and `eks.amazonaws.com/compute-type` NotIn [auto]; terms are ORed, expressions ANDed.
+    """
+    supported = values.get("supportedInstanceLabels") or {}
+    return any(labels.get(key) in supported["values"] and labels.get("eks.amazonaws.com/compute-type") != "auto" for key in supported["keys"])
+
+
+@pytest.mark.parametrize("stack", ["staging", "prod"])
+def test_efa_device_plugin_runs_on_every_efa_pool_and_nowhere_else(stack: str) -> None:
+    """kube-scheduler's NodeAffinity (nodeSelector + required affinity) and TaintToleration for the plugin's pod."""
+    plan, spec = plan_for(stack), spec_for(stack)
+    release = plan.named("efa-device-plugin-release").inputs
+    lock = spec.lock
+    assert (release["chart"], release["version"]) == ("aws-efa-k8s-device-plugin", lock.chart("aws-efa-k8s-device-plugin").version)
+    assert release["repositoryOpts"]["repo"] == "https://aws.github.io/eks-charts"
+    values = release["values"]
+    assert values["image"] == {"repository": lock.image("aws-efa-k8s-device-plugin").repository, "tag": lock.image("aws-efa-k8s-device-plugin").tag}
+    # The chart always adds CriticalAddonsOnly; ours adds the pools' taints.
+    tolerations = [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *values["tolerations"]]
+    for pool in spec.node_pools:
+        labels, taints, _ = _node_of(plan, pool.name) if pool.efa else _plain_node(plan, pool.name)
+        schedules = (
+            all(labels.get(k) == v for k, v in values["nodeSelector"].items())
+            and _required_affinity_matches(values, labels)
+            and all(tolerated(t, tolerations) for t in taints if t["effect"] in ("NoSchedule", "NoExecute"))
+        )
+        assert schedules == pool.efa, pool.name
+
+
+def _plain_node(plan: Plan, pool: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str, Decimal]]:
+    ng = plan.named(f"pool-{pool}-ng").inputs
+    effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+    labels = {**ng["labels"], "node.kubernetes.io/instance-type": ng["instanceTypes"][0]}
+    return labels, [{"key": t["key"], "value": t["value"], "effect": effect[t["effect"]]} for t in ng["taints"]], {}
+
+
+def test_stacks_without_efa_pools_install_no_device_plugin() -> None:
+    assert not [r for r in plan_for("dev").resources if r.name.startswith("efa-device-plugin")]
+
+
+@pytest.mark.parametrize(
+    ("instance", "expected"),
+    [
+        # EC2 guide: ENA primary, EFA-only on card 0 device 1 and on device 0 of every further card.
+        ("p5.48xlarge", [(0, 0, "interface"), (0, 1, "efa-only"), *((c, 0, "efa-only") for c in range(1, 32))]),
+        ("p5en.48xlarge", [(0, 0, "interface"), (0, 1, "efa-only"), *((c, 0, "efa-only") for c in range(1, 16))]),
+        # Types the catalog does not mark efa_only keep EFA with ENA on every card.
+        ("p4d.24xlarge", [(0, 0, "efa"), (1, 1, "efa"), (2, 1, "efa"), (3, 1, "efa")]),
+        ("g6.2xlarge", []),
+    ],
+)
+def test_interface_layout_per_instance_type(instance: str, expected: list[tuple[int, int, str]]) -> None:
+    layout = interface_layout(load_catalog().instance(instance))
+    assert [(i.network_card_index, i.device_index, i.interface_type) for i in layout] == expected
+    assert efa.efa_devices(load_catalog().instance(instance)) == load_catalog().instance(instance).efa_interfaces
+
+
+def test_hugepages_user_data_is_a_mime_multipart_shell_script() -> None:
+    """EKS merges launch-template user data only in MIME multi-part form (EKS user guide, launch templates)."""
+    message = email.message_from_string(efa.hugepages_user_data())
+    assert message.is_multipart()
+    parts = [p for p in message.walk() if p.get_content_type() == "text/x-shellscript"]
+    assert len(parts) == 1
+    assert f"sysctl -w vm.nr_hugepages={efa.HUGEPAGES_PER_NODE}" in parts[0].get_payload()
+    non_efa = plan_for("prod").named("pool-infer-l4-spot-lt").inputs
+    assert "userData" not in non_efa and "networkInterfaces" not in non_efa

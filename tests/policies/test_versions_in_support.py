@@ -1,0 +1,47 @@
+"""`versions-in-support` against the day the gate runs (clock injected through Context.today)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import date
+
+from gpu_platform.versions import load_lockfile
+from gpu_platform_policies import Violation, evaluate
+from tests.policies.cases import context, lock_edit, resources
+
+RULE = "versions-in-support"
+
+
+def _violations(stack: str, today: date, lock_changes: dict[str, str] | None = None) -> list[Violation]:
+    lock = lock_edit(**lock_changes)(load_lockfile()) if lock_changes else None
+    ctx = dataclasses.replace(context(stack, lock), today=today)
+    return [v for v in evaluate(resources(stack), ctx, repository=False) if v.policy == RULE]
+
+
+def test_prod_is_in_support_up_to_the_last_day_of_eks_standard_support() -> None:
+    """EKS user guide, Kubernetes release calendar: 1.35 is in standard support until 2027-03-27."""
+    assert _violations("prod", date(2026, 11, 26)) == []
+    assert _violations("prod", date(2027, 3, 27)) == []
+
+
+def test_the_day_after_fails_the_cluster_and_every_node_group_ami() -> None:
+    hits = _violations("prod", date(2027, 3, 28))
+    assert any(v.resource == "cluster-eks" and "Kubernetes 1.35 left standard support on 2027-03-27" in v.message for v in hits), hits
+    amis = {v.resource for v in hits if "EKS AMI release" in v.message}
+    assert {"cluster-system-ng", "pool-train-h100-reserved-ng"} <= amis, hits
+    assert all(v.level == "mandatory" for v in hits)
+
+
+def test_driver_branch_past_nvidia_eol_fails_every_eks_gpu_pool() -> None:
+    """NVIDIA driver lifecycle: R570 (production branch) reached end of life in February 2026."""
+    hits = _violations("prod", date(2026, 11, 26), {"eks__ami_driver_branch": "570"})
+    assert {v.resource for v in hits} >= {"pool-train-h100-reserved-ng", "pool-infer-l4-spot-ng"}
+    assert all("570 left standard support on 2026-02-28" in v.message for v in hits), hits
+
+
+def test_bare_metal_branch_is_read_from_nvidia_driver_branch() -> None:
+    """On-prem pools run the lockfile's `nvidia_driver.branch`: R535 is EOL after June 2026, R580 is not."""
+    hits = _violations("onprem", date(2026, 11, 26), {"nvidia_driver__branch": "535"})
+    assert hits and all("nvidia_driver.branch) 535 left standard support on 2026-06-30" in v.message for v in hits), hits
+    assert _violations("onprem", date(2026, 6, 30), {"nvidia_driver__branch": "535"}) == []
+    assert _violations("onprem", date(2026, 11, 26), {"nvidia_driver__branch": "580"}) == []
