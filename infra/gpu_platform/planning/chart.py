@@ -37,6 +37,7 @@ class Rect:
     w: float
     h: float
     color: str
+    legend: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def scene(plan: Plan) -> tuple[list[Shape], int]:
     shapes: list[Shape] = []
     x = LEFT
     for key, name in (*TIERS, ("demand", "demand"), ("p95", "P95")):
-        shapes += [Rect(x, 10, 12, 12, key), Text(x + 16, 21, name)]
+        shapes += [Rect(x, 10, 12, 12, key, legend=True), Text(x + 16, 21, name)]
         x += 110
     top = TOP + 30
     for d, p in zip(plan.demand.totals, plan.totals, strict=True):
@@ -150,7 +151,7 @@ def to_svg(shapes: list[Shape], height: int) -> str:
     for s in shapes:
         if isinstance(s, Rect):
             out.append(
-                f'<rect class="{s.color}" x="{s.x:.1f}" y="{s.y:.1f}" width="{s.w:.1f}" height="{s.h:.1f}" '
+                f'<rect class="{"legend-" if s.legend else ""}{s.color}" x="{s.x:.1f}" y="{s.y:.1f}" width="{s.w:.1f}" height="{s.h:.1f}" '
                 f'fill="{_hex(s.color)}" fill-opacity="0.35"/>'
             )
         elif isinstance(s, Line):

@@ -76,6 +76,7 @@ def prometheus_demand(
     classes = tenant_classes(spec, catalog)
     problems: list[Problem] = []
     intervals: dict[str, list[tuple[float, float, int]]] = {}
+    seen_gpus: dict[str, set[str]] = {}
     result = doc["data"].get("result")
     if not isinstance(result, list):
         raise ConfigError([Problem(file, "data.result", "not a list", "allowed: the `result` list of a query_range response")])
@@ -107,6 +108,7 @@ def prometheus_demand(
                 )
             )
             continue
+        seen_gpus.setdefault(classes[tenant][0], set()).add(classes[tenant][1])
         values = series.get("values", [])
         for j, sample in enumerate(values):
             try:
@@ -125,7 +127,7 @@ def prometheus_demand(
     for cls in sorted(intervals, key=WORKLOAD_CLASSES.index):
         series = step_series(intervals[cls], start, end)
         interruptible = cls in INTERRUPTIBLE_CLASSES
-        gpus = {g for c, g in classes.values() if c == cls}
+        gpus = seen_gpus.get(cls, set())
         groups.append(
             DemandGroup(
                 workload_class=cls,
