@@ -121,10 +121,13 @@ def test_time_slicing_shares_pack_by_replicas(tmp_path: Path, capsys: pytest.Cap
     assert p["reserved"] + p["onDemand"] == 3  # 2.5 GPUs' worth needs 3 physical GPUs
 
 
-def test_training_takes_the_largest_nodes_and_inference_the_cheapest_gpu_hour(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    demand = {"demand": [entry(**{"class": "training"}, gpuModel="L4", p95=8), entry(team="b", **{"class": "inference"}, gpuModel="L4", p95=8)]}
+@pytest.mark.parametrize(("p95", "training_type"), [(8, "g6.48xlarge"), (5, "g6.12xlarge"), (2, "g6.xlarge")])
+def test_training_takes_the_largest_nodes_it_fills_and_inference_the_cheapest_gpu_hour(
+    p95: int, training_type: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demand = {"demand": [entry(**{"class": "training"}, gpuModel="L4", p95=p95), entry(team="b", **{"class": "inference"}, gpuModel="L4", p95=8)]}
     doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, demand)))
-    assert row(doc, "plan", "training", "L4")["instanceType"] == "g6.48xlarge"
+    assert row(doc, "plan", "training", "L4")["instanceType"] == training_type
     assert row(doc, "plan", "inference", "L4")["instanceType"] == "g6.xlarge"
 
 

@@ -119,5 +119,8 @@ def test_gpu_spec_gives_one_entry_per_model_and_the_class_total(tmp_path: Path, 
     assert row(doc, "demand", "inference", "V100M16|V100M32")["p50"] == 2
     assert row(doc, "plan", "inference", "V100M16|V100M32")["catalogGpu"] == "A10G"
     assert row(doc, "plan", "inference", "T4")["catalogGpu"] == "T4"
+    doc = plan_json(capsys, "--demand", str(trace), "--gpu-map", "V100M16=L4,inference=L40S")
+    assert row(doc, "plan", "inference", "V100M16|V100M32")["catalogGpu"] == "L4"
+    assert row(doc, "plan", "inference", "unconstrained")["catalogGpu"] == "L40S"
     code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(trace), "--gpu-map", "V100M16=A100-40G")
     assert code == 2 and "did you mean 'A100-40GB'" in err

@@ -28,7 +28,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chart", type=Path, help="write demand over time and the tiers to FILE.svg or FILE.png")
     p.add_argument("--write-stack", type=Path, help="write a stack file (based on --stack, default dev) whose pools and quotas carry the plan")
     p.add_argument("--qos-class", default="", help="trace QoS -> workload class overrides, e.g. Burstable=training,BE=batch")
-    p.add_argument("--gpu-map", default="", help="trace GPU model -> catalog GPU overrides, e.g. V100M32=A100-40GB")
+    p.add_argument(
+        "--gpu-map",
+        default="",
+        help="catalog GPU for a trace GPU model or for a class's unconstrained demand (histories), e.g. V100M32=A100-40GB,training=L40S",
+    )
 
 
 def _pairs(text: str, flag: str, keys: tuple[str, ...] | None, values: tuple[str, ...]) -> dict[str, str]:
@@ -54,12 +58,16 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     catalog = load_catalog()
     qos = _pairs(args.qos_class, "--qos-class", QOS, WORKLOAD_CLASSES)
     gpus = _pairs(args.gpu_map, "--gpu-map", None, tuple(catalog.gpus))
+    by_class = {k: v for k, v in gpus.items() if k in WORKLOAD_CLASSES}
+    by_model = {k: v for k, v in gpus.items() if k not in WORKLOAD_CLASSES}
     given = args.stack is not None or args.config is not None
     spec = None
     config = None
     if given or args.write_stack is not None:
         config, spec = load_stack(path, stack)
-    demand = load_demand(args.demand, catalog, spec if given else None, str(path), qos_class=qos, gpu_map={**DEFAULT_GPU_MAP, **gpus})
+    demand = load_demand(
+        args.demand, catalog, spec if given else None, str(path), qos_class=qos, gpu_map={**DEFAULT_GPU_MAP, **by_model}, class_gpu=by_class
+    )
     result = plan(demand, catalog)
     if given and spec is not None:
         result = shortfall(result, spec, catalog)

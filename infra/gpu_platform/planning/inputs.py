@@ -38,20 +38,22 @@ def load_demand(
     stack_file: str = "",
     qos_class: Mapping[str, str] | None = None,
     gpu_map: Mapping[str, str] | None = None,
+    class_gpu: Mapping[str, str] | None = None,
 ) -> Demand:
     """Demand from any supported input; which one is decided by what the file holds, not its name."""
     file = str(path)
     text = read_text(path)
     if not text.strip():
         raise ConfigError([Problem(file, "", "file is empty", f"allowed: {KINDS}")])
+    history = Options(gpu_models={**Options().gpu_models, **(class_gpu or {})})
     if looks_like_trace(text):
-        return trace_demand(text, file, qos_class=qos_class, gpu_map=gpu_map)
+        return trace_demand(text, file, qos_class=qos_class, gpu_map=gpu_map, options=history)
     first = text.splitlines()[0]
     if first.startswith("sn,") and "model" in first:
         raise ConfigError([Problem(file, "", "this is the trace's node list, not its pod list", "allowed: openb_pod_list_*.csv")])
     doc = load_json(text)
     if doc is not None and looks_like_prometheus(doc):
-        return prometheus_demand(doc, file, spec, stack_file, catalog, Options())
+        return prometheus_demand(doc, file, spec, stack_file, catalog, history)
     if doc is None:
         try:
             doc = yaml.safe_load(text)

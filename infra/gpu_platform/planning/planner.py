@@ -111,8 +111,9 @@ class Plan:
         return sum(t.on_demand_only_cost or 0.0 for t in self.totals)
 
 
-def instance_for(workload_class: str, gpu: str, catalog: Catalog) -> InstanceType | None:
-    """The catalog type a class's GPUs run on: training takes the most GPUs per node (NVLink, EFA), others the cheapest GPU-hour."""
+def instance_for(workload_class: str, gpu: str, catalog: Catalog, need: float = math.inf) -> InstanceType | None:
+    """The catalog type a class's GPUs run on: training takes the most GPUs per node that its demand fills (NVLink, EFA
+    inside a node), else the smallest node there is; other classes take the cheapest GPU-hour."""
     types = [t for t in catalog.instance_types.values() if t.gpu.name == gpu]
     priced = [t for t in types if t.price_per_hour is not None] or types
     if not priced:
@@ -122,7 +123,10 @@ def instance_for(workload_class: str, gpu: str, catalog: Catalog) -> InstanceTyp
         return (t.price_per_hour or 0.0) / t.gpus
 
     if workload_class == "training":
-        return min(priced, key=lambda t: (-t.gpus, per_gpu(t), t.name))
+        fits = [t for t in priced if t.gpus <= max(1, math.ceil(need - EPS))]
+        if not fits:
+            return min(priced, key=lambda t: (t.gpus, per_gpu(t), t.name))
+        return min(fits, key=lambda t: (-t.gpus, per_gpu(t), t.name))
     return min(priced, key=lambda t: (per_gpu(t), t.gpus, t.name))
 
 
@@ -147,11 +151,11 @@ def target_gpus(group: DemandGroup, opts: Options) -> tuple[float, str]:
 
 def plan_group(group: DemandGroup, opts: Options, catalog: Catalog) -> GroupPlan:
     """Reserved, on-demand and Spot nodes for one group."""
-    itype = instance_for(group.workload_class, group.catalog_gpu, catalog) if group.catalog_gpu else None
-    per = itype.gpus if itype else 1
     grow = horizon_factor(group)
     p95h = group.p95 * grow
     target, basis = target_gpus(group, opts)
+    itype = instance_for(group.workload_class, group.catalog_gpu, catalog, target) if group.catalog_gpu else None
+    per = itype.gpus if itype else 1
     total_nodes = math.ceil(target / per - EPS)
     reserved_nodes = min(total_nodes, math.floor(opts.coverage_target * p95h / per + EPS))
     spot_room = min(opts.spot_cap * p95h, group.interruptible_p95 * grow) if group.interruptible else 0.0
