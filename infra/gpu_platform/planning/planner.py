@@ -112,8 +112,10 @@ class Plan:
 
 
 def instance_for(workload_class: str, gpu: str, catalog: Catalog, need: float = math.inf) -> InstanceType | None:
-    """The catalog type a class's GPUs run on: training takes the most GPUs per node that its demand fills (NVLink, EFA
-    inside a node), else the smallest node there is; other classes take the cheapest GPU-hour."""
+    """The catalog type a class's GPUs run on (training: most GPUs per node its demand fills, else the smallest; others: cheapest GPU-hour).
+
+    Training prefers GPUs in one node (NVLink, EFA); inference and batch scale one GPU at a time.
+    """
     types = [t for t in catalog.instance_types.values() if t.gpu.name == gpu]
     priced = [t for t in types if t.price_per_hour is not None] or types
     if not priced:
