@@ -166,3 +166,11 @@ def test_shortfall_against_a_pool_of_600(tmp_path: Path, capsys: pytest.CaptureF
     assert costs == sorted(costs)
     assert short["options"][1]["monthlyCost"] == pytest.approx(400 * L4_HOUR * 0.4 * HOURS_PER_MONTH, abs=0.01)
     assert "3 months" in short["options"][2]["detail"]
+
+
+def test_unpriced_gpu_is_said_not_counted_as_free(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """H200 (p5e/p5en) has no on-demand list price in the catalog: its cost is null and the plan says so."""
+    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(**{"class": "training"}, gpuModel="H200-141GB", p95=16)]})))
+    p = row(doc, "plan", "training")
+    assert p["monthlyCost"] is None and p["reserved"] + p["onDemand"] == 16
+    assert any("H200-141GB has no on-demand list price" in n for n in doc["assumptions"]["notes"])

@@ -92,6 +92,10 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
             }
         )
     o = d.options
+    unpriced = sorted({g.catalog_gpu for g in plan.groups if g.monthly_cost is None and g.total})
+    notes = [*d.notes] + [
+        f"{gpu} has no on-demand list price in the catalog (sold as Capacity Blocks): its cost is left out of the totals" for gpu in unpriced
+    ]
     saving = 1 - plan.monthly_cost / plan.on_demand_only_cost if plan.on_demand_only_cost else 0.0
     return {
         "source": {"file": d.source, "kind": d.kind, "window": list(d.window) if d.window else None},
@@ -127,7 +131,7 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
             "queueDelayHours": o.queue_delay_hours,
             "hoursPerMonth": HOURS_PER_MONTH,
             "prices": {"region": catalog.pricing.region, "asOf": catalog.pricing.as_of, "source": catalog.pricing.source},
-            "notes": list(d.notes),
+            "notes": notes,
         },
     }
 
