@@ -48,3 +48,16 @@ def test_bad_stack_demand_is_one_line(demand: list[dict[str, object]], message: 
     assert code == 2 and out == ""
     (line,) = err.strip().splitlines()
     assert line.startswith(f"{path}: ") and message in line, line
+
+
+def test_make_demo_capacity_plan_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The `capacity plan` line of `make demo` (read from the Makefile), with its chart redirected to tmp."""
+    recipe = (ROOT / "Makefile").read_text().split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    line = next(x.strip() for x in recipe.splitlines() if x.startswith("\t$(BIN)/gpu-platform capacity plan"))
+    argv = line.split()[1:]
+    argv[argv.index("--chart") + 1] = str(tmp_path / "plan.svg")
+    argv = [str(ROOT / a) if a.startswith("examples/") else a for a in argv]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert "inference" in out and "Monthly cost" in out
+    assert (tmp_path / "plan.svg").read_text().startswith("<svg")
