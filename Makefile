@@ -43,10 +43,14 @@ setup: $(BIN)/.installed  ## create .venv with every pinned Python dependency (u
 system-deps:  ## apt packages the full test suite needs (promtool, podman, runc, debootstrap, packer)
 	scripts/system-deps.sh
 
-demo: setup  ## print the offline plan and capacity report of the default stack
+demo: setup  ## print the offline plan and capacity report of the default stack, and a capacity plan from the Alibaba trace
 	$(BIN)/gpu-platform plan --stack $(STACK)
 	@echo
 	$(BIN)/gpu-platform capacity --stack $(STACK)
+	@echo
+	mkdir -p out
+	$(BIN)/gpu-platform capacity plan --demand examples/demand/alibaba-gpu-2023.yaml --stack prod --chart out/capacity-plan.svg
+	@echo "(chart: out/capacity-plan.svg)"
 
 plan: setup  ## offline plan of STACK (default dev)
 	$(BIN)/gpu-platform plan --stack $(STACK)
@@ -82,6 +86,7 @@ bench: setup  ## benchmark scripts (print figures; they never fail on timing)
 	$(BIN)/python benchmarks/plan_bench.py
 	$(BIN)/python benchmarks/render_bench.py
 	$(BIN)/python benchmarks/check_bench.py
+	$(BIN)/python benchmarks/capacity_plan_bench.py
 	ansible/scripts/benchmark-converge.sh
 
 lock: $(UV)  ## re-resolve every Python dependency: requirements.in -> uv.lock (+ requirements.txt), checkov -> requirements-checkov.txt

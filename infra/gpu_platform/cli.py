@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from gpu_platform.commands import capacity_plan
 from gpu_platform.errors import ConfigError
 
 # command -> (module, function, help). Each function takes (args, spec_path, stack) and returns an exit code.
@@ -35,7 +36,21 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--format", choices=FORMATS[name], default=FORMATS[name][0])
         if name == "render":
             p.add_argument("--out", type=Path, required=True, help="directory to write manifests and Helm values into")
+        if name == "capacity":
+            _add_capacity_plan(p)
     return parser
+
+
+def _add_capacity_plan(capacity: argparse.ArgumentParser) -> None:
+    """`capacity plan`: the planner's own options (gpu_platform.commands.capacity_plan)."""
+    sub = capacity.add_subparsers(dest="capacity_command", metavar="plan")
+    help_text = "size reserved / on-demand / Spot tiers from declared demand or a usage history"
+    p = sub.add_parser("plan", help=help_text, description=help_text)
+    where = p.add_mutually_exclusive_group()
+    # SUPPRESS: a value given before `plan` (capacity --stack X plan) is not reset by the subcommand
+    where.add_argument("--stack", default=argparse.SUPPRESS, help="stack to compare with (shortfall) and base --write-stack on")
+    where.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="path of any stack file")
+    capacity_plan.add_arguments(p)
 
 
 def resolve_stack_file(stack: str | None, config: Path | None) -> tuple[Path, str]:
@@ -53,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     path, stack = resolve_stack_file(args.stack, args.config)
     module, func, _ = COMMANDS[args.command]
+    if getattr(args, "capacity_command", None) == "plan":
+        module, func = "gpu_platform.commands.capacity_plan", "run"
     command: Callable[[argparse.Namespace, Path, str], int] = getattr(importlib.import_module(module), func)
     try:
         return command(args, path, stack)

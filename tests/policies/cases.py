@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gpu_platform.catalog import load_catalog
-from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.k8s.demand import demand_configmap
+from gpu_platform.spec.models import ClassDemand, PlatformSpec
 from gpu_platform.versions import Lockfile, load_lockfile
 from gpu_platform_policies import THRESHOLD_DEFAULTS, Context, Resource, Violation, evaluate
 from tests.conftest import plan_for, spec_for
@@ -185,6 +186,14 @@ def lock_edit(**changes: Any) -> Callable[[Lockfile], Lockfile]:
         return lock
 
     return make
+
+
+def declare_demand(stack: str, *entries: tuple[str, float, str, bool]) -> Edit:
+    """Add the ConfigMap the program emits for a stack declaring `demand` (class, p95, sla, interruptible)."""
+    demand = tuple(ClassDemand.model_validate({"workloadClass": c, "p95": p, "sla": sla, "interruptible": i}) for c, p, sla, i in entries)
+    manifest = demand_configmap(spec_for(stack).model_copy(update={"demand": demand}))
+    assert manifest is not None
+    return add(Resource("kubernetes:core/v1:ConfigMap", "platform-capacity-demand", "platform", manifest))
 
 
 LT = "pool-train-h100-reserved-lt"
@@ -497,6 +506,36 @@ CASES: list[Case] = [
     ),
     Case("spot-exposure", "prod-compliant", "prod"),
     Case("spot-exposure", "dev-spot-heavy", "dev", fires_on="pool-dev-l4-spot-ng", message="development"),
+    # capacity against declared demand (prod inference: 26 stable GPUs, 24 Spot, 44 non-Spot at max)
+    Case("demand-coverage", "prod-no-demand", "prod"),
+    Case("demand-coverage", "covered", "prod", (declare_demand("prod", ("inference", 40, "inference", False)),)),
+    Case(
+        "demand-coverage",
+        "p95-outgrew-the-floor",
+        "prod",
+        (declare_demand("prod", ("inference", 100, "online", False)),),
+        "pool-infer-a100-mig-ng",
+        "covers 26% of P95 demand 100",
+    ),
+    Case("demand-spot-exposure", "batch-under-cap", "prod", (declare_demand("prod", ("batch", 40, "batch", True)),)),
+    Case(
+        "demand-spot-exposure",
+        "inference-over-cap",
+        "prod",
+        (declare_demand("prod", ("inference", 40, "inference", False)),),
+        SPOT_NG,
+        "60% of P95 demand 40; cap is 30%",
+    ),
+    Case("spot-fallback-for-non-interruptible", "fallback-covers-spot", "prod", (declare_demand("prod", ("inference", 40, "inference", False)),)),
+    Case("spot-fallback-for-non-interruptible", "interruptible-needs-none", "prod", (declare_demand("prod", ("inference", 60, "inference", True)),)),
+    Case(
+        "spot-fallback-for-non-interruptible",
+        "fallback-short",
+        "prod",
+        (declare_demand("prod", ("inference", 60, "inference", False)),),
+        SPOT_NG,
+        "only 8 on-demand GPUs to fall back to",
+    ),
     Case("kueue-quota-fits-pool", "prod-compliant", "prod"),
     Case(
         "kueue-quota-fits-pool",

@@ -29,6 +29,8 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
   kubernetes:monitoring.coreos.com/v1:ServiceMonitor, `monitoring-gpu-rules` ...:PrometheusRule
   `gpu-platform-rules` (alerts GpuXidError, GpuDoubleBitEccError, GpuLost are severity critical),
   `monitoring-dashboard` ConfigMap `gpu-platform-dashboard`
+- `platform-capacity-demand` ConfigMap `gpu-platform-capacity-demand` in kube-system (only when the stack
+  declares `demand`): the P95 demand per class that the capacity policies compare pools with
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import pulumi_kubernetes as k8s
 from gpu_platform.catalog import Catalog
 from gpu_platform.efa import efa_pools
 from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
+from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.k8s.kueue import Kueue, KueueArgs
 from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs
@@ -80,6 +83,9 @@ class GpuPlatform(pulumi.ComponentResource):
         if spec.queueing.volcano.enabled:
             Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider), child)
         Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider, gpu_operator=operator.release), child)
+        demand = demand_configmap(spec)
+        if demand is not None:
+            create(f"{name}-capacity-demand", demand, pulumi.ResourceOptions(parent=self, provider=provider))
         self.register_outputs({})
 
 

@@ -43,7 +43,23 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
                     )
                 seen.setdefault(node, pool.name)
     problems += _check_tenants(spec, file)
+    problems += _check_demand(spec, file)
     return problems
+
+
+def _check_demand(spec: PlatformSpec, file: str) -> list[Problem]:
+    """Each class's demand once, and only for classes the stack has pools for (else coverage is meaningless)."""
+    out = []
+    classes = {p.workload_class for p in spec.node_pools}
+    seen: set[str] = set()
+    for i, d in enumerate(spec.demand):
+        at = f"{P}demand[{i}].workloadClass"
+        if d.workload_class in seen:
+            out.append(Problem(file, at, f"'{d.workload_class}' is listed twice", "allowed: each workload class once"))
+        elif d.workload_class not in classes:
+            out.append(Problem(file, at, f"no node pool serves '{d.workload_class}'", f"allowed: {', '.join(sorted(classes))}"))
+        seen.add(d.workload_class)
+    return out
 
 
 def _check_eks(spec: PlatformSpec, file: str) -> list[Problem]:

@@ -31,6 +31,7 @@ PROJECT_KEYS = (
     "versions",
     "policy",
     "tags",
+    "demand",
 )
 SCALAR_KEYS = {"environment"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 from pydantic.alias_generators import to_camel
 
 from gpu_platform.catalog import SharingMode
@@ -315,6 +315,19 @@ class PolicyConfig(Model):
     """Enforcement by rule name: `advisory`, `mandatory` or `disabled`."""
 
 
+class ClassDemand(Model):
+    """A workload class's P95 GPU demand, as `capacity plan --write-stack` records it; the capacity policies compare pools with it."""
+
+    workload_class: WorkloadClass
+    """`training`, `inference`, `batch` or `development` (once per class)."""
+    p95: StrictFloat | StrictInt = Field(ge=0, le=1_000_000)
+    """P95 of concurrent demand in physical GPUs' worth."""
+    sla: Literal["online", "inference", "training", "batch"]
+    """SLA class: `online` and `inference` keep a safety stock, `training` and `batch` queue."""
+    interruptible: StrictBool = False
+    """The class's work survives losing a node, so it may run on Spot."""
+
+
 class PlatformSpec(Model):
     """Everything one stack declares, validated, with the lockfile it runs against."""
 
@@ -338,6 +351,8 @@ class PlatformSpec(Model):
     """NVIDIA GPU Operator settings."""
     policy: PolicyConfig = PolicyConfig()
     """Policy gate overrides."""
+    demand: tuple[ClassDemand, ...] = ()
+    """P95 GPU demand per workload class (written by `capacity plan --write-stack`); checked by the capacity-coverage policies."""
     tags: dict[str, str] = Field(default_factory=dict)
     """Extra cost-allocation tags on every AWS resource."""
     lock: Lockfile

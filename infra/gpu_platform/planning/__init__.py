@@ -1,0 +1,1 @@
+"""Capacity planning from demand: read demand (declared, trace, Prometheus), size tiers, report, chart, stack file."""

@@ -1,0 +1,88 @@
+"""The demand a plan is sized from: per workload class and GPU model, quantiles in physical GPUs' worth.
+
+Every input (declared YAML, Alibaba trace CSV, Prometheus export) ends up as a `Demand`; the planner
+never knows which one it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpu_platform.planning.series import StepSeries
+
+ANY = "any"
+Sla = Literal["online", "inference", "training", "batch"]
+SLAS: tuple[str, ...] = ("online", "inference", "training", "batch")
+WORKLOAD_CLASSES = ("training", "inference", "batch", "development")
+# The SLA a class gets when its input does not say (trace and Prometheus inputs).
+DEFAULT_SLA: dict[str, Sla] = {"inference": "inference", "training": "training", "batch": "batch", "development": "batch"}
+# The catalog GPU a class runs on when its demand names no model.
+DEFAULT_GPU: dict[str, str] = {"training": "H100-80GB", "inference": "L4", "batch": "L40S", "development": "L4"}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Planning knobs; every one can be set in a demand file's `planning:` section."""
+
+    coverage_target: float = 0.7
+    """Reserved GPUs as a share of P95 demand (the common target is 60-70 %)."""
+    spot_cap: float = 0.3
+    """Most Spot GPUs as a share of a class's P95 demand (the common cap is 20-30 %)."""
+    reserved_discount: float = 0.35
+    """Reserved price below on-demand list price (Savings Plans / RIs for 1 year: roughly 30-40 %)."""
+    spot_discount: float = 0.6
+    """Spot price below on-demand list price (GPU Spot has mostly sat 50-70 % below)."""
+    safety_stock: dict[str, float] = field(default_factory=lambda: {"online": 0.10, "inference": 0.15})
+    """Buffer over P95 by SLA class (online 5-15 %, inference 10-20 %); training and batch use a queueing target."""
+    peak_buffer: float = 0.25
+    """Extra buffer for online classes before a known peak (20-30 %)."""
+    queue_delay_hours: dict[str, float] = field(default_factory=lambda: {"training": 4.0, "batch": 24.0})
+    """Longest acceptable queueing delay by SLA class, for sizing from a history."""
+    redundancy_slas: tuple[str, ...] = ("online", "inference")
+    """SLA classes that get N+1: one spare node on demand."""
+    gpu_models: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_GPU))
+    """Catalog GPU for each class's demand that names no model."""
+
+
+@dataclass(frozen=True)
+class DemandGroup:
+    """Demand of one workload class on one GPU model (or `any`), in physical GPUs' worth."""
+
+    workload_class: str
+    gpu_model: str
+    p50: float
+    p95: float
+    p99: float
+    peak: float
+    interruptible: bool
+    interruptible_p95: float
+    sla: Sla
+    growth_per_month: float = 0.0
+    lead_time_months: float = 0.0
+    known_peak: bool = False
+    catalog_gpu: str = ""
+    """Catalog GPU model the group is priced and placed on."""
+    sharing: tuple[str, str | int] | None = None
+    """(`mig`, mig config) or (`time-slicing`, replicas) when the demand is in slices or shares."""
+    teams: dict[str, float] = field(default_factory=dict)
+    """Team -> its P95 in GPUs' worth (declared inputs; tenant quotas are split by it)."""
+    series: StepSeries | None = None
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Everything the planner needs: groups, each class's total, and where they came from."""
+
+    source: str
+    kind: Literal["declared", "alibaba-trace", "prometheus"]
+    groups: tuple[DemandGroup, ...]
+    totals: tuple[DemandGroup, ...]
+    """One `any` entry per class: quantiles of the class's total demand (not a sum of quantiles)."""
+    options: Options = Options()
+    window: tuple[float, float] | None = None
+    notes: tuple[str, ...] = ()
+
+    def groups_of(self, workload_class: str) -> list[DemandGroup]:
+        """The groups of one class."""
+        return [g for g in self.groups if g.workload_class == workload_class]

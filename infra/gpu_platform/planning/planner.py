@@ -1,0 +1,232 @@
+"""The planner: from demand to reserved / on-demand / Spot GPUs and nodes per class and GPU model, with cost.
+
+Method (README "Capacity planning"): size each group for its P95 at the procurement horizon plus the
+safety stock of its SLA class (online and inference: a buffer; training and batch: the capacity that
+keeps queueing delay under a target, when a history is available), then split that capacity into a
+reserved baseline (coverage target x P95), Spot for the interruptible part (at most the Spot cap x P95)
+and on-demand for the rest, in whole nodes of the catalog's instance types.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpu_platform.capacity import HOURS_PER_MONTH
+from gpu_platform.catalog import Catalog, InstanceType
+from gpu_platform.planning.demand import ANY, Demand, DemandGroup, Options
+from gpu_platform.planning.series import scaled
+
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """Tiers of one class on one GPU model (or the class total, `gpu_model == "any"`)."""
+
+    workload_class: str
+    gpu_model: str
+    catalog_gpu: str
+    instance_type: str | None
+    gpus_per_node: int
+    p95: float
+    target: float
+    """GPUs the group is sized for: P95 at the horizon plus safety stock (or the queueing-delay capacity)."""
+    basis: str
+    reserved: int
+    on_demand: int
+    spot: int
+    spot_fallback: int
+    """On-demand GPUs the on-demand pool may add when Spot is reclaimed (its max is onDemand + this)."""
+    nodes: dict[str, int]
+    monthly_cost: float | None
+    on_demand_only_cost: float | None
+    interruptible: bool
+    sla: str
+    sharing: tuple[str, str | int] | None = None
+    teams: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        """GPUs in every tier."""
+        return self.reserved + self.on_demand + self.spot
+
+    @property
+    def coverage(self) -> float:
+        """Reserved GPUs / P95 demand."""
+        return self.reserved / self.p95 if self.p95 > 0 else 0.0
+
+    @property
+    def spot_exposure(self) -> float:
+        """Spot GPUs / P95 demand."""
+        return self.spot / self.p95 if self.p95 > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to close a shortfall, with what it costs per month and what it risks."""
+
+    action: str
+    gpus: int
+    monthly_cost: float | None
+    risk: str
+    risk_rank: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """Planned GPUs a stack's pools cannot hold, for one class and catalog GPU model."""
+
+    workload_class: str
+    gpu_model: str
+    needed: int
+    available: int
+    options: tuple[Option, ...]
+
+    @property
+    def gap(self) -> int:
+        """GPUs missing."""
+        return max(0, self.needed - self.available)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The whole plan: groups, one total per class, cost, shortfall."""
+
+    demand: Demand
+    groups: tuple[GroupPlan, ...]
+    totals: tuple[GroupPlan, ...]
+    shortfall: tuple[Shortfall, ...] = ()
+    stack: str | None = None
+
+    @property
+    def monthly_cost(self) -> float:
+        """Sum of the priced classes."""
+        return sum(t.monthly_cost or 0.0 for t in self.totals)
+
+    @property
+    def on_demand_only_cost(self) -> float:
+        """The same GPUs all on on-demand."""
+        return sum(t.on_demand_only_cost or 0.0 for t in self.totals)
+
+
+def instance_for(workload_class: str, gpu: str, catalog: Catalog, need: float = math.inf) -> InstanceType | None:
+    """The catalog type a class's GPUs run on (training: most GPUs per node its demand fills, else the smallest; others: cheapest GPU-hour).
+
+    Training prefers GPUs in one node (NVLink, EFA); inference and batch scale one GPU at a time.
+    """
+    types = [t for t in catalog.instance_types.values() if t.gpu.name == gpu]
+    priced = [t for t in types if t.price_per_hour is not None] or types
+    if not priced:
+        return None
+
+    def per_gpu(t: InstanceType) -> float:
+        return (t.price_per_hour or 0.0) / t.gpus
+
+    if workload_class == "training":
+        fits = [t for t in priced if t.gpus <= max(1, math.ceil(need - EPS))]
+        if not fits:
+            return min(priced, key=lambda t: (t.gpus, per_gpu(t), t.name))
+        return min(fits, key=lambda t: (-t.gpus, per_gpu(t), t.name))
+    return min(priced, key=lambda t: (per_gpu(t), t.gpus, t.name))
+
+
+def horizon_factor(group: DemandGroup) -> float:
+    """Demand growth to the end of the procurement lead time."""
+    return max(0.0, 1 + group.growth_per_month) ** group.lead_time_months
+
+
+def target_gpus(group: DemandGroup, opts: Options) -> tuple[float, str]:
+    """GPUs the group must have at the horizon, and how that number was reached."""
+    grow = horizon_factor(group)
+    p95 = group.p95 * grow
+    if group.sla in opts.safety_stock:
+        buffer = opts.safety_stock[group.sla] + (opts.peak_buffer if group.known_peak and group.sla == "online" else 0.0)
+        return p95 * (1 + buffer), f"P95 + {buffer:.0%} safety stock ({group.sla})"
+    delay = opts.queue_delay_hours.get(group.sla)
+    if delay is not None and group.series is not None:
+        cap = scaled(group.series, grow).capacity_for_delay(delay * 3600) if grow != 1 else group.series.capacity_for_delay(delay * 3600)
+        return cap, f"queueing delay <= {delay:g} h ({group.sla}, fluid model over the history)"
+    return p95, f"P95 ({group.sla}: no history for a queueing-delay model)"
+
+
+def plan_group(group: DemandGroup, opts: Options, catalog: Catalog) -> GroupPlan:
+    """Reserved, on-demand and Spot nodes for one group."""
+    grow = horizon_factor(group)
+    p95h = group.p95 * grow
+    target, basis = target_gpus(group, opts)
+    itype = instance_for(group.workload_class, group.catalog_gpu, catalog, target) if group.catalog_gpu else None
+    per = itype.gpus if itype else 1
+    total_nodes = math.ceil(target / per - EPS)
+    reserved_nodes = min(total_nodes, math.floor(opts.coverage_target * p95h / per + EPS))
+    spot_room = min(opts.spot_cap * p95h, group.interruptible_p95 * grow) if group.interruptible else 0.0
+    spot_nodes = min(total_nodes - reserved_nodes, math.floor(spot_room / per + EPS))
+    od_nodes = total_nodes - reserved_nodes - spot_nodes
+    if group.sla in opts.redundancy_slas and total_nodes > 0:
+        od_nodes += 1  # N+1: one spare node, so losing a node or a zone does not cut below the SLA target
+        basis += ", N+1"
+    nodes = {"reserved": reserved_nodes, "onDemand": od_nodes, "spot": spot_nodes}
+    price = itype.price_per_hour if itype else None
+    cost = None
+    baseline = None
+    if price is not None:
+        hourly = price * (reserved_nodes * (1 - opts.reserved_discount) + od_nodes + spot_nodes * (1 - opts.spot_discount))
+        cost = hourly * HOURS_PER_MONTH
+        baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
+    return GroupPlan(
+        workload_class=group.workload_class,
+        gpu_model=group.gpu_model,
+        catalog_gpu=group.catalog_gpu,
+        instance_type=itype.name if itype else None,
+        gpus_per_node=per,
+        p95=group.p95,
+        target=target,
+        basis=basis,
+        reserved=reserved_nodes * per,
+        on_demand=od_nodes * per,
+        spot=spot_nodes * per,
+        spot_fallback=spot_nodes * per,
+        nodes=nodes,
+        monthly_cost=cost,
+        on_demand_only_cost=baseline,
+        interruptible=group.interruptible,
+        sla=group.sla,
+        sharing=group.sharing,
+        teams=dict(group.teams),
+    )
+
+
+def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
+    """The `any` entry of a class: its groups' tiers and costs summed, against the class's own P95."""
+    costs = [m.monthly_cost for m in members]
+    bases = [m.on_demand_only_cost for m in members]
+    nodes = {k: sum(m.nodes[k] for m in members) for k in ("reserved", "onDemand", "spot")}
+    single = members[0] if len(members) == 1 else None
+    return GroupPlan(
+        workload_class=total.workload_class,
+        gpu_model=ANY,
+        catalog_gpu=single.catalog_gpu if single else ", ".join(sorted({m.catalog_gpu for m in members})),
+        instance_type=single.instance_type if single else None,
+        gpus_per_node=single.gpus_per_node if single else 0,
+        p95=total.p95,
+        target=sum(m.target for m in members),
+        basis=single.basis if single else "sum of the class's GPU models",
+        reserved=sum(m.reserved for m in members),
+        on_demand=sum(m.on_demand for m in members),
+        spot=sum(m.spot for m in members),
+        spot_fallback=sum(m.spot_fallback for m in members),
+        nodes=nodes,
+        monthly_cost=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+        on_demand_only_cost=None if any(b is None for b in bases) else sum(b or 0.0 for b in bases),
+        interruptible=total.interruptible,
+        sla=total.sla,
+    )
+
+
+def plan(demand: Demand, catalog: Catalog) -> Plan:
+    """Size every group of the demand and total each class."""
+    opts = demand.options
+    groups = tuple(plan_group(g, opts, catalog) for g in demand.groups)
+    totals = tuple(class_total(t, [g for g in groups if g.workload_class == t.workload_class]) for t in demand.totals)
+    return Plan(demand=demand, groups=groups, totals=totals)

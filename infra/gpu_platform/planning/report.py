@@ -1,0 +1,236 @@
+"""Plan output: the JSON contract, a table for terminals and markdown for pull requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_platform.capacity import HOURS_PER_MONTH
+from gpu_platform.catalog import Catalog
+from gpu_platform.planning.checks import (
+    DEFAULT_MIN_COVERAGE,
+    DEFAULT_SPOT_CAPS,
+    ClassSupply,
+    coverage_below_target,
+    spot_above_cap,
+    spot_without_fallback,
+)
+from gpu_platform.planning.demand import ANY, DemandGroup
+from gpu_platform.planning.planner import GroupPlan, Plan
+
+
+def _label(g: DemandGroup | GroupPlan, siblings: int) -> str:
+    """A class's own `any` group is shown as `unconstrained` next to model-specific groups."""
+    return "unconstrained" if g.gpu_model == ANY and siblings > 1 else g.gpu_model
+
+
+def rows(plan: Plan) -> list[tuple[DemandGroup, GroupPlan]]:
+    """(demand, plan) per output row: a class's model-specific groups, then its `any` total."""
+    out = []
+    for total, total_plan in zip(plan.demand.totals, plan.totals, strict=True):
+        members = [(d, p) for d, p in zip(plan.demand.groups, plan.groups, strict=True) if d.workload_class == total.workload_class]
+        if len(members) > 1 or (members and members[0][0].gpu_model != ANY):
+            out += members
+        out.append((total, total_plan))
+    return out
+
+
+def plan_findings(plan: Plan) -> list[str]:
+    """The capacity policy checks over the plan itself (stable capacity = reserved)."""
+    out: list[str] = []
+    for t in plan.totals:
+        supply = ClassSupply(t.workload_class, t.sla, t.interruptible, t.p95, t.reserved, t.spot, t.reserved + t.on_demand + t.spot_fallback)
+        out += coverage_below_target(supply, DEFAULT_MIN_COVERAGE)
+        out += spot_above_cap(supply, DEFAULT_SPOT_CAPS)
+        out += spot_without_fallback(supply)
+    return out
+
+
+def _r(x: float | None, digits: int = 3) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
+    """The `capacity plan --format json` document (the contract's fields, and more)."""
+    d = plan.demand
+    counts = {c: sum(1 for g in d.groups if g.workload_class == c) for c in {g.workload_class for g in d.groups}}
+    demand_rows = []
+    plan_rows = []
+    for dg, pg in rows(plan):
+        label = ANY if any(dg is t for t in d.totals) else _label(dg, counts[dg.workload_class])
+        demand_rows.append(
+            {
+                "class": dg.workload_class,
+                "gpuModel": label,
+                "p50": _r(dg.p50),
+                "p95": _r(dg.p95),
+                "p99": _r(dg.p99),
+                "peak": _r(dg.peak),
+                "interruptible": dg.interruptible,
+                "interruptibleP95": _r(dg.interruptible_p95),
+                "sla": dg.sla,
+                "growthPerMonth": _r(dg.growth_per_month, 4),
+                "leadTimeMonths": dg.lead_time_months,
+            }
+        )
+        plan_rows.append(
+            {
+                "class": pg.workload_class,
+                "gpuModel": label,
+                "catalogGpu": pg.catalog_gpu,
+                "instanceType": pg.instance_type,
+                "target": _r(pg.target),
+                "basis": pg.basis,
+                "reserved": pg.reserved,
+                "onDemand": pg.on_demand,
+                "spot": pg.spot,
+                "spotFallback": pg.spot_fallback,
+                "nodes": pg.nodes,
+                "coverage": _r(pg.coverage, 4),
+                "spotExposure": _r(pg.spot_exposure, 4),
+                "monthlyCost": _r(pg.monthly_cost, 2),
+                "onDemandOnlyMonthlyCost": _r(pg.on_demand_only_cost, 2),
+            }
+        )
+    o = d.options
+    unpriced = sorted({g.catalog_gpu for g in plan.groups if g.monthly_cost is None and g.total})
+    notes = [*d.notes] + [
+        f"{gpu} has no on-demand list price in the catalog (sold as Capacity Blocks): its cost is left out of the totals" for gpu in unpriced
+    ]
+    saving = 1 - plan.monthly_cost / plan.on_demand_only_cost if plan.on_demand_only_cost else 0.0
+    return {
+        "source": {"file": d.source, "kind": d.kind, "window": list(d.window) if d.window else None},
+        "demand": {"classes": demand_rows},
+        "plan": {
+            "classes": plan_rows,
+            "monthlyCost": round(plan.monthly_cost, 2),
+            "onDemandOnlyMonthlyCost": round(plan.on_demand_only_cost, 2),
+            "saving": round(saving, 4),
+            "shortfall": [
+                {
+                    "class": s.workload_class,
+                    "gpuModel": s.gpu_model,
+                    "needed": s.needed,
+                    "available": s.available,
+                    "gap": s.gap,
+                    "options": [
+                        {"action": x.action, "gpus": x.gpus, "monthlyCost": _r(x.monthly_cost, 2), "risk": x.risk, "detail": x.detail}
+                        for x in s.options
+                    ],
+                }
+                for s in plan.shortfall
+            ],
+            "stack": plan.stack,
+            "findings": plan_findings(plan),
+        },
+        "assumptions": {
+            "coverageTarget": o.coverage_target,
+            "spotCap": o.spot_cap,
+            "reservedDiscount": o.reserved_discount,
+            "spotDiscount": o.spot_discount,
+            "safetyStock": o.safety_stock,
+            "queueDelayHours": o.queue_delay_hours,
+            "hoursPerMonth": HOURS_PER_MONTH,
+            "prices": {"region": catalog.pricing.region, "asOf": catalog.pricing.as_of, "source": catalog.pricing.source},
+            "notes": notes,
+        },
+    }
+
+
+def _money(x: float | None) -> str:
+    return "n/a" if x is None else f"${x:,.0f}"
+
+
+def _table_rows(doc: dict[str, Any]) -> list[list[str]]:
+    out = []
+    for dem, p in zip(doc["demand"]["classes"], doc["plan"]["classes"], strict=True):
+        out.append(
+            [
+                dem["class"],
+                dem["gpuModel"],
+                f"{dem['p50']:g}",
+                f"{dem['p95']:g}",
+                f"{dem['p99']:g}",
+                f"{dem['peak']:g}",
+                "yes" if dem["interruptible"] else "no",
+                p["catalogGpu"] or "-",
+                str(p["reserved"]),
+                str(p["onDemand"]),
+                str(p["spot"]),
+                f"{p['coverage']:.0%}",
+                f"{p['spotExposure']:.0%}",
+                _money(p["monthlyCost"]),
+            ]
+        )
+    return out
+
+
+HEAD = [
+    "class",
+    "gpu model",
+    "P50",
+    "P95",
+    "P99",
+    "peak",
+    "interr.",
+    "catalog GPU",
+    "reserved",
+    "on-demand",
+    "spot",
+    "coverage",
+    "spot exp.",
+    "$/month",
+]
+
+
+def _summary(doc: dict[str, Any]) -> list[str]:
+    p = doc["plan"]
+    lines = [
+        f"Monthly cost {_money(p['monthlyCost'])} against {_money(p['onDemandOnlyMonthlyCost'])} all on-demand ({p['saving']:.0%} less).",
+    ]
+    for s in p["shortfall"]:
+        best = s["options"][0] if s["options"] else None
+        tail = f"; cheapest: {best['action']} ({_money(best['monthlyCost'])}/month, {best['risk']} risk)" if best else ""
+        lines.append(
+            f"Shortfall {s['class']}/{s['gpuModel']}: need {s['needed']} GPUs, stack {p['stack']} has {s['available']} (gap {s['gap']}){tail}."
+        )
+    lines += [f"Finding: {f}" for f in p["findings"]]
+    a = doc["assumptions"]
+    lines.append(
+        f"Assumptions: reserved {a['reservedDiscount']:.0%} and Spot {a['spotDiscount']:.0%} below list price; "
+        f"coverage target {a['coverageTarget']:.0%}, "
+        f"Spot cap {a['spotCap']:.0%}; prices {a['prices']['region']} as of {a['prices']['asOf']}; GPUs are physical GPUs' worth."
+    )
+    lines += [f"Note: {n}" for n in a["notes"]]
+    return lines
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """Aligned columns for a terminal."""
+    body = _table_rows(doc)
+    widths = [max(len(r[i]) for r in [HEAD, *body]) for i in range(len(HEAD))]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 2 or i == 7 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    src = doc["source"]
+    lines = [f"Capacity plan from {src['kind']} {src['file']}", "", fmt.format(*HEAD)]
+    lines += [fmt.format(*r) for r in body]
+    return "\n".join([*lines, "", *_summary(doc)])
+
+
+def render_markdown(doc: dict[str, Any], chart: str | None = None) -> str:
+    """A pull-request-ready section: a table, the totals, shortfall options and findings."""
+    src = doc["source"]
+    lines = [f"### GPU capacity plan ({src['kind']}: `{src['file']}`)", ""]
+    if chart:
+        lines += [f"![demand and tiers]({chart})", ""]
+    lines += ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" if i < 2 or i == 7 else "---:" for i in range(len(HEAD))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in _table_rows(doc)]
+    lines.append("")
+    for s in doc["plan"]["shortfall"]:
+        lines += [
+            f"**Shortfall {s['class']} / {s['gpuModel']}**: need {s['needed']} GPUs, have {s['available']} (gap {s['gap']}). "
+            "Options, cheapest first:",
+            "",
+        ]
+        lines += [f"1. {o['action']}: {o['gpus']} GPUs, {_money(o['monthlyCost'])}/month, {o['risk']} risk; {o['detail']}" for o in s["options"]]
+        lines.append("")
+    lines += [f"- {line}" for line in _summary(doc) if not line.startswith("Shortfall")]
+    return "\n".join(lines)

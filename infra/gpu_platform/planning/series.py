@@ -1,0 +1,144 @@
+"""Step functions of concurrent GPU demand: build them from intervals, and read quantiles, peak, trend, queueing.
+
+Demand is kept in integer milli-GPUs (1000 = one physical GPU's worth) so that sums over thousands of
+tasks stay exact and a quantile is exactly one of the step function's values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+SECONDS_PER_MONTH = 30.4375 * 86400  # a mean Gregorian month
+
+
+@dataclass(frozen=True)
+class StepSeries:
+    """Demand over [start, end): `times[i]` starts a step of `values[i]` milli-GPUs that lasts until `times[i+1]` (or `end`)."""
+
+    start: float
+    end: float
+    times: tuple[float, ...]
+    values: tuple[int, ...]
+
+    @property
+    def window(self) -> float:
+        """Length of the window in seconds."""
+        return self.end - self.start
+
+    def segments(self) -> Iterable[tuple[float, float, int]]:
+        """(from, to, milli-GPUs) of every step with a positive length."""
+        bounds = (*self.times[1:], self.end)
+        for t0, t1, v in zip(self.times, bounds, self.values, strict=True):
+            if t1 > t0:
+                yield t0, t1, v
+
+    def quantile(self, q: float) -> float:
+        """Time-weighted quantile in GPUs: the least value v with share(time with demand <= v) >= q."""
+        total = self.window
+        if total <= 0:
+            return 0.0
+        durations: dict[int, float] = {}
+        for t0, t1, v in self.segments():
+            durations[v] = durations.get(v, 0.0) + (t1 - t0)
+        need = q * total
+        seen = 0.0
+        for v in sorted(durations):
+            seen += durations[v]
+            # a relative tolerance: durations are sums of float seconds
+            if seen >= need * (1 - 1e-12):
+                return v / 1000
+        return max(durations) / 1000
+
+    def peak(self) -> float:
+        """Highest concurrent demand in GPUs."""
+        return max((v for _, _, v in self.segments()), default=0) / 1000
+
+    def mean(self) -> float:
+        """Time-weighted mean demand in GPUs."""
+        if self.window <= 0:
+            return 0.0
+        return sum((t1 - t0) * v for t0, t1, v in self.segments()) / self.window / 1000
+
+    def growth_per_month(self) -> float:
+        """Relative growth per month: the time-weighted least-squares slope of demand, over its mean.
+
+        For a step function the regression integrals are exact: over a step [a, b) of value v,
+        the integral of t*d(t) is v (b^2 - a^2) / 2, and t is uniform over the window.
+        """
+        w = self.window
+        mean = self.mean() * 1000
+        if w <= 0 or mean <= 0:
+            return 0.0
+        mid = (self.start + self.end) / 2
+        # integral of (t - mid) * d(t) dt over the window, shifted to keep the floats small
+        cov = sum(v * ((t1 - mid) ** 2 - (t0 - mid) ** 2) / 2 for t0, t1, v in self.segments()) / w
+        var = w * w / 12
+        slope = cov / var  # milli-GPUs per second
+        return slope * SECONDS_PER_MONTH / mean
+
+    def capacity_for_delay(self, max_delay_s: float) -> float:
+        """Fewest GPUs whose queue never holds more than `max_delay_s` of the pool's work (fluid model).
+
+        Work above capacity waits in a backlog B that grows at (demand - C) and drains at (C - demand);
+        the wait it implies is B / C (the whole pool working the backlog off). Bisection over whole
+        milli-GPUs between the mean (less can never drain) and the peak (never queues).
+        """
+        lo = max(1, math.ceil(self.mean() * 1000))
+        hi = max(lo, math.ceil(self.peak() * 1000))
+        segs = list(self.segments())
+
+        def ok(cap: int) -> bool:
+            backlog = 0.0
+            for t0, t1, v in segs:
+                backlog = max(0.0, backlog + (v - cap) * (t1 - t0))
+                if backlog / cap > max_delay_s:
+                    return False
+            return True
+
+        if ok(lo):
+            return lo / 1000
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi / 1000
+
+
+def step_series(intervals: Iterable[tuple[float, float, int]], start: float, end: float) -> StepSeries:
+    """The sum of `(from, to, milli-GPUs)` intervals, each counted over [from, to), clipped to [start, end)."""
+    delta: dict[float, int] = {start: 0}
+    for t0, t1, v in intervals:
+        a, b = max(t0, start), min(t1, end)
+        if b <= a or v == 0:
+            continue
+        delta[a] = delta.get(a, 0) + v
+        delta[b] = delta.get(b, 0) - v
+    times: list[float] = []
+    values: list[int] = []
+    level = 0
+    for t in sorted(delta):
+        if t >= end:
+            break
+        level += delta[t]
+        if values and values[-1] == level:
+            continue
+        times.append(t)
+        values.append(level)
+    return StepSeries(start=start, end=end, times=tuple(times), values=tuple(values))
+
+
+def sum_series(series: Iterable[StepSeries], start: float, end: float) -> StepSeries:
+    """Pointwise sum of step functions over one window."""
+    intervals = []
+    for s in series:
+        intervals += [(t0, t1, v) for t0, t1, v in s.segments()]
+    return step_series(intervals, start, end)
+
+
+def scaled(series: StepSeries, factor: float) -> StepSeries:
+    """The series times a factor (growth to a horizon), rounded to whole milli-GPUs."""
+    return StepSeries(series.start, series.end, series.times, tuple(round(v * factor) for v in series.values))

@@ -1,0 +1,203 @@
+"""`--write-stack OUT`: a stack file whose node pools, tenant quotas and `demand` carry the plan.
+
+Starts from the base stack (cluster, network, queueing, monitoring are kept) and replaces its GPU
+pools and tenants. A reserved tier reuses the base stack's reservation for the same instance type,
+up to that pool's size; reserved GPUs beyond any existing reservation are written as an always-on
+on-demand `-baseline` pool (min = desired = max), because a stack cannot name a reservation that has
+not been bought yet. The result is validated like any stack before a byte is written.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.planning.checks import SLA_CLASSES
+from gpu_platform.planning.planner import GroupPlan, Plan
+from gpu_platform.spec.loader import PROJECT, spec_from_config
+from gpu_platform.spec.models import NodePool, PlatformSpec
+
+PRIORITY = {"training": "production-training", "inference": "inference", "batch": "batch", "development": "experiments"}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _sharing(g: GroupPlan) -> dict[str, Any] | None:
+    if g.sharing is None:
+        return None
+    mode, value = g.sharing
+    return {"mode": "mig", "migConfig": value} if mode == "mig" else {"mode": mode, "replicas": value}
+
+
+def _spot_types(g: GroupPlan, catalog: Catalog) -> list[str]:
+    """The planned type and up to three more with the same GPU model and count, cheapest first (Spot pools diversify)."""
+    assert g.instance_type is not None
+    first = catalog.instance(g.instance_type)
+    same = [t for t in catalog.instance_types.values() if t.gpu.name == first.gpu.name and t.gpus == first.gpus and t.price_per_hour is not None]
+    ordered = sorted(same, key=lambda t: (t.name != first.name, t.price_per_hour or 0.0, t.name))
+    return [t.name for t in ordered[:4]]
+
+
+def _reservation_for(instance_type: str, base: PlatformSpec) -> NodePool | None:
+    return next((p for p in base.node_pools if p.capacity == "reserved" and p.instance_types == (instance_type,) and p.reservation), None)
+
+
+def planned_pools(plan: Plan, base: PlatformSpec, catalog: Catalog) -> tuple[list[dict[str, Any]], dict[tuple[str, str, str], list[str]]]:
+    """Stack-file node pools for every planned group, and (class, catalog GPU, group model) -> its pool names."""
+    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
+    owners: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+    for g in plan.groups:
+        if g.instance_type is None or g.total == 0:
+            continue
+        share = _sharing(g)
+        suffix = "" if share is None else f"-{share['mode'][:3]}{share.get('replicas', '')}"
+        key = (g.workload_class, g.instance_type, suffix)
+        entry = merged.setdefault(key, {"group": g, "sharing": share, "suffix": suffix, "reserved": 0, "onDemand": 0, "spot": 0, "fallback": 0})
+        for tier in ("reserved", "onDemand", "spot"):
+            entry[tier] += g.nodes[tier]
+        entry["fallback"] += math.ceil(g.spot_fallback / g.gpus_per_node)
+        owners.setdefault(key, []).append((g.workload_class, g.gpu_model))
+    pools: list[dict[str, Any]] = []
+    names: dict[tuple[str, str, str], list[str]] = {}
+    for key, e in merged.items():
+        first: GroupPlan = e["group"]
+        stem = f"{first.workload_class[:5]}-{_slug(first.catalog_gpu)}{e['suffix']}"
+        common: dict[str, Any] = {"workloadClass": first.workload_class}
+        mine: list[str] = []
+
+        def add(
+            name: str, body: dict[str, Any], sharing: dict[str, Any] | None = e["sharing"], common: dict[str, Any] = common, mine: list[str] = mine
+        ) -> None:
+            pool = {"name": name, **common, **body}
+            if sharing:
+                pool["sharing"] = sharing
+            pools.append(pool)
+            mine.append(name)
+
+        reserved = e["reserved"]
+        existing = _reservation_for(key[1], base) if reserved else None
+        if existing is not None and existing.scaling is not None and existing.reservation is not None:
+            n = min(reserved, existing.scaling.max_size)
+            body: dict[str, Any] = {"capacity": "reserved", "instanceTypes": [key[1]], "scaling": {"min": n, "desired": n, "max": n}}
+            body["reservation"] = existing.reservation.model_dump(by_alias=True, exclude_none=True)
+            if existing.efa:
+                body["efa"] = True
+            if existing.availability_zones:
+                body["availabilityZones"] = list(existing.availability_zones)
+            add(f"{stem}-reserved", body)
+            reserved -= n
+        if reserved:
+            add(
+                f"{stem}-baseline",
+                {"capacity": "on-demand", "instanceTypes": [key[1]], "scaling": {"min": reserved, "desired": reserved, "max": reserved}},
+            )
+        od, fallback = e["onDemand"], e["fallback"]
+        if od or fallback:
+            keep_up = od if first.sla in plan.demand.options.redundancy_slas else 0
+            if not keep_up and not e["reserved"] and first.sla in SLA_CLASSES:
+                keep_up = 1  # a class with an SLA keeps one node up even when node size rounds its reserved share to zero
+            add(
+                f"{stem}-ondemand",
+                {"capacity": "on-demand", "instanceTypes": [key[1]], "scaling": {"min": keep_up, "desired": keep_up, "max": od + fallback}},
+            )
+        if e["spot"]:
+            add(
+                f"{stem}-spot",
+                {"capacity": "spot", "instanceTypes": _spot_types(first, catalog), "scaling": {"min": 0, "desired": 0, "max": e["spot"]}},
+            )
+        names[key] = mine
+    by_group: dict[tuple[str, str, str], list[str]] = {}
+    for key, groups in owners.items():
+        for cls, model in groups:
+            by_group[(cls, key[1], model)] = names[key]
+    return pools, by_group
+
+
+def _split(total: int, shares: dict[str, float]) -> dict[str, int]:
+    """Split whole GPUs by shares with the largest remainder, so the parts add up to the total exactly."""
+    weight = sum(shares.values())
+    if weight <= 0:
+        return dict.fromkeys(shares, 0)
+    raw = {k: total * v / weight for k, v in shares.items()}
+    out = {k: math.floor(v) for k, v in raw.items()}
+    for k in sorted(raw, key=lambda k: (out[k] - raw[k], k))[: total - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
+def planned_tenants(
+    plan: Plan, pools: list[dict[str, Any]], by_group: dict[tuple[str, str, str], list[str]], base: PlatformSpec, catalog: Catalog
+) -> list[dict[str, Any]]:
+    """Tenants (teams, else one per class) with quotas that add up to each pool's GPUs at max size."""
+    gpus = {p["name"]: p["scaling"]["max"] * catalog.instance(p["instanceTypes"][0]).gpus for p in pools}
+    shares: dict[str, dict[str, float]] = {}  # pool -> team -> weight
+    for g in plan.groups:
+        if g.instance_type is None:
+            continue
+        teams = g.teams or {g.workload_class: max(g.p95, 1e-9)}
+        for pool in by_group.get((g.workload_class, g.instance_type, g.gpu_model), []):
+            for team, weight in teams.items():
+                shares.setdefault(pool, {})
+                shares[pool][team] = shares[pool].get(team, 0.0) + weight
+    quotas: dict[str, list[dict[str, Any]]] = {}
+    classes: dict[str, str] = {}
+    for p in pools:
+        for team, n in _split(gpus[p["name"]], shares.get(p["name"], {})).items():
+            quotas.setdefault(team, []).append({"pool": p["name"], "gpus": n})
+            classes.setdefault(team, p["workloadClass"])
+    known = {t.name: t for t in base.tenants}
+    out = []
+    for team in sorted(quotas):
+        old = known.get(team)
+        tenant: dict[str, Any] = (
+            old.model_dump(by_alias=True, exclude_defaults=True, exclude={"quotas"})
+            if old is not None
+            else {"name": team, "groups": [team], "cohort": classes[team], "priority": PRIORITY[classes[team]]}
+        )
+        tenant["name"] = team
+        tenant["quotas"] = quotas[team]
+        out.append(tenant)
+    return out
+
+
+def stack_config(plan: Plan, config: dict[str, Any], base: PlatformSpec, catalog: Catalog) -> dict[str, Any]:
+    """The base stack's config with the plan's pools, tenants and demand."""
+    pools, by_group = planned_pools(plan, base, catalog)
+    new = copy.deepcopy(config)
+    new[f"{PROJECT}:nodePools"] = pools
+    new[f"{PROJECT}:tenants"] = planned_tenants(plan, pools, by_group, base, catalog)
+    new[f"{PROJECT}:demand"] = [
+        {"workloadClass": t.workload_class, "p95": round(t.p95, 3), "sla": t.sla, "interruptible": t.interruptible}
+        for t in plan.totals
+        if any(p["workloadClass"] == t.workload_class for p in pools)
+    ]
+    return new
+
+
+def write_stack(plan: Plan, config: dict[str, Any], base: PlatformSpec, catalog: Catalog, out: Path, base_file: str) -> None:
+    """Validate the planned stack like any stack file, then write it (nothing is written when it is invalid)."""
+    if not base.is_eks:
+        raise ConfigError(
+            [Problem(base_file, f"{PROJECT}:cluster.provider", "--write-stack sizes EKS node groups", "allowed: an EKS base stack (--stack NAME)")]
+        )
+    new = stack_config(plan, config, base, catalog)
+    name = out.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
+    spec_from_config(new, stack=name, file=str(out))
+    header = (
+        f"# Written by `gpu-platform capacity plan --demand {plan.demand.source}` from {base_file}.\n"
+        "# Node pools, tenant quotas and demand carry the plan; `-baseline` pools are reserved GPUs that still\n"
+        "# need a reservation: buy it, then set capacity: reserved and reservation.id on the pool.\n"
+    )
+    try:
+        out.write_text(header + yaml.safe_dump({"config": new}, sort_keys=False, width=140), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([Problem(str(out), "--write-stack", f"cannot be written: {exc.strerror}", "allowed: a writable path")]) from None

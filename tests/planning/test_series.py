@@ -1,0 +1,62 @@
+"""Step-function arithmetic: quantiles, peak, growth and the queueing-delay capacity, against hand-worked values."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_platform.planning.series import SECONDS_PER_MONTH, step_series, sum_series
+
+H = 3600
+
+
+def test_quantiles_are_time_weighted_not_sample_weighted() -> None:
+    """Demand 1 GPU for 90 s then 10 GPUs for 10 s: P50 is 1, P95 is 10; counting steps instead would give P50 = 10."""
+    s = step_series([(0, 100, 1000), (90, 100, 9000)], 0, 100)
+    assert s.quantile(0.5) == 1
+    assert s.quantile(0.9) == 1  # exactly 90 % of the time at or below 1
+    assert s.quantile(0.95) == 10
+    assert s.peak() == 10
+    assert s.mean() == pytest.approx((90 * 1 + 10 * 10) / 100)
+
+
+def test_window_is_shared_and_idle_time_counts_as_zero() -> None:
+    """A class with nothing running for most of the window has low quantiles (README: demand 0 then)."""
+    s = step_series([(80, 100, 2000)], 0, 100)
+    assert s.quantile(0.5) == 0
+    assert s.quantile(0.8) == 0
+    assert s.quantile(0.81) == 2
+
+
+def test_intervals_are_half_open() -> None:
+    """A task ending at t and one starting at t never overlap: [creation, deletion)."""
+    s = step_series([(0, 10, 1000), (10, 20, 1000)], 0, 20)
+    assert s.peak() == 1
+
+
+def test_sum_series_adds_pointwise() -> None:
+    a = step_series([(0, 50, 1000)], 0, 100)
+    b = step_series([(25, 75, 2000)], 0, 100)
+    total = sum_series([a, b], 0, 100)
+    assert total.peak() == 3
+    assert total.quantile(0.25) == 0 and total.quantile(0.5) == 1 and total.quantile(0.75) == 2
+
+
+def test_growth_of_a_linear_ramp() -> None:
+    """Demand stepping up 1 GPU per month from 1 to 12 (mean 6.5). The staircase is t + 1 - frac(t) (t in months);
+    frac(t) adds covariance 1/12 against Var(t) = 12^2/12, so the exact least-squares slope is 1 - 1/144 GPU/month."""
+    m = SECONDS_PER_MONTH
+    s = step_series([(i * m, 12 * m, 1000) for i in range(12)], 0, 12 * m)
+    assert s.mean() == pytest.approx(6.5)
+    assert s.growth_per_month() == pytest.approx((1 - 1 / 144) / 6.5, rel=1e-9)
+    falling = step_series([(0, (12 - i) * m, 1000) for i in range(12)], 0, 12 * m)
+    assert falling.growth_per_month() == pytest.approx(-(1 - 1 / 144) / 6.5, rel=1e-9)
+
+
+def test_capacity_for_delay_matches_the_fluid_queue_by_hand() -> None:
+    """10 GPUs for an hour then idle for an hour: with capacity C the backlog after the hour is (10 - C) h,
+    its wait (10 - C) / C h; a 30-minute target needs C >= 20/3 GPUs."""
+    s = step_series([(0, H, 10000)], 0, 2 * H)
+    cap = s.capacity_for_delay(0.5 * H)
+    assert cap == pytest.approx(20 / 3, abs=0.001)
+    assert s.capacity_for_delay(10 * H) == pytest.approx(5.0)  # everything can wait: the mean suffices
+    assert s.capacity_for_delay(1) == pytest.approx(10.0, abs=0.01)  # nothing may wait: the peak
