@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from datetime import date
 from functools import cache
@@ -112,6 +113,30 @@ SUPPORT_EKS_AMI = "eks_ami"  # by EKS AMI release version: the AMI is supported 
 SUPPORT_DRIVER_BRANCHES = "nvidia_driver_branches"  # by driver branch: NVIDIA's driver lifecycle
 
 
+class CudaRange(_Frozen):
+    """Inclusive range of CUDA toolkit minors a repository publishes."""
+
+    min: str
+    max: str
+
+
+class Availability(_Frozen):
+    """What NVIDIA's package repository for one OS publishes (driver branches, CUDA minors)."""
+
+    package_source: str
+    source: str
+    driver_branches: tuple[str, ...]
+    cuda: CudaRange | None = None
+
+
+class Overlay(_Frozen):
+    """A named set of lockfile keys laid over the pins for one environment, with its reason."""
+
+    why: str
+    applies_to: dict[str, tuple[str, ...]]
+    overrides: dict[str, Any]
+
+
 class Lockfile(_Frozen):
     """Every pinned version in the project."""
 
@@ -131,6 +156,8 @@ class Lockfile(_Frozen):
     compatibility: Compatibility
     # component -> pinned version or branch -> end of standard support (see support_end).
     support: dict[str, dict[str, SupportEnd]] = Field(default_factory=dict)
+    package_availability: dict[str, Availability] = Field(default_factory=dict)
+    overlays: dict[str, Overlay] = Field(default_factory=dict)
 
     def chart(self, name: str) -> Chart:
         """A pinned chart by its lockfile key."""
@@ -151,8 +178,8 @@ REQUIRED_CHARTS = ("gpu-operator", "kueue", "volcano", "cluster-autoscaler", "ku
 REQUIRED_IMAGES = ("driver", "device-plugin", "mig-manager", "dcgm-exporter", "cluster-autoscaler")
 
 
-def check_compatibility(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
-    """Every way the pinned versions contradict each other or the matrix."""
+def check_compatibility(lock: Lockfile, file: str = LOCKFILE, prefix: str = "") -> list[Problem]:
+    """Every way the pinned versions contradict each other or the matrix (`prefix` names an overlay's keys)."""
     problems: list[Problem] = []
     drv = lock.nvidia_driver
     matrix = lock.compatibility
@@ -254,9 +281,38 @@ def check_compatibility(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
         if key not in lock.images:
             problems.append(Problem(file, f"images.{key}", "missing", "every image the program sets must be pinned"))
     problems.extend(check_support_recorded(lock, file))
-    for where, value in _all_strings(lock.model_dump(by_alias=True)):
+    problems.extend(check_availability(lock, file))
+    for where, value in _all_strings(lock.model_dump(by_alias=True, mode="json")):
         if value in {"latest", "stable", "main", "master"} or value.endswith(":latest"):
             problems.append(Problem(file, where, f"floating version '{value}'", "allowed: an exact version"))
+    return [dataclasses.replace(p, path=prefix + p.path) for p in problems] if prefix else problems
+
+
+def check_availability(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
+    """Pinned driver branch and CUDA release that NVIDIA's repository does not publish for an OS a package source serves."""
+    problems: list[Problem] = []
+    drv = lock.nvidia_driver
+    cuda = minor(lock.cuda.version)
+    for os_key, avail in sorted(lock.package_availability.items()):
+        if avail.package_source in drv.packages and drv.branch not in avail.driver_branches:
+            problems.append(
+                Problem(
+                    file,
+                    f"nvidia_driver.packages.{avail.package_source}",
+                    f"driver branch {drv.branch} is not published for {os_key} ({avail.source})",
+                    f"allowed on {os_key}: branches {', '.join(avail.driver_branches)}",
+                )
+            )
+        if avail.package_source in lock.cuda.packages and (avail.cuda is None or not minor(avail.cuda.min) <= cuda <= minor(avail.cuda.max)):
+            have = f"{avail.cuda.min}..{avail.cuda.max}" if avail.cuda else "none"
+            problems.append(
+                Problem(
+                    file,
+                    f"cuda.packages.{avail.package_source}",
+                    f"CUDA {lock.cuda.version} is not published for {os_key} ({avail.source})",
+                    f"allowed on {os_key}: CUDA {have}",
+                )
+            )
     return problems
 
 
@@ -300,6 +356,21 @@ def check_support_recorded(lock: Lockfile, file: str = LOCKFILE) -> list[Problem
     return problems
 
 
+def overlay_data(data: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """Raw lockfile data with the named overlay laid over it (a null in the overlay removes the key)."""
+    overlays = data.get("overlays") or {}
+    if name not in overlays:
+        raise KeyError(name)
+    merged = deep_merge(data, overlays[name]["overrides"])
+    return _drop_nulls(merged)
+
+
+def _drop_nulls(node: Any) -> Any:
+    if isinstance(node, Mapping):
+        return {k: _drop_nulls(v) for k, v in node.items() if v is not None}
+    return node
+
+
 def _all_strings(node: Any, path: str = "") -> list[tuple[str, str]]:
     if isinstance(node, Mapping):
         return [item for k, v in node.items() for item in _all_strings(v, f"{path}.{k}" if path else str(k))]
@@ -334,6 +405,14 @@ def parse_lockfile(data: Mapping[str, Any], file: str = LOCKFILE) -> Lockfile:
     except Exception as exc:  # pydantic.ValidationError, reported as one line per problem
         raise ConfigError(problems_from_validation(exc, file, prefix="")) from None
     problems = check_compatibility(lock, file)
+    for name in lock.overlays:
+        # Each overlay's result must be a lockfile the roles could run with, checked the same way.
+        merged = overlay_data(data, name)
+        merged.pop("overlays", None)
+        try:
+            problems.extend(check_compatibility(Lockfile.model_validate(merged), file, prefix=f"overlays.{name}.overrides."))
+        except Exception as exc:  # pydantic.ValidationError from a malformed override
+            problems.extend(problems_from_validation(exc, file, prefix=f"overlays.{name}.overrides."))
     if problems:
         raise ConfigError(problems)
     return lock

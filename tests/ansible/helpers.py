@@ -39,6 +39,13 @@ UBUNTU_2204 = {
     "distribution_release": "jammy",
     "kernel": "6.8.0-1017-aws",
 }
+UBUNTU_2404 = {
+    **UBUNTU_2204,
+    "distribution_major_version": "24",
+    "distribution_version": "24.04",
+    "distribution_release": "noble",
+    "kernel": "6.8.0-1021-aws",
+}
 ROCKY_9 = {
     **DEBIAN_12,
     "distribution": "Rocky",
@@ -48,11 +55,24 @@ ROCKY_9 = {
     "distribution_release": "Blue Onyx",
     "kernel": "5.14.0-427.13.1.el9_4.x86_64",
 }
+RHEL_9 = {**ROCKY_9, "distribution": "RedHat", "distribution_release": "Plow"}
 
 
 def load_lockfile() -> dict[str, Any]:
     """The version lockfile as data."""
     return yaml.safe_load(LOCKFILE.read_text(encoding="utf-8"))
+
+
+# The Debian 12 lab's overlay: the recorded nvidia-smi fixtures and every test posing as Debian 12
+# run on the lab's pins (Debian's own 535 build), as the Molecule scenario does.
+LAB_OVERLAY = "debian12-lab"
+
+
+def lab_lockfile() -> dict[str, Any]:
+    """The lockfile as a host with gpu_platform_versions_overlay=debian12-lab reads it."""
+    from gpu_platform.versions import overlay_data
+
+    return overlay_data(load_lockfile(), LAB_OVERLAY)
 
 
 def load_nvidia_smi_module() -> ModuleType:

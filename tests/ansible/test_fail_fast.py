@@ -6,14 +6,18 @@ from typing import Any
 
 import pytest
 
-from tests.ansible.helpers import DEBIAN_12, HERE, failure_messages, run_playbook
+from tests.ansible.helpers import DEBIAN_12, HERE, LAB_OVERLAY, UBUNTU_2204, failure_messages, lab_lockfile, run_playbook
 
 PLAYBOOK = HERE / "playbooks" / "role_under_test.yml"
 
 
 def run_role(role: str, facts: dict[str, Any] | None = None, tasks: str = "main", **role_vars: Any):
     """Run a role on localhost posing as `facts`; return (rc, failure messages)."""
-    extra = {"fake": facts or DEBIAN_12, "role_name": role, "role_tasks": tasks, **role_vars}
+    facts = facts or DEBIAN_12
+    if facts["distribution"] == "Debian":
+        # Debian 12 hosts are the lab: they read the lab overlay's pins, as Molecule does.
+        role_vars.setdefault("gpu_platform_versions_overlay", LAB_OVERLAY)
+    extra = {"fake": facts, "role_name": role, "role_tasks": tasks, **role_vars}
     # Check mode: even a role that got past its checks changes nothing on the test machine.
     result = run_playbook(PLAYBOOK, extra, "--check")
     return result.returncode, " | ".join(failure_messages(result)), result
@@ -50,10 +54,11 @@ def test_preflight_rejects_an_unsupported_architecture():
     assert "on ppc64le is not supported" in msg
 
 
-def test_preflight_rejects_a_driver_branch_too_old_for_the_gpu(lockfile):
-    branch = lockfile["nvidia_driver"]["branch"]
-    needed = lockfile["compatibility"]["gpu_min_driver_branch"]["H200-141GB"]
-    assert int(branch) < int(needed), "this test needs the lockfile's branch older than the H200's minimum"
+def test_preflight_rejects_a_driver_branch_too_old_for_the_gpu():
+    lab = lab_lockfile()
+    branch = lab["nvidia_driver"]["branch"]
+    needed = lab["compatibility"]["gpu_min_driver_branch"]["H200-141GB"]
+    assert int(branch) < int(needed), "this test needs the lab's branch older than the H200's minimum"
     rc, msg, _ = run_role("nvidia_driver", nvidia_driver_gpu_model="H200-141GB", nvidia_driver_running_kernel=False)
     assert rc != 0
     assert f"driver branch {branch} is too old for H200-141GB" in msg
@@ -65,11 +70,32 @@ def test_preflight_accepts_a_gpu_the_branch_drives():
     assert rc == 0, msg or result.stdout[-2000:]
 
 
-def test_preflight_rejects_a_driver_version_that_differs_from_the_lockfile(lockfile):
+def test_preflight_rejects_a_driver_version_that_differs_from_the_lockfile():
     rc, msg, _ = run_role("nvidia_driver", nvidia_driver_version="535.999.99", nvidia_driver_running_kernel=False)
     assert rc != 0
     assert "differs from the version lockfile" in msg
-    assert f"nvidia_driver.version={lockfile['nvidia_driver']['version']}" in msg
+    assert f"nvidia_driver.version={lab_lockfile()['nvidia_driver']['version']}" in msg
+
+
+def test_debian_without_the_lab_overlay_fails_on_the_production_branch(lockfile):
+    """Debian's archive (the Debian path's only source) has no R580 build: one line says so and names the way out."""
+    rc, msg, _ = run_role("nvidia_driver", gpu_platform_versions_overlay="", nvidia_driver_running_kernel=False)
+    assert rc != 0
+    branch = lockfile["nvidia_driver"]["branch"]
+    assert f"nvidia_driver: driver branch {branch} (nvidia_driver.branch) has no packages for debian12" in msg
+    assert "published there: 535" in msg and "gpu_platform_versions_overlay=debian12-lab" in msg
+
+
+def test_the_lab_overlay_is_refused_on_another_os():
+    rc, msg, _ = run_role("nvidia_driver", UBUNTU_2204, gpu_platform_versions_overlay=LAB_OVERLAY, nvidia_driver_running_kernel=False)
+    assert rc != 0
+    assert "gpu_platform_versions_overlay=debian12-lab applies to" in msg and "not Ubuntu 22" in msg
+
+
+def test_an_unknown_overlay_names_the_defined_ones():
+    rc, msg, _ = run_role("nvidia_driver", UBUNTU_2204, gpu_platform_versions_overlay="debian13-lab", nvidia_driver_running_kernel=False)
+    assert rc != 0
+    assert "overlays.debian13-lab: no such overlay in the version lockfile; defined: debian12-lab" in msg
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.ansible.helpers import FIXTURES, ROLES, load_lockfile, load_nvidia_smi_module
+from tests.ansible.helpers import FIXTURES, ROLES, lab_lockfile, load_nvidia_smi_module
 
 smi = load_nvidia_smi_module()
 MIG_CONFIG = yaml.safe_load((ROLES / "mig" / "files" / "config-default.yaml").read_text(encoding="utf-8"))
-DRIVER = load_lockfile()["nvidia_driver"]["version"]
+# The synthetic fixtures follow the lab's driver build (the Debian 12 overlay's pin).
+DRIVER = lab_lockfile()["nvidia_driver"]["version"]
 H100 = FIXTURES / "nvidia-smi-h100-sxm-8x-mig-disabled.xml"
 A100_MIG = FIXTURES / "nvidia-smi-a100-80gb-4x-mig-all-1g.10gb.xml"
 FAULTY = FIXTURES / "nvidia-smi-a100-40gb-2x-faulty.xml"

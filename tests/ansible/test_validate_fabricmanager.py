@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.ansible.helpers import ANSIBLE_DIR, BIN, DEBIAN_12, FIXTURES, HERE, ansible_env, failure_messages
+from tests.ansible.helpers import ANSIBLE_DIR, BIN, DEBIAN_12, FIXTURES, HERE, LAB_OVERLAY, ansible_env, failure_messages, lab_lockfile
 
 PLAYBOOK = HERE / "playbooks" / "role_under_test.yml"
 NVSWITCH_POOLS = {"pool_h100_training", "pool_a100_mig"}
@@ -46,6 +46,8 @@ def validate(tmp_path: Path, *, in_nvswitch_group: bool, state: str | None, vers
     extra = {
         "ansible_python_interpreter": sys.executable,
         "fake": DEBIAN_12,
+        # The recorded node runs the lab's driver build.
+        "gpu_platform_versions_overlay": LAB_OVERLAY,
         "role_name": "gpu_node_validate",
         "gpu_node_validate_gpu_model": "H100-80GB",
         "gpu_node_validate_gpu_count": 8,
@@ -63,16 +65,16 @@ def validate(tmp_path: Path, *, in_nvswitch_group: bool, state: str | None, vers
     return result.returncode, " | ".join(failure_messages(result)), json.loads(report.read_text())
 
 
-def test_nvswitch_host_passes_with_fabric_manager_active_at_the_driver_version(tmp_path, lockfile):
-    driver = lockfile["nvidia_driver"]["version"]
+def test_nvswitch_host_passes_with_fabric_manager_active_at_the_driver_version(tmp_path):
+    driver = lab_lockfile()["nvidia_driver"]["version"]
     rc, msg, report = validate(tmp_path, in_nvswitch_group=True, state="active", version=driver)
     assert rc == 0, msg
     assert report["passed"] is True
     assert report["fabric_manager"] == {"checked": True, "state": "active", "version": driver}
 
 
-def test_nvswitch_host_fails_naming_a_stopped_fabric_manager_and_a_stale_version(tmp_path, lockfile):
-    driver = lockfile["nvidia_driver"]["version"]
+def test_nvswitch_host_fails_naming_a_stopped_fabric_manager_and_a_stale_version(tmp_path):
+    driver = lab_lockfile()["nvidia_driver"]["version"]
     rc, msg, report = validate(tmp_path, in_nvswitch_group=True, state="inactive", version="535.247.01")
     assert rc != 0
     want = [
@@ -101,9 +103,13 @@ def test_host_outside_nvswitch_nodes_skips_the_check(tmp_path):
     assert report["fabric_manager"]["checked"] is False
 
 
-def test_the_check_can_be_switched_on_outside_the_group(tmp_path, lockfile):
+def test_the_check_can_be_switched_on_outside_the_group(tmp_path):
     rc, msg, _ = validate(
-        tmp_path, in_nvswitch_group=False, state="failed", version=lockfile["nvidia_driver"]["version"], gpu_node_validate_check_fabricmanager=True
+        tmp_path,
+        in_nvswitch_group=False,
+        state="failed",
+        version=lab_lockfile()["nvidia_driver"]["version"],
+        gpu_node_validate_check_fabricmanager=True,
     )
     assert rc != 0
     assert "nvidia-fabricmanager.service is failed, want active" in msg

@@ -46,7 +46,8 @@ LOCKED = version_values(load_lockfile())
 def test_the_lockfile_has_the_versions_the_roles_need():
     for key in [
         "nvidia_driver.version",
-        "nvidia_driver.packages.debian",
+        "nvidia_driver.packages.ubuntu",
+        "nvidia_driver.packages.rhel",
         "container_toolkit.version",
         "dcgm.version",
         "mig_parted.version",

@@ -327,9 +327,9 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
     (
         "version-override-breaks-matrix",
         "prod",
-        set_cfg("gpu-platform:versions", {"cuda": {"version": "12.8.0"}}),
+        set_cfg("gpu-platform:versions", {"cuda": {"version": "13.1.0"}}),
         "gpu-platform:versions.cuda.version",
-        "needs a newer driver than branch 535",
+        "needs a newer driver than branch 580",
     ),
     (
         "version-override-fabric-manager",

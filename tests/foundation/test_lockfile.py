@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import re
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 from gpu_platform.errors import ConfigError
-from gpu_platform.versions import deep_merge, load_lockfile, parse_lockfile, raw_lockfile
+from gpu_platform.versions import deep_merge, load_lockfile, overlay_data, parse_lockfile, raw_lockfile, support_end
 from tests.conftest import ROOT
 
 LOCKFILE = ROOT / "infra" / "gpu_platform" / "data" / "versions.yaml"
@@ -28,9 +29,9 @@ def test_lockfile_loads_and_pins_every_component() -> None:
 @pytest.mark.parametrize(
     ("override", "path", "fragment"),
     [
-        ({"cuda": {"version": "12.4.1"}}, "cuda.version", "needs a newer driver"),
+        ({"cuda": {"version": "13.1.0"}}, "cuda.version", "needs a newer driver"),
         ({"fabric_manager": {"version": "535.230.02"}}, "fabric_manager.version", "differs from the driver"),
-        ({"nvidia_driver": {"version": "550.54.15"}}, "nvidia_driver.version", "is not on branch 535"),
+        ({"nvidia_driver": {"version": "550.54.15"}}, "nvidia_driver.version", "is not on branch 580"),
         ({"nvidia_driver": {"packages": {"debian": "535.247.01-1"}}}, "nvidia_driver.packages.debian", "does not carry driver"),
         # Volcano 1.15 stops at 1.35 (its README's compatibility table): why the pin is 1.35, not 1.36.
         ({"kubernetes": {"version": "1.36"}}, "compatibility.kubernetes.volcano", "outside volcano's supported range"),
@@ -107,3 +108,47 @@ def test_no_version_literal_outside_the_lockfile() -> None:
     assert any(p.suffix == ".py" for p in files)
     offenders = {str(p.relative_to(ROOT)): hits for p in files if (hits := stray_pins(p.read_text(errors="replace")))}
     assert not offenders, f"version literals outside {LOCKFILE.relative_to(ROOT)}: {offenders}"
+
+
+def test_lab_overlay_says_what_it_overrides_and_yields_a_consistent_lockfile() -> None:
+    """The lookup plugin and gpu_platform.versions lay `overlays.<name>.overrides` over the pins the same way."""
+    raw = raw_lockfile()
+    lab = raw["overlays"]["debian12-lab"]
+    assert "535" in lab["why"] and "Debian" in lab["why"]
+    assert lab["applies_to"] == {"Debian": ["12"]}
+    merged = overlay_data(raw, "debian12-lab")
+    # The lab converges Debian's own 535 build; the Ubuntu/RHEL production pins are removed, not kept.
+    assert merged["nvidia_driver"] == {"branch": "535", "version": "535.261.03", "packages": {"debian": "535.261.03-1"}}
+    assert merged["fabric_manager"]["version"] == merged["images"]["driver"]["tag"] == "535.261.03"
+    assert merged["cuda"]["packages"] == {}
+    # Everything the overlay does not name stays the production pin.
+    assert merged["dcgm"] == raw["dcgm"] and merged["container_toolkit"] == raw["container_toolkit"]
+    merged.pop("overlays")
+    parse_lockfile(merged)
+
+
+def test_an_overlay_that_breaks_the_matrix_is_reported_under_its_own_key_path() -> None:
+    data = copy.deepcopy(raw_lockfile())
+    del data["overlays"]["debian12-lab"]["overrides"]["fabric_manager"]
+    with pytest.raises(ConfigError) as err:
+        parse_lockfile(data)
+    assert [str(p) for p in err.value.problems] == [
+        "infra/gpu_platform/data/versions.yaml: overlays.debian12-lab.overrides.fabric_manager.version: "
+        f"'{data['fabric_manager']['version']}' differs from the driver 535.261.03; fabric manager must equal the driver version exactly"
+    ]
+
+
+def test_production_driver_branch_is_in_support_with_its_source() -> None:
+    """NVIDIA's driver lifecycle table gives each branch's end of life; the production pin must be inside it."""
+    lock = load_lockfile()
+    end = support_end(lock, "nvidia_driver_branches", lock.nvidia_driver.branch)
+    assert end is not None and end.source.startswith("https://docs.nvidia.com/")
+    assert support_end(lock, "nvidia_driver_branches", "535").ends == date(2026, 6, 30)  # type: ignore[union-attr]
+    assert end.ends > date(2026, 11, 26)
+    release_lines = {
+        "cuda": ".".join(lock.cuda.version.split(".")[:2]),
+        "dcgm": ".".join(lock.dcgm.version.split(".")[:2]),
+        "fabric_manager": lock.nvidia_driver.branch,
+    }
+    for component, key in release_lines.items():
+        assert support_end(lock, component, key) is not None, f"support.{component}.{key} missing"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,17 @@ def write_inventory(group_vars: dict[str, Any]) -> Callable[[Path], None]:
         gv.mkdir(parents=True)
         (gv / "all.yml").write_text(yaml.safe_dump(group_vars))
         (root / "ansible" / "inventories" / "prod" / "hosts.yml").write_text("all:\n  hosts:\n    gpu-01: {}\n")
+
+    return make
+
+
+def support_ended(component: str, key: str, ends: str) -> Callable[[Lockfile], Lockfile]:
+    """A lockfile copy whose recorded end of support for `component.key` is `ends`."""
+
+    def make(lock: Lockfile) -> Lockfile:
+        support = {c: dict(entries) for c, entries in lock.support.items()}
+        support[component][key] = support[component][key].model_copy(update={"ends": date.fromisoformat(ends)})
+        return lock.model_copy(update={"support": support})
 
     return make
 
@@ -613,5 +625,32 @@ CASES: list[Case] = [
         fires_on="ansible/inventories/prod/group_vars/all.yml",
         message="repeats the pinned version",
         repo=write_inventory({"driver_pkg": "535.261.03-1"}),
+    ),
+    # The real inventories read the production pins (R580, supported until 2028-08-31).
+    Case("ansible-driver-branch-in-support", "prod-on-the-lockfile-branch", "prod", repo=write_inventory({"ansible_user": "gpu-admin"})),
+    Case(
+        "ansible-driver-branch-in-support",
+        "prod-selects-the-eol-lab-overlay",
+        "prod",
+        fires_on="ansible/inventories/prod/group_vars/all.yml",
+        message="driver branch 535 reached end of support on 2026-06-30",
+        repo=write_inventory({"gpu_platform_versions_overlay": "debian12-lab"}),
+    ),
+    Case(
+        "ansible-driver-branch-in-support",
+        "lockfile-branch-past-its-end",
+        "prod",
+        fires_on="ansible/inventories/prod/hosts.yml",
+        message="reached end of support on 2020-01-31",
+        lock=support_ended("nvidia_driver_branches", "580", "2020-01-31"),
+        repo=write_inventory({"ansible_user": "gpu-admin"}),
+    ),
+    Case(
+        "ansible-driver-branch-in-support",
+        "unknown-overlay",
+        "prod",
+        fires_on="ansible/inventories/prod/group_vars/all.yml",
+        message="gpu_platform_versions_overlay=debian13-lab is not an overlay in the lockfile; defined: debian12-lab",
+        repo=write_inventory({"gpu_platform_versions_overlay": "debian13-lab"}),
     ),
 ]

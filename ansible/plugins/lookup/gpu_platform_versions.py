@@ -12,6 +12,9 @@ description:
     place in the repository where version literals live.
   - Without terms, returns the whole lockfile.
   - The file is found relative to this plugin, or at E(GPU_PLATFORM_VERSIONS_FILE) when set.
+  - When the host variable C(gpu_platform_versions_overlay) names an entry of the lockfile's
+    C(overlays) section, that overlay's C(overrides) are laid over the pins first (a null removes
+    a key), so an environment such as the Debian 12 lab reads its own explicit, documented pins.
 options:
   _terms:
     description: Dotted key paths, for example C(nvidia_driver.version).
@@ -21,6 +24,9 @@ options:
   default:
     description: Value returned for a missing key instead of failing.
     type: raw
+  overlay:
+    description: Overlay to apply; defaults to the host variable C(gpu_platform_versions_overlay).
+    type: str
 """
 
 EXAMPLES = r"""
@@ -73,6 +79,27 @@ def load_lockfile(path: Path) -> dict[str, Any]:
     return _CACHE[key]
 
 
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `override` laid over it key by key; a None in `override` removes the key."""
+    merged = dict(base)
+    for key, value in override.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def with_overlay(data: dict[str, Any], name: str, path: Path | None = None) -> dict[str, Any]:
+    """The lockfile with the named overlay's overrides applied (the same merge as gpu_platform.versions)."""
+    overlays = data.get("overlays") or {}
+    if name not in overlays:
+        raise AnsibleLookupError(f"{path}: overlays.{name}: no such overlay in the version lockfile; defined: {', '.join(sorted(overlays)) or 'none'}")
+    return _merge(data, overlays[name]["overrides"])
+
+
 def resolve(data: dict[str, Any], dotted: str, default: Any = _MISSING, path: Path | None = None) -> Any:
     """Walk a dotted key path; fail with the file and key path when a key is missing."""
     node: Any = data
@@ -98,6 +125,11 @@ class LookupModule(LookupBase):
         default = self.get_option("default") if "default" in kwargs else _MISSING
         path = lockfile_path()
         data = load_lockfile(path)
+        overlay = kwargs.get("overlay") or (variables or {}).get("gpu_platform_versions_overlay")
+        if overlay and "{{" in str(overlay):
+            overlay = self._templar.template(overlay)
+        if overlay:
+            data = with_overlay(data, str(overlay), path)
         if not terms:
             return [data]
         return [resolve(data, str(term), default, path) for term in terms]

@@ -1,15 +1,16 @@
-"""Repository rule over the Ansible tree: inventories never override a version the lockfile pins."""
+"""Repository rules over the Ansible tree: inventories never override a pinned version, nor converge an unsupported driver."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gpu_platform.versions import Lockfile
+from gpu_platform.versions import Lockfile, support_end
 from gpu_platform_policies.model import Context, Finding, rule
 from gpu_platform_policies.view import walk
 
@@ -38,6 +39,8 @@ def pinned_values(lock: Lockfile) -> set[str]:
             values.add(value)
     for pkgs in (lock.nvidia_driver.packages, lock.cuda.packages, lock.container_toolkit.packages, lock.dcgm.packages):
         values.update(pkgs.values())
+    for overlay in lock.overlays.values():  # an overlay's package builds are pins too (the lab's 535 build)
+        values.update(v for where, _, v in walk(overlay.overrides) if ".packages." in where and isinstance(v, str))
     return values
 
 
@@ -71,3 +74,69 @@ def ansible_no_version_override(root: Path, ctx: Context) -> Iterator[Finding]:
                     yield Finding(rel, f"{where} sets {value!r}; read it from the lockfile (lookup('gpu_platform_versions', ...))", file=rel)
                 elif isinstance(value, str) and value in pinned:
                     yield Finding(rel, f"{where} repeats the pinned version {value!r}; read it from the lockfile instead", file=rel)
+
+
+OVERLAY_VAR = "gpu_platform_versions_overlay"
+
+
+def inventory_dirs(root: Path) -> list[Path]:
+    """Each environment's inventory directory (ansible/inventories/<env>)."""
+    base = root / "ansible" / "inventories"
+    return sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+
+
+def selected_overlays(inventory: Path) -> list[tuple[Path, str]]:
+    """(file, overlay name) for every place an inventory sets gpu_platform_versions_overlay."""
+    found: list[tuple[Path, str]] = []
+    for path in sorted(p for p in inventory.rglob("*") if p.is_file() and p.suffix in (".yml", ".yaml")):
+        try:
+            docs = list(yaml.safe_load_all(path.read_text()))
+        except (yaml.YAMLError, UnicodeDecodeError):
+            continue
+        for doc in docs:
+            found.extend((path, str(value)) for _, key, value in walk(doc) if key == OVERLAY_VAR and value)
+    return found
+
+
+def branch_support_problem(lock: Lockfile, branch: str, today: date) -> str | None:
+    """Why a driver branch may not be pinned on `today` (no recorded end of support, or past it); None if it may."""
+    end = support_end(lock, "nvidia_driver_branches", branch)
+    if end is None:
+        known = ", ".join(sorted(lock.support.get("nvidia_driver_branches", {}))) or "none"
+        return f"driver branch {branch} has no end-of-support date in the lockfile; add support.nvidia_driver_branches.{branch} (recorded: {known})"
+    if end.ends < today:
+        return f"driver branch {branch} reached end of support on {end.ends.isoformat()} ({end.source}); pin a branch supported today"
+    return None
+
+
+@rule(
+    "ansible-driver-branch-in-support",
+    "Every Ansible inventory converges its GPU nodes to a driver branch NVIDIA still supports, lockfile overlays included.",
+    "mandatory",
+    "repository",
+    category="ansible",
+)
+def ansible_driver_branch_in_support(root: Path, ctx: Context) -> Iterator[Finding]:
+    """The roles install whatever branch the lockfile (or an overlay the inventory selects) pins, EOL or not."""
+    # The gate's clock; a context that carries one (tests, a replayed check) fixes the day.
+    today: date = getattr(ctx, "today", None) or date.today()
+    for inventory in inventory_dirs(root):
+        selected = selected_overlays(inventory)
+        if not selected:
+            hosts = next((p for p in sorted(inventory.glob("hosts*")) if p.is_file()), inventory)
+            problem = branch_support_problem(ctx.lock, ctx.lock.nvidia_driver.branch, today)
+            if problem:
+                rel = hosts.relative_to(root).as_posix()
+                yield Finding(rel, f"{problem} (nvidia_driver.branch in the lockfile)", file=rel)
+            continue
+        for path, name in selected:
+            rel = path.relative_to(root).as_posix()
+            overlay = ctx.lock.overlays.get(name)
+            if overlay is None:
+                defined = ", ".join(sorted(ctx.lock.overlays)) or "none"
+                yield Finding(rel, f"{OVERLAY_VAR}={name} is not an overlay in the lockfile; defined: {defined}", file=rel)
+                continue
+            branch = str(overlay.overrides.get("nvidia_driver", {}).get("branch", ctx.lock.nvidia_driver.branch))
+            problem = branch_support_problem(ctx.lock, branch, today)
+            if problem:
+                yield Finding(rel, f"{OVERLAY_VAR}={name}: {problem}", file=rel)

@@ -1,0 +1,107 @@
+"""Each supported OS gets a driver and CUDA package set NVIDIA's repository for that OS publishes.
+
+The lockfile's `package_availability` table records, per OS repository
+(developer.download.nvidia.com/compute/cuda/repos/<os>/x86_64/), which driver branches and CUDA
+toolkit minors exist there. apt and dnf resolve `nvidia-headless-<branch>=<version>` and
+`cuda-toolkit-<major>-<minor>=<version>` only from that repository's index, so a pin missing from it
+fails on the host in the middle of a converge; the preflight refuses it first, in one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_platform.versions import PackagePin, check_availability, parse_lockfile
+from tests.ansible.helpers import HERE, RHEL_9, UBUNTU_2204, UBUNTU_2404, ansible_env, failure_messages, load_lockfile, run_playbook
+
+LOCK = load_lockfile()
+OSES = [(UBUNTU_2204, "ubuntu2204", "ubuntu"), (UBUNTU_2404, "ubuntu2404", "ubuntu"), (RHEL_9, "rhel9", "rhel")]
+IDS = ["ubuntu2204", "ubuntu2404", "rhel9"]
+
+
+def minor(version: str) -> tuple[int, int]:
+    major, mnr = version.split(".")[:2]
+    return int(major), int(mnr)
+
+
+def preflight(role: str, facts: dict[str, str], lockfile: Path | None = None, **role_vars: Any) -> tuple[int, str]:
+    """Run one role's preflight posing as `facts`, optionally against a lockfile copy."""
+    env = ansible_env(GPU_PLATFORM_VERSIONS_FILE=str(lockfile)) if lockfile else None
+    extra = {"fake": facts, "role_name": role, "role_tasks": "preflight", **role_vars}
+    result = run_playbook(HERE / "playbooks" / "role_under_test.yml", extra, "--check", env=env)
+    return result.returncode, " | ".join(failure_messages(result))
+
+
+def lockfile_copy(tmp_path: Path, **sections: dict[str, Any]) -> Path:
+    data = load_lockfile()
+    data.update(sections)
+    path = tmp_path / "versions.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("facts", "os_key", "source"), OSES, ids=IDS)
+def test_rendered_package_set_exists_in_that_os_repository(tmp_path: Path, facts: dict[str, str], os_key: str, source: str):
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run_playbook(HERE / "playbooks" / "render.yml", {"fake": facts, "out_dir": str(out)})
+    assert result.returncode == 0, result.stdout[-3000:]
+    got = json.loads((out / "facts.json").read_text())
+    assert got["driver_repo_os"] == os_key
+    assert got["driver_repo"].endswith(f"/{os_key}/x86_64/")
+    avail = LOCK["package_availability"][os_key]
+    assert avail["package_source"] == source
+    assert LOCK["nvidia_driver"]["branch"] in avail["driver_branches"]
+    assert got["driver_package_version"] == LOCK["nvidia_driver"]["packages"][source]
+    cuda = LOCK["cuda"]["version"]
+    assert got["cuda_package"] == "cuda-toolkit-{}-{}".format(*minor(cuda))
+    assert minor(avail["cuda"]["min"]) <= minor(cuda) <= minor(avail["cuda"]["max"])
+
+
+@pytest.mark.parametrize(("facts", "os_key", "source"), OSES, ids=IDS)
+def test_preflight_accepts_the_production_pins(facts: dict[str, str], os_key: str, source: str):
+    rc, msg = preflight("nvidia_driver", facts, nvidia_driver_running_kernel=False, nvidia_driver_gpu_model="H100-80GB")
+    assert rc == 0, msg
+    rc, msg = preflight("cuda_toolkit", facts)
+    assert rc == 0, msg
+
+
+def test_cuda_that_predates_the_ubuntu_2404_repository_fails_in_one_line(tmp_path: Path):
+    old = lockfile_copy(tmp_path, cuda={"version": "12.2.2", "packages": {"ubuntu": "12.2.2-1", "rhel": "12.2.2-1"}})
+    rc, msg = preflight("cuda_toolkit", UBUNTU_2404, old)
+    assert rc != 0
+    src = LOCK["package_availability"]["ubuntu2404"]
+    assert msg == (
+        f"cuda_toolkit: CUDA 12.2.2 (cuda.version) is not published for ubuntu2404 ({src['source']}); "
+        f"published there: {src['cuda']['min']} to {src['cuda']['max']}"
+    )
+    # The same pin exists in the 22.04 repository, so that host passes.
+    rc, msg = preflight("cuda_toolkit", UBUNTU_2204, old)
+    assert rc == 0, msg
+
+
+def test_a_driver_branch_missing_from_the_os_repository_fails_in_one_line(tmp_path: Path):
+    old = lockfile_copy(
+        tmp_path,
+        nvidia_driver={"branch": "535", "version": "535.261.03", "packages": {"ubuntu": "535.261.03-0ubuntu1", "rhel": "535.261.03-1"}},
+    )
+    rc, msg = preflight("nvidia_driver", UBUNTU_2404, old, nvidia_driver_running_kernel=False)
+    assert rc != 0
+    assert msg.startswith("nvidia_driver: driver branch 535 (nvidia_driver.branch) has no packages for ubuntu2404 (")
+    assert "published there: " + ", ".join(LOCK["package_availability"]["ubuntu2404"]["driver_branches"]) in msg
+
+
+def test_lockfile_check_names_each_os_a_pin_is_missing_from():
+    """The same table is checked when the lockfile loads (plan, check, make test), before any host."""
+    lock = parse_lockfile(load_lockfile())
+    old_cuda = PackagePin(version="12.2.2", packages={"ubuntu": "12.2.2-1", "rhel": "12.2.2-1"})
+    problems = [str(p) for p in check_availability(lock.model_copy(update={"cuda": old_cuda}))]
+    assert problems == [
+        "infra/gpu_platform/data/versions.yaml: cuda.packages.ubuntu: CUDA 12.2.2 is not published for ubuntu2404 "
+        f"({LOCK['package_availability']['ubuntu2404']['source']}); allowed on ubuntu2404: CUDA 12.5..13.0"
+    ]
