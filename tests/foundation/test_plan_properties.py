@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.catalog import load_catalog
-from gpu_platform.engine import Plan, PlannedResource, run_program
+from gpu_platform.engine import Plan, PlannedResource, auto_name, run_program
 from gpu_platform.pools import gpu_of, gpus_per_node, resources_per_gpu
 from gpu_platform.spec.loader import read_stack_config
 from gpu_platform.spec.models import NodePool
@@ -87,7 +87,7 @@ def test_efa_training_pools_get_placement_group_and_all_efa_interfaces() -> None
         ng, lt = _pool_resources(plan, pool)
         pg = plan.named(f"pool-{pool.name}-pg")
         assert pg.inputs["strategy"] == "cluster"
-        assert lt["placement"]["groupName"] == pg.name
+        assert lt["placement"]["groupName"] == auto_name(pg.type, pg.name)
         interfaces = lt["networkInterfaces"]
         assert len(interfaces) == catalog.instance("p5.48xlarge").efa_interfaces == 32
         assert all(i["interfaceType"] == "efa" for i in interfaces)
