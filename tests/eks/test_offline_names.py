@@ -20,7 +20,7 @@ def _required_args(type_token: str) -> list[str]:
     Reads the pinned pulumi-aws SDK itself: `pulumi_aws.<module>.<Type>Args.__init__` marks required
     inputs as keyword-only parameters without a default (e.g. RolePolicyAttachmentArgs(policy_arn, role)).
     """
-    module, cls = type_token.split(":")[1].split("/")[0], type_token.split(":")[2]
+    module, cls = type_token.split(":")[1].split("/", maxsplit=1)[0], type_token.split(":")[2]
     args = getattr(importlib.import_module(f"pulumi_aws.{module}"), f"{cls}Args")
     params = inspect.signature(args.__init__).parameters.values()
     return [to_camel(p.name) for p in params if p.kind is p.KEYWORD_ONLY and p.default is inspect.Parameter.empty]
