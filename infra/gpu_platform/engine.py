@@ -6,6 +6,7 @@ is Pulumi's MockMonitor with a recorder, so no cloud, CLI or plugin is involved.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -103,9 +104,24 @@ def _parent_name(urn: str) -> str | None:
     return None if parts[2].split("$")[-1] == "pulumi:pulumi:Stack" else parts[-1]
 
 
+def auto_name(type_token: str, name: str) -> str:
+    """The physical name the provider gives a resource the program does not name: logical name, dash, 7 hex.
+
+    Pulumi's auto-naming (pulumi-terraform-bridge `tfbridge.AutoName` → `resource.NewUniqueHex(name + "-", 7, maxlen)`)
+    appends 7 random hex digits; here they come from a hash, so plans stay byte-identical run to run.
+    """
+    return f"{name}-{hashlib.sha256(f'{type_token}::{name}'.encode()).hexdigest()[:7]}"
+
+
 def computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    """The few outputs the program reads back from resources, with recognisable fake values."""
+    """The outputs the program reads back from resources, with recognisable fake values.
+
+    `name` is what the provider reports: the given name, else the auto-name, so a reference such as
+    a RolePolicyAttachment's `role` (the Role's `.name`) resolves in the plan as it does in AWS.
+    """
     out = dict(inputs)
+    if type_token.startswith("aws:"):
+        out.setdefault("name", auto_name(type_token, name))
     out.setdefault("arn", f"arn:aws:mock:::{type_token.rsplit(':', maxsplit=1)[-1].lower()}/{name}")
     if type_token == "aws:eks/cluster:Cluster":
         out["endpoint"] = f"https://{name}.eks.mock"
@@ -115,8 +131,6 @@ def computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict
         out["resources"] = [{"autoscalingGroups": [{"name": f"eks-{inputs.get('nodeGroupName', name)}-mock"}]}]
     elif type_token == "aws:ec2/launchTemplate:LaunchTemplate":
         out["latestVersion"] = 1
-    elif type_token == "aws:ec2/placementGroup:PlacementGroup":
-        out.setdefault("name", name)
     return out
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from gpu_platform import efa
 from gpu_platform.catalog import load_catalog
-from gpu_platform.engine import Plan, PlannedResource, run_program
+from gpu_platform.engine import Plan, PlannedResource, auto_name, run_program
 from gpu_platform.pools import gpu_of, gpus_per_node, resources_per_gpu
 from gpu_platform.spec.loader import read_stack_config
 from gpu_platform.spec.models import NodePool
@@ -88,7 +88,7 @@ def test_efa_training_pools_get_placement_group_and_all_efa_interfaces() -> None
         ng, lt = _pool_resources(plan, pool)
         pg = plan.named(f"pool-{pool.name}-pg")
         assert pg.inputs["strategy"] == "cluster"
-        assert lt["placement"]["groupName"] == pg.name
+        assert lt["placement"]["groupName"] == auto_name(pg.type, pg.name)
         # EC2 User Guide, "Maximize network bandwidth on Amazon EC2 instances with multiple network
         # cards": ENA primary at card 0 device 0, EFA-only at card 0 device 1, EFA-only at device 0 of
         # every further card: 32 EFA devices and one ENA on a p5.48xlarge.
