@@ -16,9 +16,9 @@ from gpu_platform_policies.model import (
     Rule,
     Violation,
 )
-from gpu_platform_policies.rules import ansible, capacity, gpu, observability, rollout, security, versions
+from gpu_platform_policies.rules import ansible, capacity, controllers, gpu, observability, rollout, security, versions
 
-CATEGORIES = (security, gpu, versions, capacity, rollout, observability, ansible)
+CATEGORIES = (security, gpu, versions, capacity, rollout, observability, controllers, ansible)
 
 __all__ = [
     "CATEGORIES",

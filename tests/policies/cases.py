@@ -510,3 +510,8 @@ CASES: list[Case] = [
         repo=write_inventory({"driver_pkg": "535.261.03-1"}),
     ),
 ]
+
+# The controller rules' cases (issue 9) live in their own module; it imports the helpers above.
+from tests.policies.cases_controllers import CONTROLLER_CASES  # noqa: E402
+
+CASES += CONTROLLER_CASES
