@@ -52,3 +52,23 @@ CONTROLLER_CASES += [
         "not a DCGM field",
     ),
 ]
+
+CONTROLLER_CASES += [
+    Case("helm-chart-locatable", "prod-compliant", "prod"),
+    Case(
+        "helm-chart-locatable",
+        "oci-registry-as-repository",
+        "prod",
+        (set_in("kueue-release", "chart", "kueue"), set_in("kueue-release", "repositoryOpts", {"repo": "oci://registry.k8s.io/kueue/charts"})),
+        "kueue-release",
+        "classic index.yaml repository",
+    ),
+    Case(
+        "helm-chart-locatable",
+        "oci-chart-with-repository",
+        "prod",
+        (set_in("kueue-release", "repositoryOpts", {"repo": "https://example.com/charts"}),),
+        "kueue-release",
+        "OCI reference alone",
+    ),
+]

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpu_platform.k8s.dcgm import CsvError, read_metrics_csv
+from gpu_platform.versions import OCI
 from gpu_platform_policies.model import Context, Resource, rule
+from gpu_platform_policies.view import HELM_RELEASE, get
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DCGM_METRICS_FILE = "dcgm-metrics.csv"
@@ -32,3 +34,24 @@ def dcgm_metrics_parse(r: Resource, ctx: Context) -> Iterator[str]:
         read_metrics_csv(text)
     except CsvError as exc:
         yield f"data.{DCGM_METRICS_FILE}: dcgm-exporter would exit: {exc}"
+
+
+@rule(
+    "helm-chart-locatable",
+    "Helm releases name OCI charts as chart: oci://... with no repositoryOpts, and classic charts with an https repository.",
+    "mandatory",
+    "resource",
+    category="controllers",
+    types=(HELM_RELEASE,),
+)
+def helm_chart_locatable(r: Resource, ctx: Context) -> Iterator[str]:
+    """The Pulumi provider (helm_release.go resolveChartName/locateChart) fetches index.yaml from any repo URL: an OCI registry there fails at up."""
+    chart = str(r.inputs.get("chart", ""))
+    repo = get(r.inputs, "repositoryOpts", "repo")
+    if chart.startswith(OCI) and repo:
+        yield f"chart {chart} is an OCI reference and also names repositoryOpts.repo {repo!r}; allowed: the OCI reference alone"
+    elif isinstance(repo, str) and repo.startswith(OCI):
+        yield (
+            f"repositoryOpts.repo {repo!r} is an OCI registry, which the provider reads as a classic index.yaml repository; "
+            f"allowed: chart: {repo.rstrip('/')}/{chart} with no repositoryOpts"
+        )
