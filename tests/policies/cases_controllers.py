@@ -5,7 +5,7 @@ Kept apart from cases.py so the controller rules' cases read together; cases.py 
 
 from __future__ import annotations
 
-from tests.policies.cases import Case, set_in
+from tests.policies.cases import Case, drop_in, set_in
 
 L40S_PATCH = "pool-l40s-dev-l40s-01"
 A100_MIG_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
@@ -70,5 +70,19 @@ CONTROLLER_CASES += [
         (set_in("kueue-release", "repositoryOpts", {"repo": "https://example.com/charts"}),),
         "kueue-release",
         "OCI reference alone",
+    ),
+]
+
+QUEUE = "volcano-queue-students"
+CONTROLLER_CASES += [
+    Case("volcano-queue-admitted", "onprem-compliant", "onprem"),
+    Case("volcano-queue-admitted", "guarantee-without-deserved", "onprem", (drop_in(QUEUE, "spec.deserved"),), QUEUE, "must be >= guarantee"),
+    Case(
+        "volcano-queue-admitted",
+        "deserved-above-capability",
+        "onprem",
+        (set_in(QUEUE, "spec.deserved.nvidia.com/gpu.shared", "65"),),
+        QUEUE,
+        "must be <= capability",
     ),
 ]

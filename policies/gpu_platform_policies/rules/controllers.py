@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpu_platform.k8s.admission import volcano_queue_errors
 from gpu_platform.k8s.dcgm import CsvError, read_metrics_csv
 from gpu_platform.versions import OCI
 from gpu_platform_policies.model import Context, Resource, rule
@@ -15,6 +16,7 @@ from gpu_platform_policies.view import HELM_RELEASE, get
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DCGM_METRICS_FILE = "dcgm-metrics.csv"
+VOLCANO_QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
 
 
 @rule(
@@ -55,3 +57,17 @@ def helm_chart_locatable(r: Resource, ctx: Context) -> Iterator[str]:
             f"repositoryOpts.repo {repo!r} is an OCI registry, which the provider reads as a classic index.yaml repository; "
             f"allowed: chart: {repo.rstrip('/')}/{chart} with no repositoryOpts"
         )
+
+
+@rule(
+    "volcano-queue-admitted",
+    "Volcano Queues pass Volcano's queue admission webhook: valid quantities, guarantee <= deserved <= capability.",
+    "mandatory",
+    "resource",
+    category="controllers",
+    types=(VOLCANO_QUEUE,),
+)
+def volcano_queue_admitted(r: Resource, ctx: Context) -> Iterator[str]:
+    """The webhook (validate_queue.go validateQueue) refuses the Queue at `pulumi up`, after other resources changed."""
+    for error in volcano_queue_errors(dict(r.inputs)):
+        yield f"Volcano's queue webhook refuses it: {error}"
