@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from datetime import date
 from functools import cache
@@ -10,7 +11,7 @@ from importlib import resources
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.spec.errors import problems_from_validation
@@ -58,12 +59,60 @@ class KernelRange(_Frozen):
     max: str
 
 
-class Chart(_Frozen):
-    """A Helm chart pinned to one version."""
+OCI = "oci://"
+CHART_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
-    repository: str
+
+class Chart(_Frozen):
+    """A Helm chart pinned to one version: `repository` + chart name, or an OCI reference in `chart` alone.
+
+    The Pulumi Kubernetes provider (provider/pkg/provider/helm_release.go, `resolveChartName` and
+    `locateChart`) treats any `repositoryOpts.repo` that parses as a URL as a classic chart repository
+    and fetches its `index.yaml`; an OCI registry there fails at `pulumi up`. OCI charts therefore go in
+    `chart: oci://<registry>/<path>/<name>` with no repository, and the loader refuses every other form.
+    """
+
     chart: str
+    repository: str | None = None
     version: str
+
+    @field_validator("repository")
+    @classmethod
+    def _classic_repository(cls, repository: str | None, info: ValidationInfo) -> str | None:
+        chart = str(info.data.get("chart", ""))
+        if repository is None:
+            return None
+        if chart.startswith(OCI):
+            raise ValueError(f"an OCI chart ({chart}) takes no repository; allowed: chart: oci://<registry>/<path>/<name> alone")
+        if repository.startswith(OCI):
+            raise ValueError(
+                "an OCI registry here is read by the Pulumi provider as a classic index.yaml repository and fails at `pulumi up`; "
+                f"allowed: chart: {repository.rstrip('/')}/{chart} with no repository"
+            )
+        if not repository.startswith("https://"):
+            raise ValueError("not a chart repository URL; allowed: https://...")
+        return repository
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Chart:
+        if self.chart.startswith(OCI):
+            if not CHART_NAME.match(self.name) or "/" not in self.chart.removeprefix(OCI):
+                raise ValueError(f"chart {self.chart!r} is not an OCI reference; allowed: oci://<registry>/<path>/<name>")
+        elif self.repository is None:
+            raise ValueError(f"chart {self.chart!r} needs a repository; allowed: repository: https://..., or chart: oci://<registry>/<path>/<name>")
+        elif not CHART_NAME.match(self.chart):
+            raise ValueError(f"chart {self.chart!r} is not a chart name; allowed: lowercase letters, digits and '-'")
+        return self
+
+    @property
+    def name(self) -> str:
+        """The chart's own name (the last path segment of an OCI reference)."""
+        return self.chart.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def repository_url(self) -> str | None:
+        """The classic repository to pass as `repositoryOpts.repo` (None for OCI charts)."""
+        return self.repository
 
 
 class Image(_Frozen):

@@ -143,7 +143,8 @@ def test_volcano_queues_match_tenant_quotas(stack: str) -> None:
     for tenant in spec.tenants:
         q = queues[tenant.name]
         hard = one(stack, "ResourceQuota", "gpu-quota", tenant.ns)["spec"]["hard"]
-        gpu_hard = {k.removeprefix("requests."): v for k, v in hard.items() if k.startswith("requests.nvidia.com/") and v != "0"}
+        # Every GPU resource, zeros included: Volcano reads a resource missing from capability as unlimited.
+        gpu_hard = {k.removeprefix("requests."): v for k, v in hard.items() if k.startswith("requests.nvidia.com/")}
         assert {k: v for k, v in q["capability"].items() if k.startswith("nvidia.com/")} == gpu_hard
         assert q["capability"]["cpu"] == hard["requests.cpu"] and q["capability"]["memory"] == hard["requests.memory"]
         assert q["weight"] == tenant.fair_share_weight

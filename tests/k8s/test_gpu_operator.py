@@ -101,9 +101,9 @@ def test_operator_reads_the_platform_configmaps() -> None:
     values = helm_values("prod", "gpu-operator")
     assert values["devicePlugin"]["config"] == {"create": False, "name": SHARING_CONFIGMAP, "default": "default"}
     assert values["migManager"]["config"]["name"] == MIG_CONFIGMAP and values["migManager"]["enabled"] is True
-    assert values["mig"]["strategy"] == "mixed"
+    assert values["mig"]["strategy"] == ""  # per-node configs decide (see tests/k8s/test_sharing.py)
     assert values["dcgmExporter"]["config"] == {"name": DCGM_METRICS_CONFIGMAP}
     assert values["dcgmExporter"]["serviceMonitor"] == {"enabled": False}  # the platform's own ServiceMonitor replaces it
     dev = helm_values("dev", "gpu-operator")
     assert dev["migManager"]["enabled"] is False  # L4 and A10G cannot do MIG
-    assert dev["mig"]["strategy"] == "single"
+    assert dev["mig"]["strategy"] == ""

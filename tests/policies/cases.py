@@ -654,3 +654,8 @@ CASES: list[Case] = [
         repo=write_inventory({"gpu_platform_versions_overlay": "debian13-lab"}),
     ),
 ]
+
+# The controller rules' cases (issue 9) live in their own module; it imports the helpers above.
+from tests.policies.cases_controllers import CONTROLLER_CASES  # noqa: E402
+
+CASES += CONTROLLER_CASES

@@ -16,7 +16,7 @@ import yaml
 
 from gpu_platform.commands.render import RULES_FILE
 from gpu_platform.k8s.alerts import CRITICAL_ALERTS
-from gpu_platform.k8s.gpu_operator import DCGM_METRICS
+from gpu_platform.k8s.dcgm import DCGM_METRICS
 from tests.conftest import STACKS
 from tests.k8s.helpers import rendered
 

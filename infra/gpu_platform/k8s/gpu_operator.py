@@ -9,14 +9,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_platform.catalog import Catalog
+from gpu_platform.k8s.dcgm import metrics_csv
 from gpu_platform.k8s.objects import GPU_OPERATOR_NAMESPACE, Manifest, create, helm_release, metadata, system_namespace
 from gpu_platform.k8s.sharing import (
     DEFAULT_CONFIG,
     MIG_CONFIGMAP,
     MIG_DISABLED,
+    OPERATOR_MIG_STRATEGY,
     SHARING_CONFIGMAP,
     mig_configmap,
-    mig_strategy,
     sharing_configmap,
 )
 from gpu_platform.pools import DOMAIN, GPU_RESOURCE, LABEL_INTERRUPTIBLE, gpu_of
@@ -27,38 +28,6 @@ RELEASE = "gpu-operator"
 DCGM_METRICS_CONFIGMAP = "dcgm-exporter-metrics"
 DCGM_METRICS_FILE = "dcgm-metrics.csv"
 SYSTEM_NODE_LABEL = f"{DOMAIN}/node-role"
-
-# (field, Prometheus type, help). The exporter's default list lacks ECC, retired pages, throttling
-# and NVLink errors, which the platform's alerts need, so the operator gets this list instead.
-DCGM_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
-    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
-    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
-    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
-    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
-    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."),
-    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
-    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
-    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
-    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
-    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
-    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors."),
-    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
-    ("DCGM_FI_DEV_RETIRED_SBE", "counter", "Total number of retired pages due to single-bit errors."),
-    ("DCGM_FI_DEV_RETIRED_DBE", "counter", "Total number of retired pages due to double-bit errors."),
-    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors."),
-    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed."),
-    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints (in us)."),
-    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in us)."),
-    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Current clock event (throttle) reasons, a bitmask."),
-    ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink flow-control CRC errors."),
-    ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink data CRC errors."),
-    ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries."),
-    ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink recovery errors."),
-    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active (works on MIG)."),
-    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
-    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active."),
-)
 
 # GPU nodes carry the GPU taint and, on Spot, the interruptible taint: node agents must tolerate both.
 GPU_NODE_TOLERATIONS = [
@@ -84,13 +53,12 @@ def uses_mig_manager(spec: PlatformSpec, catalog: Catalog) -> bool:
 
 
 def dcgm_metrics_configmap() -> Manifest:
-    """The DCGM exporter's metric list (`dcgm-metrics.csv`)."""
-    csv = "\n".join(f"{field}, {kind}, {text}" for field, kind, text in DCGM_METRICS) + "\n"
+    """The DCGM exporter's metric list under the key the operator mounts (`dcgm-metrics.csv`)."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": metadata(DCGM_METRICS_CONFIGMAP, GPU_OPERATOR_NAMESPACE),
-        "data": {DCGM_METRICS_FILE: csv},
+        "data": {DCGM_METRICS_FILE: metrics_csv()},
     }
 
 
@@ -111,7 +79,8 @@ def gpu_operator_values(spec: PlatformSpec, catalog: Catalog) -> dict[str, Any]:
         "operator": {"nodeSelector": controller_node_selector(spec), "cleanupCRD": False, "upgradeCRD": True},
         # The validator's workload check would schedule a CUDA pod on every new node; the plugin check is enough.
         "validator": {"plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}},
-        "mig": {"strategy": mig_strategy(spec)},
+        # Empty: each node's device-plugin config sets its own MIG strategy (gpu_platform.k8s.sharing).
+        "mig": {"strategy": OPERATOR_MIG_STRATEGY},
         # EKS NVIDIA AMIs and the on-prem golden images (Ansible) ship driver and toolkit; the operator
         # installs them only where the stack says so, pinned by the lockfile.
         "driver": {

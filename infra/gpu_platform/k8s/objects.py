@@ -58,13 +58,18 @@ def helm_release(
     values: dict[str, Any],
     opts: pulumi.ResourceOptions,
 ) -> k8s.helm.v3.Release:
-    """A Helm release pinned to the lockfile's chart version (atomic, so a failed upgrade rolls back)."""
+    """A Helm release pinned to the lockfile's chart version (atomic, so a failed upgrade rolls back).
+
+    OCI charts travel whole in `chart` with no repositoryOpts (the lockfile loader enforces the form;
+    see gpu_platform.versions.Chart); classic charts name their repository.
+    """
+    repo = chart.repository_url
     return k8s.helm.v3.Release(
         name,
         name=release,
         chart=chart.chart,
         version=chart.version,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo is not None else None,
         namespace=namespace,
         values=values,
         atomic=True,

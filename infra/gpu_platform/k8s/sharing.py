@@ -7,6 +7,7 @@ layout by `nvidia.com/mig.config`; both labels and the resource names a pool off
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -22,19 +23,32 @@ DEFAULT_CONFIG = "default"
 MIG_DISABLED = "all-disabled"
 
 
-def mig_strategy(spec: PlatformSpec) -> str:
-    """`mixed` when any pool is MIG-sliced (each profile its own resource), else `single`."""
-    return "mixed" if any(p.sharing.mode == "mig" for p in spec.node_pools) else "single"
+# The GPU Operator's ClusterPolicy `mig.strategy`, when set, becomes the MIG_STRATEGY environment
+# variable of the device plugin, GFD and MPS daemon (gpu-operator controllers/object_controls.go,
+# applyMIGConfiguration), and an environment variable overrides the per-node config file's
+# `flags.migStrategy` (k8s-device-plugin api/config/v1/config.go NewConfig -> UpdateFromCLIFlags). The
+# chart only renders the field when the value is non-empty, so "" leaves each node's config in charge.
+OPERATOR_MIG_STRATEGY = ""
 
 
-def device_plugin_config(pool: NodePool | None, strategy: str) -> dict[str, Any]:
+def mig_strategy(pool: NodePool | None) -> str:
+    """The MIG strategy of the config a pool selects: `mixed` for MIG-sliced pools, `single` otherwise.
+
+    Per node, not per cluster: the device plugin refuses MPS under `mixed` (k8s-device-plugin
+    cmd/nvidia-device-plugin/main.go validateFlags), so an MPS pool and a MIG pool need different values.
+    `single` on a GPU with MIG off advertises whole GPUs, like `none`.
+    """
+    return "mixed" if pool is not None and pool.sharing.mode == "mig" else "single"
+
+
+def device_plugin_config(pool: NodePool | None) -> dict[str, Any]:
     """The device-plugin config a pool selects (None: the default, whole GPUs).
 
     Shared GPUs are renamed to `nvidia.com/gpu.shared` (renameByDefault) so a pod can never mistake a
     slice for a whole GPU, and a request for more than one slice fails (failRequestsGreaterThanOne):
     two time-slices or MPS shares of one GPU are not twice the GPU.
     """
-    config: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": strategy, "failOnInitError": True}}
+    config: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": mig_strategy(pool), "failOnInitError": True}}
     if pool is not None and pool.sharing.mode in ("time-slicing", "mps"):
         key = "timeSlicing" if pool.sharing.mode == "time-slicing" else "mps"
         config["sharing"] = {
@@ -47,12 +61,46 @@ def device_plugin_config(pool: NodePool | None, strategy: str) -> dict[str, Any]
     return config
 
 
+# deployments/gpu-operator/values.yaml `mig.strategy` when the release does not set it.
+CHART_MIG_STRATEGY = "single"
+MIG_STRATEGIES = ("none", "single", "mixed")
+
+
+def effective_mig_strategy(config: Mapping[str, Any], operator_values: Mapping[str, Any]) -> str:
+    """The MIG strategy the device plugin runs with on a node selecting `config`, under these operator values.
+
+    A non-empty ClusterPolicy `mig.strategy` (the chart's value, `single` when unset) is an environment
+    variable and wins over the file (see OPERATOR_MIG_STRATEGY); an empty one leaves the file's flag.
+    """
+    mig = operator_values.get("mig")
+    operator = mig.get("strategy", CHART_MIG_STRATEGY) if isinstance(mig, Mapping) else CHART_MIG_STRATEGY
+    if operator:
+        return str(operator)
+    flags = config.get("flags")
+    return str(flags.get("migStrategy", "none")) if isinstance(flags, Mapping) and flags.get("migStrategy") else "none"
+
+
+def device_plugin_refusal(config: Mapping[str, Any], operator_values: Mapping[str, Any]) -> str | None:
+    """Why the device plugin would refuse to start on a node selecting `config`, or None.
+
+    k8s-device-plugin cmd/nvidia-device-plugin/main.go validateFlags: MPS with `--mig-strategy=mixed`
+    is refused, and so is a strategy other than none, single or mixed. A refused plugin advertises
+    no GPUs at all on that node.
+    """
+    strategy = effective_mig_strategy(config, operator_values)
+    sharing = config.get("sharing")
+    if isinstance(sharing, Mapping) and sharing.get("mps") and strategy == "mixed":
+        return "using --mig-strategy=mixed is not supported with MPS"
+    if strategy not in MIG_STRATEGIES:
+        return f"unknown MIG strategy: {strategy}"
+    return None
+
+
 def device_plugin_configs(spec: PlatformSpec) -> dict[str, dict[str, Any]]:
     """Every device-plugin config the stack's pools select, by config name (always with `default`)."""
-    strategy = mig_strategy(spec)
-    configs = {DEFAULT_CONFIG: device_plugin_config(None, strategy)}
+    configs = {DEFAULT_CONFIG: device_plugin_config(None)}
     for pool in spec.node_pools:
-        configs.setdefault(sharing_config_name(pool), device_plugin_config(pool, strategy))
+        configs.setdefault(sharing_config_name(pool), device_plugin_config(pool))
     return dict(sorted(configs.items()))
 
 

@@ -49,16 +49,23 @@ def volcano_values(spec: PlatformSpec) -> dict[str, Any]:
 
 
 def _quantities(tenant: Tenant, gpus: dict[str, int]) -> dict[str, str]:
-    out = {name: str(n) for name, n in sorted(gpus.items()) if n > 0}
+    # Zeros stay: Volcano reads a resource missing from `capability` as unlimited.
+    out = {name: str(n) for name, n in sorted(gpus.items())}
     return {"cpu": str(tenant.resources.cpu), "memory": f"{tenant.resources.memory_gib}Gi", **out}
 
 
 def queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest:
-    """The tenant's Volcano Queue: weight = fair-share weight, capability = quota ceiling, guarantee = nominal."""
+    """The tenant's Volcano Queue: weight = fair-share weight, capability = quota ceiling, deserved = guarantee = nominal.
+
+    Volcano's queue webhook (validate_queue.go validateResourceQuantityOfQueue) refuses a guarantee
+    without a deserved amount for the same resource, and wants guarantee <= deserved <= capability.
+    """
+    nominal = {k: str(v) for k, v in sorted(nominal_resources(spec, catalog, tenant).items()) if v > 0}
     body = {
         "weight": tenant.fair_share_weight,
         "capability": _quantities(tenant, ceiling_resources(spec, catalog, tenant)),
-        "guarantee": {"resource": {k: str(v) for k, v in sorted(nominal_resources(spec, catalog, tenant).items()) if v > 0}},
+        "deserved": dict(nominal),
+        "guarantee": {"resource": nominal},
         # Production training keeps what it borrowed; everyone else gives it back when the owner returns.
         "reclaimable": tenant.priority != "production-training",
     }

@@ -83,9 +83,11 @@ def problems_from_validation(exc: Exception, file: str, prefix: str, model: type
         elif kind == "string_pattern_mismatch":
             problems.append(Problem(file, path, f"'{value}' has the wrong format", f"allowed: text matching {ctx.get('pattern')}"))
         elif kind == "value_error":
-            problems.append(
-                Problem(file, path, f"{value!r}: {ctx.get('error', err['msg'])!s}", "allowed: an IPv4 network with host bits zero, e.g. 10.40.0.0/16")
-            )
+            # A validator may say what is allowed itself ("...; allowed: ..."); the CIDR hint is the default.
+            text, _, allowed = str(ctx.get("error", err["msg"])).partition("; allowed: ")
+            shown = "a mapping" if isinstance(value, dict) else repr(value)
+            hint = f"allowed: {allowed}" if allowed else "allowed: an IPv4 network with host bits zero, e.g. 10.40.0.0/16"
+            problems.append(Problem(file, path, f"{shown}: {text}", hint))
         elif kind in {"string_too_long", "string_too_short", "too_long", "too_short"}:
             limit = ctx.get("max_length", ctx.get("min_length"))
             unit = "characters" if kind.startswith("string") else "items"

@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from gpu_platform.efa import EFA_RESOURCE, HUGEPAGES_RESOURCE
+from gpu_platform.k8s.sharing import device_plugin_refusal, effective_mig_strategy
 from gpu_platform.pools import GPU_TAINT, INTERRUPTIBLE_TAINT, LABEL_EFA, LABEL_INTERRUPTIBLE
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import LAUNCH_TEMPLATE, NODE_GROUP, NODE_PATCH, TAINT_EFFECTS, Pool, get, helm_releases, pool_of
@@ -130,14 +131,21 @@ def _selected_configs(plan: PlanView) -> dict[str, Mapping[str, Any]]:
 
 @rule(
     "sharing-modes-exclusive",
-    "Time-slicing or MPS and MIG are never both on for one pool (labels and the device-plugin config it selects).",
+    "Time-slicing or MPS and MIG are never both on for one pool, and each pool's device-plugin config starts under the cluster's MIG strategy.",
     "mandatory",
     "stack",
     category="gpu",
 )
 def sharing_modes_exclusive(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """Slicing MIG instances again double-counts GPU memory and breaks the device plugin's accounting."""
+    """Slicing MIG instances again double-counts GPU memory; MPS under a cluster-wide `mixed` strategy never starts.
+
+    The GPU Operator turns a non-empty `mig.strategy` into MIG_STRATEGY for every node's device plugin,
+    overriding each config's `flags.migStrategy`; the plugin refuses MPS with `mixed`
+    (gpu_platform.k8s.sharing.device_plugin_refusal), and a MIG pool without `mixed` offers no MIG resources.
+    """
     configs = _selected_configs(plan)
+    releases = helm_releases(plan, "gpu-operator")
+    operator = get(releases[0].inputs, "values", default={}) if releases else None
     for r in plan.of_type(*POOL_TYPES):
         pool = pool_of(r, ctx.catalog)
         if pool is None:
@@ -148,6 +156,23 @@ def sharing_modes_exclusive(plan: PlanView, ctx: Context) -> Iterator[Finding]:
         if sliced and mig_on:
             yield Finding(
                 r.name, f"pool {pool.name} time-slices or MPS-shares ({pool.device_plugin_config!r}) and uses MIG ({pool.mig_config!r}); choose one"
+            )
+        if operator is None or not selected:
+            continue
+        strategy = effective_mig_strategy(selected, operator)
+        refusal = device_plugin_refusal(selected, operator)
+        if refusal:
+            yield Finding(
+                r.name,
+                f"pool {pool.name}: the device plugin refuses config {pool.device_plugin_config!r} ({refusal}) and advertises no GPUs; "
+                f"the GPU Operator's mig.strategy {strategy!r} overrides the config's flags.migStrategy; allowed: an empty mig.strategy "
+                "with the strategy set per config",
+            )
+        elif pool.sharing == "mig" and strategy != "mixed":
+            yield Finding(
+                r.name,
+                f"pool {pool.name} is MIG-sliced but its device plugin runs with MIG strategy {strategy!r}, so no nvidia.com/mig-* "
+                "resource is advertised; allowed: 'mixed' for MIG pools",
             )
 
 

@@ -39,7 +39,7 @@ def _lock_chart(lock: Lockfile, r: Resource) -> tuple[str, str] | None:
     """(lockfile key, pinned version) of the chart a release installs, matched by chart name."""
     name = chart_name(r)
     for key, chart in lock.charts.items():
-        if name in (chart.chart, key):
+        if name in (chart.name, key):
             return key, chart.version
     return None
 

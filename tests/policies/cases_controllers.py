@@ -1,0 +1,88 @@
+"""Cases of the rules that reproduce the Kubernetes controllers' own acceptance logic (issue 9).
+
+Kept apart from cases.py so the controller rules' cases read together; cases.py appends them to CASES.
+"""
+
+from __future__ import annotations
+
+from tests.policies.cases import Case, drop_in, set_in
+
+L40S_PATCH = "pool-l40s-dev-l40s-01"
+A100_MIG_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
+OPERATOR = "gpu-operator-release"
+
+CONTROLLER_CASES: list[Case] = [
+    Case("sharing-modes-exclusive", "onprem-compliant", "onprem"),
+    Case(
+        "sharing-modes-exclusive",
+        "cluster-wide-mixed-refuses-mps",
+        "onprem",
+        (set_in(OPERATOR, "values.mig.strategy", "mixed"),),
+        L40S_PATCH,
+        "not supported with MPS",
+    ),
+    Case(
+        "sharing-modes-exclusive",
+        "chart-default-single-hides-mig",
+        "onprem",
+        (set_in(OPERATOR, "values.mig", {}),),
+        A100_MIG_PATCH,
+        "no nvidia.com/mig-*",
+    ),
+]
+
+DCGM = "gpu-operator-dcgm-metrics"
+COMMA_IN_HELP = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\nDCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, Reasons, a bitmask.\n"
+CONTROLLER_CASES += [
+    Case("dcgm-metrics-parse", "prod-compliant", "prod"),
+    Case(
+        "dcgm-metrics-parse",
+        "comma-in-help",
+        "prod",
+        (set_in(DCGM, "data.dcgm-metrics.csv", COMMA_IN_HELP),),
+        DCGM,
+        "wrong number of fields",
+    ),
+    Case(
+        "dcgm-metrics-parse",
+        "unknown-field",
+        "prod",
+        (set_in(DCGM, "data.dcgm-metrics.csv", "DCGM_FI_DEV_GPU_TEMPERATURE, gauge, GPU temperature.\n"),),
+        DCGM,
+        "not a DCGM field",
+    ),
+]
+
+CONTROLLER_CASES += [
+    Case("helm-chart-locatable", "prod-compliant", "prod"),
+    Case(
+        "helm-chart-locatable",
+        "oci-registry-as-repository",
+        "prod",
+        (set_in("kueue-release", "chart", "kueue"), set_in("kueue-release", "repositoryOpts", {"repo": "oci://registry.k8s.io/kueue/charts"})),
+        "kueue-release",
+        "classic index.yaml repository",
+    ),
+    Case(
+        "helm-chart-locatable",
+        "oci-chart-with-repository",
+        "prod",
+        (set_in("kueue-release", "repositoryOpts", {"repo": "https://example.com/charts"}),),
+        "kueue-release",
+        "OCI reference alone",
+    ),
+]
+
+QUEUE = "volcano-queue-students"
+CONTROLLER_CASES += [
+    Case("volcano-queue-admitted", "onprem-compliant", "onprem"),
+    Case("volcano-queue-admitted", "guarantee-without-deserved", "onprem", (drop_in(QUEUE, "spec.deserved"),), QUEUE, "must be >= guarantee"),
+    Case(
+        "volcano-queue-admitted",
+        "deserved-above-capability",
+        "onprem",
+        (set_in(QUEUE, "spec.deserved.nvidia.com/gpu.shared", "65"),),
+        QUEUE,
+        "must be <= capability",
+    ),
+]
