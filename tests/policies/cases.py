@@ -225,6 +225,15 @@ CASES: list[Case] = [
     Case("no-privileged-containers", "system-namespace-allowed", "prod", (add(privileged_deployment("kube-system")),)),
     Case("no-privileged-containers", "tenant-privileged", "prod", (add(privileged_deployment("serving")),), "debug-serving", "privileged"),
     Case("tenant-default-deny", "prod-compliant", "prod"),
+    Case("tenant-default-deny", "custom-monitoring-namespace", "prod", (set_in("monitoring-namespace", "metadata.name", "observability"),)),
+    Case(
+        "tenant-default-deny",
+        "unlabelled-namespace-counts-as-tenant",
+        "prod",
+        (set_in("monitoring-namespace", "metadata.name", "observability"), set_in("monitoring-namespace", "metadata.labels", {})),
+        "monitoring-namespace",
+        "tenant namespace observability has no default-deny",
+    ),
     Case(
         "tenant-default-deny",
         "no-default-deny",
@@ -443,6 +452,8 @@ CASES: list[Case] = [
     Case("pool-has-flavor", "prod-compliant", "prod"),
     Case("pool-has-flavor", "no-flavor", "prod", (drop("kueue-flavor-batch-l40s-spot"),), "pool-batch-l40s-spot-ng", "ResourceFlavor"),
     Case("tenant-has-quota-and-queue", "prod-compliant", "prod"),
+    # The documented monitoring.namespace may be any name: the platform's system label decides, not a list.
+    Case("tenant-has-quota-and-queue", "custom-monitoring-namespace", "prod", (set_in("monitoring-namespace", "metadata.name", "observability"),)),
     Case("tenant-has-quota-and-queue", "no-quota", "prod", (drop("tenant-serving-quota"),), "tenant-serving-namespace", "ResourceQuota"),
     Case("tenant-has-quota-and-queue", "no-queue", "prod", (drop("kueue-localqueue-serving"),), "tenant-serving-namespace", "LocalQueue"),
     # rollout

@@ -173,3 +173,20 @@ def test_ansible_inventory_overriding_a_pinned_version(tmp_path: Path, monkeypat
     assert code == 1
     assert "::error file=ansible/inventories/prod/group_vars/gpu_nodes.yml,title=ansible-no-version-override::" in out
     assert "nvidia_driver_branch sets '550'" in out
+
+
+def test_custom_monitoring_namespace_passes_prod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README documents `monitoring.namespace`; the tenant rules read the namespace labels the
+    platform writes (k8s/objects.py `system_namespace`), so a custom name is not mistaken for a tenant."""
+    path = broken_copy(tmp_path, "prod", lambda cfg: cfg.setdefault("gpu-platform:monitoring", {}).update(namespace="observability"))
+    code, out, err = run_check(capsys, "--config", str(path), "--format", "json")
+    doc = json.loads(out)
+    assert [v for v in doc["violations"] if "observability" in v["message"]] == [], doc["violations"]
+    assert code == 0, err
+
+
+def test_platform_namespaces_carry_the_label_the_gate_reads() -> None:
+    from gpu_platform.k8s.objects import system_namespace
+    from gpu_platform_policies.view import LABEL_SYSTEM
+
+    assert system_namespace("observability")["metadata"]["labels"][LABEL_SYSTEM] == "true"
