@@ -32,6 +32,7 @@ class Case:
     fires_on: str | None = None  # the resource the violation must name; None: the rule must stay silent
     message: str = ""  # a fragment the violation's message must contain
     lock: Callable[[Lockfile], Lockfile] | None = None
+    stack_lock: Callable[[Lockfile], Lockfile] | None = None  # the stack's `versions` override, laid over the lockfile
     repo: Callable[[Path], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -41,7 +42,7 @@ def resources(stack: str) -> list[Resource]:
     return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs)) for r in plan_for(stack).resources]
 
 
-def context(stack: str, lock: Lockfile | None = None, root: Path | None = None) -> Context:
+def context(stack: str, lock: Lockfile | None = None, root: Path | None = None, stack_lock: Lockfile | None = None) -> Context:
     """The context `gpu-platform check` would build for a repository stack."""
     spec: PlatformSpec = spec_for(stack)
     return Context(
@@ -50,6 +51,7 @@ def context(stack: str, lock: Lockfile | None = None, root: Path | None = None) 
         environment=spec.environment,
         thresholds={**THRESHOLD_DEFAULTS, **spec.policy.thresholds},
         root=root,
+        stack_lock=stack_lock or lock or spec.lock,
     )
 
 
@@ -63,7 +65,8 @@ def run_case(case: Case, tmp: Path, enforcement: dict[str, Any] | None = None) -
     if case.repo is not None:
         root = tmp / "repo"
         case.repo(root)
-    ctx = context(case.stack, lock, root)
+    stack_lock = case.stack_lock(load_lockfile()) if case.stack_lock else None
+    ctx = context(case.stack, lock, root, stack_lock)
     return [v for v in evaluate(res, ctx, enforcement, repository=case.repo is not None) if v.policy == case.rule]
 
 
@@ -397,6 +400,27 @@ CASES: list[Case] = [
         NG,
         "needs driver branch >= 550",
         lock=lock_edit(eks__ami_driver_branch="535"),
+    ),
+    Case(
+        "driver-supports-gpu",
+        "stack-override-of-ami-branch",
+        "prod",
+        (set_in(NG, "labels.gpu-platform.io/gpu-model", "H200-141GB"),),
+        NG,
+        "needs driver branch >= 550, but the stack's versions override of eks.ami_driver_branch is 535",
+        stack_lock=lock_edit(eks__ami_driver_branch="535"),
+    ),
+    Case(
+        "driver-supports-gpu",
+        "override-cannot-relax-the-matrix",
+        "prod",
+        (set_in(NG, "labels.gpu-platform.io/gpu-model", "H200-141GB"),),
+        NG,
+        "needs driver branch >= 550",
+        stack_lock=lock_edit(
+            eks__ami_driver_branch="535",
+            compatibility__gpu_min_driver_branch={**load_lockfile().compatibility.gpu_min_driver_branch, "H200-141GB": "450"},
+        ),
     ),
     Case("fabric-manager-matches-driver", "onprem-compliant", "onprem"),
     Case(
