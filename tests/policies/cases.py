@@ -178,6 +178,20 @@ def write_inventory(group_vars: dict[str, Any]) -> Callable[[Path], None]:
     return make
 
 
+def write_ini_inventory(text: str, name: str = "hosts.ini") -> Callable[[Path], None]:
+    """A repository copy whose prod inventory is an INI file with this text."""
+
+    def make(root: Path) -> None:
+        inv = root / "ansible" / "inventories" / "prod"
+        inv.mkdir(parents=True)
+        (inv / name).write_text(text)
+
+    return make
+
+
+INI_DRIVER_PIN = "[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11\n\n[gpu_nodes:vars]\nnvidia_driver_version=535.104.05\n"
+
+
 def lock_edit(**changes: Any) -> Callable[[Lockfile], Lockfile]:
     """A lockfile copy with nested fields replaced (`eks__ami_driver_branch="535"`)."""
 
@@ -543,5 +557,27 @@ CASES: list[Case] = [
         fires_on="ansible/inventories/prod/group_vars/all.yml",
         message="repeats the pinned version",
         repo=write_inventory({"driver_pkg": "535.261.03-1"}),
+    ),
+    Case(
+        "ansible-no-version-override",
+        "ini-group-vars-pin",
+        "prod",
+        fires_on="ansible/inventories/prod/hosts.ini",
+        message="gpu_nodes:vars.nvidia_driver_version sets '535.104.05'",
+        repo=write_ini_inventory(INI_DRIVER_PIN),
+    ),
+    Case(
+        "ansible-no-version-override",
+        "ini-host-var-pin-no-suffix",
+        "prod",
+        fires_on="ansible/inventories/prod/hosts",
+        message="gpu-01.cuda_version",
+        repo=write_ini_inventory("[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11 cuda_version='12.8.0'\n", name="hosts"),
+    ),
+    Case(
+        "ansible-no-version-override",
+        "ini-without-pins",
+        "prod",
+        repo=write_ini_inventory("[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11\n\n[gpu_nodes:vars]\nansible_user=ops\n"),
     ),
 ]
