@@ -192,6 +192,11 @@ def write_ini_inventory(text: str, name: str = "hosts.ini") -> Callable[[Path], 
 INI_DRIVER_PIN = "[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11\n\n[gpu_nodes:vars]\nnvidia_driver_version=535.104.05\n"
 
 
+def public_cidrs(*cidrs: str) -> tuple[Edit, ...]:
+    """The cluster's API endpoint made public to these CIDRs."""
+    return (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True), set_in("cluster-eks", "vpcConfig.publicAccessCidrs", list(cidrs)))
+
+
 def lock_edit(**changes: Any) -> Callable[[Lockfile], Lockfile]:
     """A lockfile copy with nested fields replaced (`eks__ami_driver_branch="535"`)."""
 
@@ -220,6 +225,28 @@ CASES: list[Case] = [
     Case("ebs-encrypted", "unencrypted-root", "prod", (set_in(LT, "blockDeviceMappings.0.ebs.encrypted", "false"),), LT, "not encrypted"),
     Case("eks-endpoint-restricted", "prod-private", "prod"),
     Case("eks-endpoint-restricted", "dev-public-with-cidrs", "dev"),
+    Case(
+        "eks-endpoint-restricted",
+        "prod-public-office-ranges",
+        "prod",
+        public_cidrs("203.0.113.0/24", "198.51.100.0/24", "198.51.100.128/25"),
+    ),
+    Case(
+        "eks-endpoint-restricted",
+        "two-halves-are-the-internet",
+        "prod",
+        public_cidrs("0.0.0.0/1", "128.0.0.0/1"),
+        "cluster-eks",
+        "together cover 0.0.0.0/0, the whole internet",
+    ),
+    Case(
+        "eks-endpoint-restricted",
+        "broad-ranges-add-up",
+        "prod",
+        public_cidrs("3.0.0.0/8", "52.0.0.0/9", "203.0.113.0/24"),
+        "cluster-eks",
+        "together cover 25,166,080 addresses",
+    ),
     Case(
         "eks-endpoint-restricted",
         "prod-public-open",
