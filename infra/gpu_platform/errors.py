@@ -29,10 +29,30 @@ class ConfigError(Exception):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Optimal-string-alignment distance: insertions, deletions, substitutions and adjacent swaps."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, prev2[j - 2] + 1)
+            cur.append(cost)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """Return ' (did you mean X?)' for the closest choice, or '' when nothing is close."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    # difflib finds candidates; the fewest typing mistakes picks among them (difflib alone ranks
+    # 'us-west-1' above 'us-east-1' for 'us-esat-1', a single swapped pair of letters).
+    close = difflib.get_close_matches(word, list(choices), n=5, cutoff=0.6)
+    if not close:
+        return ""
+    best = min(close, key=lambda c: edit_distance(word, c))
+    return f" (did you mean '{best}'?)"
 
 
 def one_of(choices: Iterable[str], limit: int = 12) -> str:

@@ -452,7 +452,7 @@ def parse_lockfile(data: Mapping[str, Any], file: str = LOCKFILE) -> Lockfile:
     try:
         lock = Lockfile.model_validate(data)
     except Exception as exc:  # pydantic.ValidationError, reported as one line per problem
-        raise ConfigError(problems_from_validation(exc, file, prefix="")) from None
+        raise ConfigError(problems_from_validation(exc, file, prefix="", model=Lockfile)) from None
     problems = check_compatibility(lock, file)
     for name in lock.overlays:
         # Each overlay's result must be a lockfile the roles could run with, checked the same way.

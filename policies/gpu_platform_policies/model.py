@@ -69,8 +69,17 @@ class Context:
     environment: str | None = None
     thresholds: Mapping[str, float] = field(default_factory=dict)
     root: Path | None = None
+    # The stack's effective lockfile (the repository's with the stack's `versions` override laid over
+    # it): what the stack really deploys. `lock` stays the repository's, the reference for drift and
+    # for the compatibility matrix, so an override cannot relax the matrix it is judged by.
+    stack_lock: Lockfile | None = None
     # The day the gate runs; None means today (tests inject a fixed day).
     today: date | None = None
+
+    @property
+    def deployed(self) -> Lockfile:
+        """The versions the stack deploys (its own lockfile when known, else the repository's)."""
+        return self.stack_lock or self.lock
 
     @property
     def day(self) -> date:

@@ -34,10 +34,11 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 HELM_CHART = "kubernetes:helm.sh/v4:Chart"
 CUSTOM_RESOURCE = "kubernetes:apiextensions.k8s.io:CustomResource"
 LABEL_TENANT = "gpu-platform.io/tenant"
-# Namespaces the platform itself runs in; everything else with a quota or queue is a tenant's.
-SYSTEM_NAMESPACES = frozenset(
-    {"kube-system", "kube-public", "kube-node-lease", "default", "gpu-operator", "kueue-system", "volcano-system", "monitoring"}
-)
+# The platform labels its own namespaces (operator, Kueue, Volcano, monitoring, wherever the stack
+# puts them) with this; tenants' namespaces carry LABEL_TENANT.
+LABEL_SYSTEM = "gpu-platform.io/system"
+# The namespaces Kubernetes itself creates (Kubernetes docs, "Namespaces" > "Initial namespaces").
+KUBERNETES_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 MIG_OFF = "all-disabled"
 
@@ -278,12 +279,17 @@ def namespace_of(r: Resource) -> str | None:
 
 
 def tenant_namespaces(plan: PlanView) -> dict[str, str]:
-    """Tenant namespace name -> resource name: Namespaces labelled as a tenant's, else non-system ones."""
+    """Tenant namespace name -> resource name, judged by the platform's own namespace labels.
+
+    Labelled as a tenant's: a tenant. Labelled `gpu-platform.io/system: "true"` (or one of Kubernetes'
+    initial namespaces): not. Anything else the stack creates counts as a tenant's, so leaving a label
+    off never exempts a namespace from the isolation rules.
+    """
     out: dict[str, str] = {}
     for r in objects(plan, "Namespace", ""):
         labels = metadata(r).get("labels") or {}
         name = object_name(r)
-        if LABEL_TENANT in labels or (name not in SYSTEM_NAMESPACES and not name.startswith("kube-")):
+        if LABEL_TENANT in labels or not (truthy(labels.get(LABEL_SYSTEM)) or name in KUBERNETES_NAMESPACES):
             out[name] = r.name
     return out
 

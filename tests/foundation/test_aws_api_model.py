@@ -13,6 +13,7 @@ import botocore.session
 import pytest
 
 from gpu_platform.catalog import load_catalog
+from gpu_platform.spec import aws_values
 from gpu_platform.versions import load_lockfile
 from tests.conftest import STACKS, plan_for, spec_for
 
@@ -111,3 +112,26 @@ def test_every_stack_region_is_an_aws_region() -> None:
         if spec.is_eks:
             assert spec.region in regions, (name, spec.region)
             assert all(z.removeprefix(str(spec.region))[:1].isalpha() for z in spec.network.availability_zones)
+
+
+def test_runtime_aws_lists_agree_with_botocore() -> None:
+    """The stack loader judges regions and instance types with pulumi_aws's enums (botocore is test-only)."""
+    session = botocore.session.get_session()
+    assert set(session.get_available_regions("ec2")) <= aws_values.aws_regions()
+    assert set(session.get_available_regions("ec2", partition_name="aws-us-gov")) <= aws_values.aws_regions()
+    botocore_types = enum("ec2", "InstanceType")
+    runtime_types = aws_values.ec2_instance_types()
+    # The provider may trail botocore by a release; it must never invent a type.
+    assert runtime_types <= botocore_types
+    assert len(botocore_types - runtime_types) < 0.05 * len(botocore_types)
+    for spec in map(spec_for, STACKS):
+        if spec.is_eks:
+            assert spec.cluster.system_nodes.instance_type in runtime_types
+
+
+def test_label_and_tag_limits_are_the_eks_api_model() -> None:
+    model = botocore.session.get_session().get_service_model("eks")
+    assert model.shape_for("labelKey").metadata == {"min": 1, "max": aws_values.EKS_LABEL_MAX}
+    assert model.shape_for("labelValue").metadata == {"min": 1, "max": aws_values.EKS_LABEL_MAX}
+    assert model.shape_for("TagKey").metadata == {"min": 1, "max": aws_values.TAG_KEY_MAX}
+    assert model.shape_for("TagValue").metadata == {"max": aws_values.TAG_VALUE_MAX}

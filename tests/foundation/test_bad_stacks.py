@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from gpu_platform.cli import main
+from gpu_platform.spec.duplicates import duplicate_keys
 from tests.conftest import stack_path
 
 Mutation = Callable[[dict[str, Any]], None]
@@ -291,7 +292,7 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
         "prod",
         edit("gpu-platform:network.availabilityZones", ["us-east-1a", "eu-west-1b"]),
         "gpu-platform:network.availabilityZones[1]",
-        "not in region us-east-1",
+        "not an Availability Zone of us-east-1",
     ),
     ("missing-cluster", "prod", drop_cfg("gpu-platform:cluster"), "gpu-platform:cluster", "required key is missing"),
     (
@@ -373,6 +374,181 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
     ("efa-as-text", "prod", set_pool("train-h100-ondemand", efa="yes"), "gpu-platform:nodePools[1].efa", "allowed: true or false"),
     ("region-typo", "prod", set_cfg("aws:region", "us-east1"), "aws:region", "wrong format"),
     ("no-namespace-key", "prod", lambda d: _cfg(d).__setitem__("nodePools", []), "config.nodePools", "has no namespace"),
+    # --- issue 12: values AWS or Kubernetes refuse, misleading messages, plain-text credentials ---
+    # A misspelled region is blamed itself (once), not the zones: pulumi_aws.Region lists the regions.
+    ("region-misspelled", "prod", set_cfg("aws:region", "us-esat-1"), "aws:region", "unknown AWS region 'us-esat-1' (did you mean 'us-east-1'?)"),
+    ("region-does-not-exist", "dev", set_cfg("aws:region", "us-west-9"), "aws:region", "unknown AWS region 'us-west-9'"),
+    (
+        "zone-local-zone",
+        "prod",
+        edit("gpu-platform:network.availabilityZones", ["us-east-1a", "us-east-1b", "us-east-1-bos-1a"]),
+        "gpu-platform:network.availabilityZones[2]",
+        "is a Local or Wavelength Zone",
+    ),
+    (
+        "zone-is-the-region",
+        "dev",
+        edit("gpu-platform:network.availabilityZones", ["us-west-2a", "us-west-2"]),
+        "gpu-platform:network.availabilityZones[1]",
+        "'us-west-2' is not an Availability Zone of us-west-2",
+    ),
+    (
+        "zone-longer-region-prefix",
+        "dev",
+        edit("gpu-platform:network.availabilityZones", ["us-west-2a", "us-west-21b"]),
+        "gpu-platform:network.availabilityZones[1]",
+        "not an Availability Zone of us-west-2",
+    ),
+    (
+        "both-endpoints-off",
+        "prod",
+        edit("gpu-platform:cluster.endpointPrivateAccess", False),
+        "gpu-platform:cluster.endpointPrivateAccess",
+        "EKS refuses a cluster with no API endpoint",
+    ),
+    (
+        "system-instance-type-typo",
+        "prod",
+        edit("gpu-platform:cluster.systemNodes", {"instanceType": "m7i.2xlarg", "min": 3, "desired": 3, "max": 6}),
+        "gpu-platform:cluster.systemNodes.instanceType",
+        "unknown EC2 instance type 'm7i.2xlarg' (did you mean 'm7i.2xlarge'?)",
+    ),
+    (
+        "system-instance-type-invented",
+        "dev",
+        edit("gpu-platform:cluster.systemNodes", {"instanceType": "m9z.large", "min": 1, "desired": 2, "max": 3}),
+        "gpu-platform:cluster.systemNodes.instanceType",
+        "unknown EC2 instance type 'm9z.large'",
+    ),
+    (
+        "label-node-role-domain",
+        "prod",
+        set_pool("infer-l4-spot", labels={"node-role.kubernetes.io/gpu": "true"}),
+        "gpu-platform:nodePools[4].labels.node-role.kubernetes.io/gpu",
+        "the kubelet refuses node label 'node-role.kubernetes.io/gpu'",
+    ),
+    (
+        "label-k8s-io-subdomain",
+        "dev",
+        set_pool("dev-l4-spot", labels={"team.k8s.io/owner": "ml"}),
+        "gpu-platform:nodePools[0].labels.team.k8s.io/owner",
+        "the kubelet refuses node label",
+    ),
+    (
+        "label-value-with-space",
+        "prod",
+        set_pool("infer-l4-spot", labels={"example.com/team": "ML Research"}),
+        "gpu-platform:nodePools[4].labels.example.com/team",
+        "label value 'ML Research' has characters Kubernetes refuses",
+    ),
+    (
+        "label-prefix-uppercase",
+        "prod",
+        set_pool("infer-l4-spot", labels={"Example.com/team": "ml"}),
+        "gpu-platform:nodePools[4].labels.Example.com/team",
+        "prefix 'Example.com' is not a lowercase DNS subdomain",
+    ),
+    (
+        "label-value-too-long",
+        "dev",
+        set_pool("dev-l4-spot", labels={"example.com/purpose": "x" * 64}),
+        "gpu-platform:nodePools[0].labels.example.com/purpose",
+        "is 64 characters",
+    ),
+    (
+        "label-name-ends-with-dash",
+        "onprem",
+        set_pool("l40s-dev", labels={"example.com/rack-": "r12"}),
+        "gpu-platform:nodePools[2].labels.example.com/rack-",
+        "has characters Kubernetes refuses",
+    ),
+    (
+        "label-empty-value-on-eks",
+        "prod",
+        set_pool("infer-l4-spot", labels={"example.com/canary": ""}),
+        "gpu-platform:nodePools[4].labels.example.com/canary",
+        "EKS labelValue has no empty form",
+    ),
+    (
+        "label-key-longer-than-eks-allows",
+        "prod",
+        set_pool("infer-l4-spot", labels={"research.example.com/" + "k" * 50: "x"}),
+        "gpu-platform:nodePools[4].labels.research.example.com/" + "k" * 50,
+        "at most 63 with the prefix (EKS labelKey)",
+    ),
+    (
+        "rule-label-value-invalid",
+        "staging",
+        set_cfg("gpu-platform:monitoring", {"ruleLabels": {"release": "kube prometheus stack"}}),
+        "gpu-platform:monitoring.ruleLabels.release",
+        "has characters Kubernetes refuses",
+    ),
+    ("tag-aws-prefix", "prod", set_cfg("gpu-platform:tags", {"aws:owner": "ml"}), "gpu-platform:tags.aws:owner", "reserved prefix 'aws:'"),
+    ("tag-bad-characters", "dev", set_cfg("gpu-platform:tags", {"owner": "ml<team>"}), "gpu-platform:tags.owner", "characters AWS refuses (< >)"),
+    ("tag-value-too-long", "dev", set_cfg("gpu-platform:tags", {"note": "n" * 257}), "gpu-platform:tags.note", "tag value is 257 characters"),
+    (
+        "secret-aws-access-key-in-tags",
+        "prod",
+        set_cfg("gpu-platform:tags", {"cost-center": "ml", "ci-user": "AKIAIOSFODNN7EXAMPLE"}),
+        "gpu-platform:tags.ci-user",
+        "looks like an AWS access key id in plain text",
+    ),
+    (
+        "secret-aws-secret-key-in-tags",
+        "dev",
+        set_cfg("gpu-platform:tags", {"deploy": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}),
+        "gpu-platform:tags.deploy",
+        "looks like an AWS secret access key",
+    ),
+    (
+        "secret-github-token-in-label",
+        "prod",
+        set_pool("infer-l4-spot", labels={"example.com/ci": "ghp_" + "a1B2" * 9}),
+        "gpu-platform:nodePools[4].labels.example.com/ci",
+        "looks like a GitHub token",
+    ),
+    (
+        "secret-named-password-in-tags",
+        "staging",
+        set_cfg("gpu-platform:tags", {"db-password": "Hunter2Hunter2x"}),
+        "gpu-platform:tags.db-password",
+        "looks like a credential (the key is named 'db-password')",
+    ),
+    (
+        "secret-slack-token-in-rule-labels",
+        "dev",
+        set_cfg("gpu-platform:monitoring", {"ruleLabels": {"release": "kube-prometheus-stack", "hook": "xoxb-1234567890-abcdefghij"}}),
+        "gpu-platform:monitoring.ruleLabels.hook",
+        "looks like a Slack token",
+    ),
+    (
+        "versions-typo-top-level",
+        "prod",
+        set_cfg("gpu-platform:versions", {"nvidia_drivr": {"branch": "570"}}),
+        "gpu-platform:versions.nvidia_drivr",
+        "did you mean 'nvidia_driver'",
+    ),
+    (
+        "versions-typo-in-chart",
+        "prod",
+        set_cfg("gpu-platform:versions", {"charts": {"kueue": {"verison": "0.19.2"}}}),
+        "gpu-platform:versions.charts.kueue.verison",
+        "did you mean 'version'",
+    ),
+    (
+        "secure-value-where-plan-needs-it",
+        "dev",
+        set_pool("dev-l4-spot", instanceTypes=[{"secure": "v1:AAAA:ciphertext"}]),
+        "gpu-platform:nodePools[0].instanceTypes[0]",
+        "is a secret (secure:) value, which the offline tools cannot decrypt",
+    ),
+    (
+        "secure-region",
+        "dev",
+        set_cfg("aws:region", {"secure": "v1:AAAA:ciphertext"}),
+        "aws:region",
+        "is a secret (secure:) value",
+    ),
 ]
 
 
@@ -440,3 +616,75 @@ def test_all_problems_reported_together(tmp_path: Path, capsys: pytest.CaptureFi
     code, err = _run(capsys, path)
     assert code == 2
     assert len(err.strip().splitlines()) == 2
+
+
+DUPLICATE_TENANTS = """config:
+  aws:region: us-west-2
+  gpu-platform:environment: dev
+  gpu-platform:tenants:
+    - name: ml-sandbox
+  gpu-platform:tenants: []
+"""
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "key", "fragment"),
+    [
+        # PyYAML keeps the last of two equal keys; Go yaml.v3 (the Pulumi CLI) refuses them.
+        ("second-tenants-drops-all", DUPLICATE_TENANTS, "gpu-platform:tenants", "duplicate key 'gpu-platform:tenants' on line 4 and line 6"),
+        (
+            "duplicate-pool-key",
+            "config:\n  gpu-platform:nodePools:\n    - name: a\n      capacity: spot\n      capacity: reserved\n",
+            "gpu-platform:nodePools[0].capacity",
+            "duplicate key 'capacity' on line 4 and line 5",
+        ),
+        ("duplicate-config", "config: {}\nconfig:\n  gpu-platform:environment: dev\n", "config", "duplicate key 'config' on line 1 and line 2"),
+        (
+            "duplicate-nested-mapping",
+            "config:\n  gpu-platform:cluster:\n    systemNodes: {min: 1, min: 3}\n",
+            "gpu-platform:cluster.systemNodes.min",
+            "duplicate key 'min' on line 3 and line 3",
+        ),
+    ],
+)
+def test_duplicate_keys_name_both_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, text: str, key: str, fragment: str) -> None:
+    path = tmp_path / f"Pulumi.{case}.yaml"
+    path.write_text(text)
+    code, err = _run(capsys, path)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"{path}: {key}: "), lines[0]
+    assert fragment in lines[0]
+    assert "; allowed: each key once per mapping" in lines[0]
+
+
+def test_repository_stacks_have_no_duplicate_keys() -> None:
+    for name in ("dev", "staging", "prod", "onprem"):
+        assert duplicate_keys(stack_path(name).read_text(), name) == []
+
+
+def test_directory_as_config_says_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "Pulumi.dev.yaml").write_text(stack_path("dev").read_text())
+    code, err = _run(capsys, tmp_path)
+    assert code == 2
+    assert err.strip() == f"{tmp_path}: <root>: is a directory, not a stack file; allowed: a stack file, e.g. {tmp_path / 'Pulumi.dev.yaml'}"
+    assert "file not found" not in err
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        set_cfg("gpu-platform:tags", {"cost-center": "ml-dev", "owner-email": {"secure": "v1:AAAABBBB:ciphertext"}}),
+        set_pool("dev-l4-spot", labels={"example.com/owner": {"secure": "v1:AAAABBBB:ciphertext"}}),
+    ],
+    ids=["tag-value", "label-value"],
+)
+def test_secure_values_are_accepted_like_pulumi_up_does(tmp_path: Path, capsys: pytest.CaptureFixture[str], mutate: Mutation) -> None:
+    """Pulumi `config/value.go` `isSecureValue`: a one-key `secure:` mapping is a secret that `pulumi up` decrypts."""
+    doc = yaml.safe_load(stack_path("dev").read_text())
+    mutate(doc)
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, err = _run(capsys, path)
+    assert code == 0, err

@@ -34,6 +34,7 @@ class Case:
     fires_on: str | None = None  # the resource the violation must name; None: the rule must stay silent
     message: str = ""  # a fragment the violation's message must contain
     lock: Callable[[Lockfile], Lockfile] | None = None
+    stack_lock: Callable[[Lockfile], Lockfile] | None = None  # the stack's `versions` override, laid over the lockfile
     repo: Callable[[Path], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -43,7 +44,7 @@ def resources(stack: str) -> list[Resource]:
     return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs)) for r in plan_for(stack).resources]
 
 
-def context(stack: str, lock: Lockfile | None = None, root: Path | None = None) -> Context:
+def context(stack: str, lock: Lockfile | None = None, root: Path | None = None, stack_lock: Lockfile | None = None) -> Context:
     """The context `gpu-platform check` would build for a repository stack."""
     spec: PlatformSpec = spec_for(stack)
     return Context(
@@ -52,6 +53,7 @@ def context(stack: str, lock: Lockfile | None = None, root: Path | None = None) 
         environment=spec.environment,
         thresholds={**THRESHOLD_DEFAULTS, **spec.policy.thresholds},
         root=root,
+        stack_lock=stack_lock or lock or spec.lock,
     )
 
 
@@ -65,7 +67,8 @@ def run_case(case: Case, tmp: Path, enforcement: dict[str, Any] | None = None) -
     if case.repo is not None:
         root = tmp / "repo"
         case.repo(root)
-    ctx = context(case.stack, lock, root)
+    stack_lock = case.stack_lock(load_lockfile()) if case.stack_lock else None
+    ctx = context(case.stack, lock, root, stack_lock)
     return [v for v in evaluate(res, ctx, enforcement, repository=case.repo is not None) if v.policy == case.rule]
 
 
@@ -188,6 +191,25 @@ def support_ended(component: str, key: str, ends: str) -> Callable[[Lockfile], L
     return make
 
 
+def write_ini_inventory(text: str, name: str = "hosts.ini") -> Callable[[Path], None]:
+    """A repository copy whose prod inventory is an INI file with this text."""
+
+    def make(root: Path) -> None:
+        inv = root / "ansible" / "inventories" / "prod"
+        inv.mkdir(parents=True)
+        (inv / name).write_text(text)
+
+    return make
+
+
+INI_DRIVER_PIN = "[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11\n\n[gpu_nodes:vars]\nnvidia_driver_version=535.104.05\n"
+
+
+def public_cidrs(*cidrs: str) -> tuple[Edit, ...]:
+    """The cluster's API endpoint made public to these CIDRs."""
+    return (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True), set_in("cluster-eks", "vpcConfig.publicAccessCidrs", list(cidrs)))
+
+
 def lock_edit(**changes: Any) -> Callable[[Lockfile], Lockfile]:
     """A lockfile copy with nested fields replaced (`eks__ami_driver_branch="535"`)."""
 
@@ -226,6 +248,28 @@ CASES: list[Case] = [
     Case("eks-endpoint-restricted", "dev-public-with-cidrs", "dev"),
     Case(
         "eks-endpoint-restricted",
+        "prod-public-office-ranges",
+        "prod",
+        public_cidrs("203.0.113.0/24", "198.51.100.0/24", "198.51.100.128/25"),
+    ),
+    Case(
+        "eks-endpoint-restricted",
+        "two-halves-are-the-internet",
+        "prod",
+        public_cidrs("0.0.0.0/1", "128.0.0.0/1"),
+        "cluster-eks",
+        "together cover 0.0.0.0/0, the whole internet",
+    ),
+    Case(
+        "eks-endpoint-restricted",
+        "broad-ranges-add-up",
+        "prod",
+        public_cidrs("3.0.0.0/8", "52.0.0.0/9", "203.0.113.0/24"),
+        "cluster-eks",
+        "together cover 25,166,080 addresses",
+    ),
+    Case(
+        "eks-endpoint-restricted",
         "prod-public-open",
         "prod",
         (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True),),
@@ -246,6 +290,15 @@ CASES: list[Case] = [
     Case("no-privileged-containers", "system-namespace-allowed", "prod", (add(privileged_deployment("kube-system")),)),
     Case("no-privileged-containers", "tenant-privileged", "prod", (add(privileged_deployment("serving")),), "debug-serving", "privileged"),
     Case("tenant-default-deny", "prod-compliant", "prod"),
+    Case("tenant-default-deny", "custom-monitoring-namespace", "prod", (set_in("monitoring-namespace", "metadata.name", "observability"),)),
+    Case(
+        "tenant-default-deny",
+        "unlabelled-namespace-counts-as-tenant",
+        "prod",
+        (set_in("monitoring-namespace", "metadata.name", "observability"), set_in("monitoring-namespace", "metadata.labels", {})),
+        "monitoring-namespace",
+        "tenant namespace observability has no default-deny",
+    ),
     Case(
         "tenant-default-deny",
         "no-default-deny",
@@ -410,6 +463,27 @@ CASES: list[Case] = [
         "needs driver branch >= 550",
         lock=lock_edit(eks__ami_driver_branch="535"),
     ),
+    Case(
+        "driver-supports-gpu",
+        "stack-override-of-ami-branch",
+        "prod",
+        (set_in(NG, "labels.gpu-platform.io/gpu-model", "H200-141GB"),),
+        NG,
+        "needs driver branch >= 550, but the stack's versions override of eks.ami_driver_branch is 535",
+        stack_lock=lock_edit(eks__ami_driver_branch="535"),
+    ),
+    Case(
+        "driver-supports-gpu",
+        "override-cannot-relax-the-matrix",
+        "prod",
+        (set_in(NG, "labels.gpu-platform.io/gpu-model", "H200-141GB"),),
+        NG,
+        "needs driver branch >= 550",
+        stack_lock=lock_edit(
+            eks__ami_driver_branch="535",
+            compatibility__gpu_min_driver_branch={**load_lockfile().compatibility.gpu_min_driver_branch, "H200-141GB": "450"},
+        ),
+    ),
     Case("fabric-manager-matches-driver", "onprem-compliant", "onprem"),
     Case(
         "fabric-manager-matches-driver",
@@ -560,6 +634,8 @@ CASES: list[Case] = [
     Case("pool-has-flavor", "prod-compliant", "prod"),
     Case("pool-has-flavor", "no-flavor", "prod", (drop("kueue-flavor-batch-l40s-spot"),), "pool-batch-l40s-spot-ng", "ResourceFlavor"),
     Case("tenant-has-quota-and-queue", "prod-compliant", "prod"),
+    # The documented monitoring.namespace may be any name: the platform's system label decides, not a list.
+    Case("tenant-has-quota-and-queue", "custom-monitoring-namespace", "prod", (set_in("monitoring-namespace", "metadata.name", "observability"),)),
     Case("tenant-has-quota-and-queue", "no-quota", "prod", (drop("tenant-serving-quota"),), "tenant-serving-namespace", "ResourceQuota"),
     Case("tenant-has-quota-and-queue", "no-queue", "prod", (drop("kueue-localqueue-serving"),), "tenant-serving-namespace", "LocalQueue"),
     # rollout
@@ -652,6 +728,28 @@ CASES: list[Case] = [
         fires_on="ansible/inventories/prod/group_vars/all.yml",
         message="gpu_platform_versions_overlay=debian13-lab is not an overlay in the lockfile; defined: debian12-lab",
         repo=write_inventory({"gpu_platform_versions_overlay": "debian13-lab"}),
+    ),
+    Case(
+        "ansible-no-version-override",
+        "ini-group-vars-pin",
+        "prod",
+        fires_on="ansible/inventories/prod/hosts.ini",
+        message="gpu_nodes:vars.nvidia_driver_version sets '535.104.05'",
+        repo=write_ini_inventory(INI_DRIVER_PIN),
+    ),
+    Case(
+        "ansible-no-version-override",
+        "ini-host-var-pin-no-suffix",
+        "prod",
+        fires_on="ansible/inventories/prod/hosts",
+        message="gpu-01.cuda_version",
+        repo=write_ini_inventory("[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11 cuda_version='12.8.0'\n", name="hosts"),
+    ),
+    Case(
+        "ansible-no-version-override",
+        "ini-without-pins",
+        "prod",
+        repo=write_ini_inventory("[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11\n\n[gpu_nodes:vars]\nansible_user=ops\n"),
     ),
 ]
 

@@ -173,3 +173,42 @@ def test_ansible_inventory_overriding_a_pinned_version(tmp_path: Path, monkeypat
     assert code == 1
     assert "::error file=ansible/inventories/prod/group_vars/gpu_nodes.yml,title=ansible-no-version-override::" in out
     assert "nvidia_driver_branch sets '550'" in out
+
+
+def test_custom_monitoring_namespace_passes_prod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README documents `monitoring.namespace`; the tenant rules read the namespace labels the
+    platform writes (k8s/objects.py `system_namespace`), so a custom name is not mistaken for a tenant."""
+    path = broken_copy(tmp_path, "prod", lambda cfg: cfg.setdefault("gpu-platform:monitoring", {}).update(namespace="observability"))
+    code, out, err = run_check(capsys, "--config", str(path), "--format", "json")
+    doc = json.loads(out)
+    assert [v for v in doc["violations"] if "observability" in v["message"]] == [], doc["violations"]
+    assert code == 0, err
+
+
+def test_platform_namespaces_carry_the_label_the_gate_reads() -> None:
+    from gpu_platform.k8s.objects import system_namespace
+    from gpu_platform_policies.view import LABEL_SYSTEM
+
+    assert system_namespace("observability")["metadata"]["labels"][LABEL_SYSTEM] == "true"
+
+
+def test_stack_versions_override_is_what_driver_rule_judges(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An H200 pool on an AMI whose driver branch the stack overrides to 535 (H200 needs >= 550) fails the gate."""
+
+    def h200_on_old_ami(cfg: Doc) -> None:
+        cfg["gpu-platform:nodePools"].append(
+            {
+                "name": "train-h200",
+                "workloadClass": "training",
+                "capacity": "on-demand",
+                "instanceTypes": ["p5e.48xlarge"],
+                "scaling": {"min": 0, "desired": 0, "max": 2},
+            }
+        )
+        cfg["gpu-platform:versions"] = {"eks": {"ami_driver_branch": "535"}}
+
+    code, out, _ = run_check(capsys, "--config", str(broken_copy(tmp_path, "prod", h200_on_old_ami)), "--format", "json")
+    hits = [v for v in json.loads(out)["violations"] if v["policy"] == "driver-supports-gpu"]
+    assert [v["resource"] for v in hits] == ["pool-train-h200-ng"], hits
+    assert "the stack's versions override of eks.ami_driver_branch is 535" in hits[0]["message"]
+    assert code == 1

@@ -49,6 +49,7 @@ def check_stack(path: Path, stack: str, root: Path | None = None) -> tuple[Platf
     resources = [Resource(r.type, r.name, r.parent, r.inputs) for r in plan.resources]
     ctx = Context(
         lock=load_lockfile(),  # the repository's lockfile: a stack's `versions` override shows up as drift
+        stack_lock=spec.lock,  # what the stack deploys: rules about the running versions read this
         catalog=load_catalog(),
         environment=spec.environment,
         thresholds={**THRESHOLD_DEFAULTS, **spec.policy.thresholds},

@@ -7,6 +7,8 @@ from collections import Counter
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import Problem, did_you_mean, one_of
 from gpu_platform.pools import RESERVED_LABEL_PREFIXES as RESERVED_PREFIXES
+from gpu_platform.spec import aws_values
+from gpu_platform.spec.labels import KEY_ALLOWED, VALUE_ALLOWED, kubelet_refuses, label_key_problem, label_value_problem
 from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
 
 P = "gpu-platform:"
@@ -19,7 +21,12 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
     problems: list[Problem] = []
     add = problems.append
     if spec.is_eks:
+        problems += aws_values.check_region(spec, file)
         problems += _check_eks(spec, file)
+        problems += aws_values.check_cluster(spec, file)
+    problems += aws_values.check_tags(spec, file)
+    for key, value in spec.monitoring.rule_labels.items():
+        problems += _label_problems(key, value, f"{P}monitoring.ruleLabels.{key}", file)
     if not spec.node_pools:
         add(Problem(file, f"{P}nodePools", "no node pools", "declare at least one GPU node pool"))
     for name, n in Counter(p.name for p in spec.node_pools).items():
@@ -77,16 +84,12 @@ def _check_eks(spec: PlatformSpec, file: str) -> list[Problem]:
                     "allowed: at least 2 zones (EKS needs subnets in two)",
                 )
             )
+        # Zones are judged only against a region AWS has; a misspelled region is reported once, as itself.
+        region = spec.region if spec.region in aws_values.aws_regions() else None
         for i, az in enumerate(net.availability_zones):
-            if spec.region and not az.startswith(spec.region):
-                out.append(
-                    Problem(
-                        file,
-                        f"{P}network.availabilityZones[{i}]",
-                        f"'{az}' is not in region {spec.region}",
-                        f"allowed: {spec.region}a, {spec.region}b, ...",
-                    )
-                )
+            why = aws_values.zone_problem(az, region) if region else None
+            if region and why:
+                out.append(Problem(file, f"{P}network.availabilityZones[{i}]", why, f"allowed: {region}a, {region}b, ... (region code + one letter)"))
         for az, n in Counter(net.availability_zones).items():
             if n > 1:
                 out.append(Problem(file, f"{P}network.availabilityZones", f"zone '{az}' listed twice", "allowed: distinct zones"))
@@ -112,16 +115,7 @@ def _check_eks(spec: PlatformSpec, file: str) -> list[Problem]:
 def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, file: str) -> list[Problem]:
     out: list[Problem] = []
     add = out.append
-    for key in pool.labels:
-        if key.startswith(RESERVED_PREFIXES):
-            add(
-                Problem(
-                    file,
-                    f"{at}.labels.{key}",
-                    "label key uses a domain the platform manages",
-                    f"allowed: keys outside {', '.join(RESERVED_PREFIXES)}",
-                )
-            )
+    out += _check_node_labels(pool, at, spec.is_eks, file)
     gpu_name: str | None = None
     if spec.is_eks:
         if pool.scaling is None:
@@ -220,6 +214,45 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
             add(Problem(file, f"{at}.nodes", "no nodes listed", "allowed: the Kubernetes node names of the pool's machines"))
     if gpu_name is not None:
         out += _check_sharing(pool, at, catalog, gpu_name, file)
+    return out
+
+
+def _check_node_labels(pool: NodePool, at: str, eks: bool, file: str) -> list[Problem]:
+    """Pool labels the platform, the API server, the kubelet and (EKS) the node group API accept."""
+    out: list[Problem] = []
+    for key, value in pool.labels.items():
+        where = f"{at}.labels.{key}"
+        if key.startswith(RESERVED_PREFIXES):
+            out.append(Problem(file, where, "label key uses a domain the platform manages", f"allowed: keys outside {', '.join(RESERVED_PREFIXES)}"))
+        elif kubelet_refuses(key):
+            out.append(
+                Problem(
+                    file,
+                    where,
+                    f"the kubelet refuses node label '{key}' (kubernetes.io and k8s.io domains are reserved), so the node never joins",
+                    "allowed: your own domain (example.com/team), or the node.kubernetes.io / kubelet.kubernetes.io domains",
+                )
+            )
+        invalid = _label_problems(key, value, where, file)
+        out += invalid
+        if eks and not invalid:
+            # EKS API model: labelKey 1..63 characters in all (prefix included), labelValue 1..63.
+            if len(key) > aws_values.EKS_LABEL_MAX:
+                out.append(Problem(file, where, f"label key is {len(key)} characters", "allowed: at most 63 with the prefix (EKS labelKey)"))
+            if value == "":
+                out.append(Problem(file, where, "label value is empty", "allowed: 1..63 characters (EKS labelValue has no empty form)"))
+    return out
+
+
+def _label_problems(key: str, value: str, at: str, file: str) -> list[Problem]:
+    """The API server's label-key and label-value rules (labels.py)."""
+    out = []
+    key_problem = label_key_problem(key)
+    if key_problem:
+        out.append(Problem(file, at, key_problem, KEY_ALLOWED))
+    value_problem = label_value_problem(value)
+    if value_problem:
+        out.append(Problem(file, at, value_problem, VALUE_ALLOWED))
     return out
 
 

@@ -35,12 +35,15 @@ def format_loc(loc: tuple[Any, ...], prefix: str) -> str:
 def _model_at(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> type[BaseModel] | None:
     """The model class that owns the last key of `loc` (for listing allowed keys)."""
     current = model
+    in_dict = False  # the next part is a key of a `dict[str, Model]` field, not a field name
     for part in loc[:-1]:
-        if current is None or isinstance(part, int):
+        if current is None or isinstance(part, int) or in_dict:
+            in_dict = False
             continue
         field = next((f for n, f in current.model_fields.items() if part in (n, f.alias)), None)
         if field is None:
             return None
+        in_dict = getattr(field.annotation, "__origin__", None) is dict
         current = _inner_model(field.annotation)
     return current
 

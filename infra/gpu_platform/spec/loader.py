@@ -12,8 +12,10 @@ import yaml
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.spec.checks import check_spec
+from gpu_platform.spec.duplicates import duplicate_keys
 from gpu_platform.spec.errors import keys_of, problems_from_validation
 from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.spec.secrets import plain_text_credentials, replace_secure, secure_problem
 from gpu_platform.versions import deep_merge, parse_lockfile, raw_lockfile
 
 PROJECT = "gpu-platform"
@@ -45,6 +47,10 @@ def stack_file_for(name: str, root: Path | None = None) -> Path:
 def read_stack_config(path: Path) -> dict[str, Any]:
     """The `config:` mapping of a stack file; ConfigError for a missing, empty or malformed file."""
     file = str(path)
+    if path.is_dir():
+        found = sorted(p.name for p in path.glob("Pulumi.*.yaml"))
+        hint = f"allowed: a stack file, e.g. {path / found[0]}" if found else "allowed: a stack file (stacks/Pulumi.NAME.yaml), not a directory"
+        raise ConfigError([Problem(file, "", "is a directory, not a stack file", hint)])
     if not path.is_file():
         raise ConfigError([Problem(file, "", "file not found", "pass --stack NAME (stacks/Pulumi.NAME.yaml) or --config FILE")])
     try:
@@ -60,6 +66,9 @@ def read_stack_config(path: Path) -> dict[str, Any]:
         where = f"line {mark.line + 1}" if mark else ""
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError([Problem(file, where, f"invalid YAML: {reason}", "allowed: a YAML mapping with a `config:` key")]) from None
+    duplicates = duplicate_keys(text, file)
+    if duplicates:
+        raise ConfigError(duplicates)
     if doc is None:
         raise ConfigError([Problem(file, "", "file is empty", "allowed: a Pulumi stack file with a `config:` mapping")])
     if not isinstance(doc, Mapping):
@@ -96,6 +105,7 @@ def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> Platfo
     """Validate namespaced config (`gpu-platform:nodePools`, `aws:region`, ...) into a PlatformSpec."""
     problems: list[Problem] = []
     raw: dict[str, Any] = {"stack": stack}
+    secure: list[str] = []
     for raw_key, value in config.items():
         key = str(raw_key)
         ns, sep, short = key.partition(":")
@@ -107,9 +117,11 @@ def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> Platfo
             if short not in PROJECT_KEYS:
                 problems.append(Problem(file, key, f"unknown key '{short}'{did_you_mean(short, PROJECT_KEYS)}", one_of(PROJECT_KEYS)))
             else:
-                raw[short] = _decode(value, short)
+                decoded = _decode(value, short)
+                problems += plain_text_credentials(decoded, key, file)
+                raw[short] = replace_secure(decoded, key, secure)
         elif key == "aws:region":
-            raw["region"] = value
+            raw["region"] = replace_secure(value, key, secure)
     if problems:
         raise ConfigError(problems)
 
@@ -125,10 +137,11 @@ def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> Platfo
     try:
         spec = PlatformSpec.model_validate(raw)
     except Exception as exc:
-        raise ConfigError(_with_config_keys(problems_from_validation(exc, file, "", PlatformSpec))) from None
+        problems = _with_config_keys(problems_from_validation(exc, file, "", PlatformSpec))
+        raise ConfigError(secure_problem(p, secure) for p in problems) from None
     problems = check_spec(spec, load_catalog(), file)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(secure_problem(p, secure) for p in problems)
     return spec
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import re
+import shlex
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -18,17 +20,65 @@ from gpu_platform_policies.view import walk
 VERSION_VAR = re.compile(r"(^|_)(version|versions|branch|tag)$")
 
 
+YAML_SUFFIXES = (".yml", ".yaml", ".json")
+INI_SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:[;#].*)?$")
+
+
 def inventory_files(root: Path) -> list[Path]:
-    """Inventory host files and every group_vars/host_vars file under ansible/."""
+    """Inventory sources (YAML or INI, any name) and every group_vars/host_vars file under ansible/."""
     base = root / "ansible"
     if not base.is_dir():
         return []
     found: set[Path] = set()
     for pattern in ("**/group_vars/**/*", "**/host_vars/**/*", "inventories/**/*"):
         for p in base.glob(pattern):
-            if p.is_file() and p.suffix in (".yml", ".yaml", "") and ".git" not in p.parts:
+            if p.is_file() and ".git" not in p.parts and p.suffix not in (".md", ".j2", ".retry"):
                 found.add(p)
     return sorted(found)
+
+
+def is_ini_inventory(path: Path) -> bool:
+    """Ansible reads an inventory source that is not .yml/.yaml/.json with its `ini` plugin; vars files are YAML."""
+    return path.suffix not in YAML_SUFFIXES and not {"group_vars", "host_vars"} & set(path.parts)
+
+
+def _ini_value(text: str) -> Any:
+    # ansible-core plugins/inventory/ini.py `_parse_value`: a Python literal when it is one, else the text.
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+
+
+def parse_ini_inventory(text: str) -> dict[str, Any]:
+    """The variables an INI inventory sets, as `{"<group>:vars": {k: v}, "<group>.hosts": {host: {k: v}}}`.
+
+    Mirrors ansible-core `plugins/inventory/ini.py` `InventoryModule._parse`: `[group:vars]` lines are
+    `key=value` split at the first `=` (`_parse_variable_definition`); host lines are shell-split, the
+    first token the host, the rest `key=value` (`_parse_host_definition`); `#` and `;` start comments.
+    """
+    out: dict[str, Any] = {}
+    group, state = "ungrouped", "hosts"
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        section = INI_SECTION.match(line)
+        if section:
+            group, state = section.group(1), section.group(2) or "hosts"
+            continue
+        if state == "vars" and "=" in line:
+            key, value = (e.strip() for e in line.split("=", 1))
+            out.setdefault(f"{group}:vars", {})[key] = _ini_value(value)
+        elif state == "hosts":
+            try:
+                tokens = shlex.split(line, comments=True)
+            except ValueError:
+                continue
+            host_vars = dict(t.split("=", 1) for t in tokens[1:] if "=" in t)
+            if tokens and host_vars:
+                out.setdefault(f"{group}.hosts", {})[tokens[0]] = {k: _ini_value(v) for k, v in host_vars.items()}
+    return out
 
 
 def pinned_values(lock: Lockfile) -> set[str]:
@@ -65,9 +115,10 @@ def ansible_no_version_override(root: Path, ctx: Context) -> Iterator[Finding]:
     for path in inventory_files(root):
         rel = path.relative_to(root).as_posix()
         try:
-            docs = list(yaml.safe_load_all(path.read_text()))
+            text = path.read_text()
+            docs = [parse_ini_inventory(text)] if is_ini_inventory(path) else list(yaml.safe_load_all(text))
         except (yaml.YAMLError, UnicodeDecodeError):
-            continue  # not YAML (an INI inventory or a vault file): ansible-lint covers those
+            continue  # a vault-encrypted or binary file: no plain version literal to find
         for doc in docs:
             for where, key, value in walk(doc):
                 if VERSION_VAR.search(str(key)) and _literal(value):

@@ -74,14 +74,20 @@ def ebs_encrypted(r: Resource, ctx: Context) -> Iterator[str]:
 
 @rule(
     "eks-endpoint-restricted",
-    "In production the EKS API endpoint is private, or public only to listed CIDRs (never 0.0.0.0/0).",
+    "In production the EKS API endpoint is private, or public only to CIDRs that together stay small (eks-public-max-addresses).",
     "mandatory",
     "resource",
     category="security",
     types=(EKS_CLUSTER,),
+    thresholds={"eks-public-max-addresses": 65536},
 )
 def eks_endpoint_restricted(r: Resource, ctx: Context) -> Iterator[str]:
-    """A world-reachable control plane is one leaked token away from the whole cluster."""
+    """A world-reachable control plane is one leaked token away from the whole cluster.
+
+    EKS (`vpcConfig.publicAccessCidrs`, EKS User Guide "Cluster API server endpoint") admits a source
+    address if any listed CIDR contains it, so what is exposed is the union of the CIDRs: two /1s are the
+    whole internet just as 0.0.0.0/0 is. The union is measured in addresses, after merging overlaps.
+    """
     env = ctx.environment or get(r.inputs, "tags", "gpu-platform:environment")
     if not (ctx.production or Context(ctx.lock, ctx.catalog, env).production):
         return
@@ -93,14 +99,27 @@ def eks_endpoint_restricted(r: Resource, ctx: Context) -> Iterator[str]:
     if not cidrs:
         yield "vpcConfig.endpointPublicAccess is on with no publicAccessCidrs (open to the internet); make it private or list CIDRs"
         return
+    nets: list[ipaddress.IPv4Network] = []
     for cidr in cidrs:
         try:
             net = ipaddress.ip_network(str(cidr), strict=False)
         except ValueError:
             yield f"publicAccessCidrs entry {cidr!r} is not a CIDR"
             continue
-        if net.prefixlen == 0:
-            yield f"publicAccessCidrs contains {cidr} (the whole internet)"
+        if isinstance(net, ipaddress.IPv4Network):
+            nets.append(net)
+    union = list(ipaddress.collapse_addresses(nets))
+    total = sum(n.num_addresses for n in union)
+    limit = ctx.threshold("eks-public-max-addresses")
+    if any(n.prefixlen == 0 for n in union):
+        shown = ", ".join(map(str, cidrs))
+        yield f"publicAccessCidrs ({shown}) together cover 0.0.0.0/0, the whole internet; list only your egress ranges"
+    elif total > limit:
+        broadest = min(union, key=lambda n: n.prefixlen)
+        yield (
+            f"publicAccessCidrs together cover {total:,} addresses ({total / 2**32:.2%} of IPv4, broadest {broadest}); "
+            f"allowed: at most {limit:,.0f} (threshold eks-public-max-addresses)"
+        )
 
 
 @rule(

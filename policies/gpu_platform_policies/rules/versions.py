@@ -179,15 +179,21 @@ def _branch(version: str) -> str:
 )
 def driver_supports_gpu(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """An H200 on a 535 driver does not come up; the node joins with zero GPUs."""
-    lock, matrix = ctx.lock, ctx.lock.compatibility
+    # The branch is what the stack deploys (its `versions` override included); the matrix is the
+    # repository's, so an override cannot lower the bar it is measured against.
+    lock, matrix = ctx.deployed, ctx.lock.compatibility
     operator = operator_driver(plan)
     for pool in pools(plan, ctx.catalog):
         if operator is not None:
             branch, source = _branch(str(operator[1].get("version", lock.nvidia_driver.version))), "GPU Operator driver.version"
         elif pool.platform == "eks":
             branch, source = lock.eks.ami_driver_branch, "eks.ami_driver_branch"
+            if branch != ctx.lock.eks.ami_driver_branch:
+                source = f"the stack's versions override of {source}"
         else:
             branch, source = lock.nvidia_driver.branch, "nvidia_driver.branch"
+            if branch != ctx.lock.nvidia_driver.branch:
+                source = f"the stack's versions override of {source}"
         gpu = ctx.catalog.gpus.get(pool.gpu_model or "")
         if gpu is None:
             yield Finding(pool.resource, f"pool {pool.name} has unknown GPU model {pool.gpu_model!r}")
