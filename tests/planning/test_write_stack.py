@@ -106,3 +106,21 @@ def test_committed_trace_demand_is_what_the_script_derives() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.derive(trace) == (ROOT / "examples" / "demand" / "alibaba-gpu-2023.yaml").read_text()
+
+
+def test_check_sees_the_written_demand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """End to end: stack key `demand` -> the program's ConfigMap -> the capacity rules. Tripling inference's P95 in the
+    written stack leaves its floor under target and its Spot without fallback, and `check` says so."""
+    _, _, cfg = written(capsys, tmp_path, TEAMS, "prod")
+    for d in cfg["gpu-platform:demand"]:
+        if d["workloadClass"] == "inference":
+            d["p95"] = d["p95"] * 3
+            d["interruptible"] = False
+    grown = tmp_path / "Pulumi.grown.yaml"
+    grown.write_text(yaml.safe_dump({"config": cfg}))
+    _, violations = check_stack(grown, "grown", root=ROOT)
+    fired = {(v.policy, v.level) for v in violations}
+    assert ("demand-coverage", "advisory") in fired
+    assert ("spot-fallback-for-non-interruptible", "mandatory") in fired
+    code, _, _ = run_cli(capsys, "check", "--config", str(grown))
+    assert code == 1
