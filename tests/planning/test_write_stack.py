@@ -87,15 +87,16 @@ def test_stack_from_the_trace_passes_check_and_records_demand(tmp_path: Path, ca
 
 
 def test_invalid_result_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """An on-prem base cannot take planned EKS node groups: exit 2, one line, no file."""
+    """An on-prem base cannot take planned EKS node groups: exit 2, one line, no stack file and no chart either."""
     out = tmp_path / "Pulumi.x.yaml"
-    code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(TEAMS), "--stack", "onprem", "--write-stack", str(out))
+    chart = tmp_path / "plan.svg"
+    code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(TEAMS), "--stack", "onprem", "--write-stack", str(out), "--chart", str(chart))
     assert code == 2
     (line,) = err.strip().splitlines()
     assert line.endswith(
         "Pulumi.onprem.yaml: gpu-platform:cluster.provider: --write-stack sizes EKS node groups; allowed: an EKS base stack (--stack NAME)"
     )
-    assert not out.exists()
+    assert not out.exists() and not chart.exists()
 
 
 def test_committed_trace_demand_is_what_the_script_derives() -> None:
