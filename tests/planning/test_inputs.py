@@ -159,3 +159,21 @@ def test_prometheus_export_with_unknown_tenant_and_resource(tmp_path: Path, caps
     assert len(lines) == 2
     assert "data.result[0].metric.tenant: 'nobody' is no tenant with a quota" in lines[0]
     assert "data.result[1].metric.resource: 'amd_com_gpu' cannot be converted to physical GPUs" in lines[1]
+
+
+def test_malformed_export_samples_are_problems_not_crashes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    export = {
+        "status": "success",
+        "data": {
+            "resultType": "matrix",
+            "result": [
+                {"metric": {"tenant": "serving", "resource": "nvidia_com_gpu"}, "values": [[1, "x"], ["a", "1"], [120, "2"]]},
+                {"metric": {"tenant": "serving", "resource": "nvidia_com_gpu"}, "values": "bad"},
+                5,
+            ],
+        },
+    }
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export))
+    lines = problems(capsys, path, "--stack", "prod")
+    assert [line.split(": ")[1] for line in lines] == ["data.result[0].values[0]", "data.result[0].values[1]", "data.result[1]", "data.result[2]"]

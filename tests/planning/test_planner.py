@@ -84,6 +84,7 @@ def test_safety_stock_by_sla(sla: str, extra: dict[str, Any], target: float, tmp
     doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p95=100, sla=sla, **{"class": cls}, **extra)]})))
     p = row(doc, "plan", cls)
     assert p["target"] == pytest.approx(target)
+    assert p["safetyStock"] == pytest.approx(target - 100)
     spare = 1 if sla in ("online", "inference") else 0
     assert p["reserved"] + p["onDemand"] + p["spot"] == pytest.approx(target + spare)
 

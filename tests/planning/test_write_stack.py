@@ -87,15 +87,16 @@ def test_stack_from_the_trace_passes_check_and_records_demand(tmp_path: Path, ca
 
 
 def test_invalid_result_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """An on-prem base cannot take planned EKS node groups: exit 2, one line, no file."""
+    """An on-prem base cannot take planned EKS node groups: exit 2, one line, no stack file and no chart either."""
     out = tmp_path / "Pulumi.x.yaml"
-    code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(TEAMS), "--stack", "onprem", "--write-stack", str(out))
+    chart = tmp_path / "plan.svg"
+    code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(TEAMS), "--stack", "onprem", "--write-stack", str(out), "--chart", str(chart))
     assert code == 2
     (line,) = err.strip().splitlines()
     assert line.endswith(
         "Pulumi.onprem.yaml: gpu-platform:cluster.provider: --write-stack sizes EKS node groups; allowed: an EKS base stack (--stack NAME)"
     )
-    assert not out.exists()
+    assert not out.exists() and not chart.exists()
 
 
 def test_committed_trace_demand_is_what_the_script_derives() -> None:
@@ -106,3 +107,21 @@ def test_committed_trace_demand_is_what_the_script_derives() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.derive(trace) == (ROOT / "examples" / "demand" / "alibaba-gpu-2023.yaml").read_text()
+
+
+def test_check_sees_the_written_demand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """End to end: stack key `demand` -> the program's ConfigMap -> the capacity rules. Tripling inference's P95 in the
+    written stack leaves its floor under target and its Spot without fallback, and `check` says so."""
+    _, _, cfg = written(capsys, tmp_path, TEAMS, "prod")
+    for d in cfg["gpu-platform:demand"]:
+        if d["workloadClass"] == "inference":
+            d["p95"] = d["p95"] * 3
+            d["interruptible"] = False
+    grown = tmp_path / "Pulumi.grown.yaml"
+    grown.write_text(yaml.safe_dump({"config": cfg}))
+    _, violations = check_stack(grown, "grown", root=ROOT)
+    fired = {(v.policy, v.level) for v in violations}
+    assert ("demand-coverage", "advisory") in fired
+    assert ("spot-fallback-for-non-interruptible", "mandatory") in fired
+    code, _, _ = run_cli(capsys, "check", "--config", str(grown))
+    assert code == 1

@@ -14,7 +14,7 @@ from gpu_platform.planning.inputs import load_demand
 from gpu_platform.planning.planner import plan
 from gpu_platform.planning.report import render_markdown, render_table, to_json
 from gpu_platform.planning.shortfall import shortfall
-from gpu_platform.planning.stackfile import write_stack
+from gpu_platform.planning.stackfile import stack_text, write_text
 from gpu_platform.planning.trace import DEFAULT_GPU_MAP, QOS
 from gpu_platform.spec.loader import load_stack
 
@@ -72,11 +72,14 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     if given and spec is not None:
         result = shortfall(result, spec, catalog)
     doc = to_json(result, catalog)
+    planned = None
+    if args.write_stack is not None:  # validated before any file is written: nothing half-applied
+        assert config is not None and spec is not None
+        planned = stack_text(result, config, spec, catalog, args.write_stack, base_file=str(path))
     if args.chart is not None:
         write_chart(result, args.chart)
-    if args.write_stack is not None:
-        assert config is not None and spec is not None
-        write_stack(result, config, spec, catalog, args.write_stack, base_file=str(path))
+    if planned is not None:
+        write_text(args.write_stack, planned)
     if args.format == "json":
         print(json.dumps(doc, indent=2))
     elif args.format == "markdown":

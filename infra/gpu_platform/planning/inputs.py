@@ -24,7 +24,7 @@ def read_text(path: Path) -> str:
     if not path.is_file():
         raise ConfigError([Problem(file, "", "file not found", f"allowed: {KINDS}")])
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a BOM (spreadsheet exports) is not part of the header
     except UnicodeDecodeError as exc:
         raise ConfigError([Problem(file, "", f"not UTF-8 text (byte {exc.start})", f"allowed: {KINDS}")]) from None
     except OSError as exc:

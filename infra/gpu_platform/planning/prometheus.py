@@ -80,11 +80,14 @@ def prometheus_demand(
     result = doc["data"].get("result")
     if not isinstance(result, list):
         raise ConfigError([Problem(file, "data.result", "not a list", "allowed: the `result` list of a query_range response")])
-    stamps = sorted({float(v[0]) for s in result if isinstance(s, dict) for v in s.get("values", []) if isinstance(v, list) and v})
+    stamps = sorted({float(v[0]) for s in result if isinstance(s, dict) and isinstance(s.get("values"), list) for v in s["values"] if _number(v)})
     step = min((b - a for a, b in pairwise(stamps)), default=60.0)
     for i, series in enumerate(result):
         at = f"data.result[{i}]"
-        metric = series.get("metric", {}) if isinstance(series, dict) else {}
+        if not isinstance(series, dict) or not isinstance(series.get("metric", {}), dict) or not isinstance(series.get("values"), list):
+            problems.append(Problem(file, at, "not a series", 'allowed: {"metric": {...}, "values": [[time, "value"], ...]}'))
+            continue
+        metric = series.get("metric", {})
         name = metric.get("__name__", TENANT_ALLOCATED)
         if name != TENANT_ALLOCATED:
             problems.append(Problem(file, f"{at}.metric.__name__", f"{name!r} is not the per-tenant allocation rule", f"allowed: {TENANT_ALLOCATED}"))
@@ -109,9 +112,11 @@ def prometheus_demand(
             )
             continue
         seen_gpus.setdefault(classes[tenant][0], set()).add(classes[tenant][1])
-        values = series.get("values", [])
+        values = series["values"]
         for j, sample in enumerate(values):
             try:
+                if not isinstance(sample, list):
+                    raise TypeError
                 t, v = float(sample[0]), float(sample[1])
             except (TypeError, ValueError, IndexError):
                 problems.append(Problem(file, f"{at}.values[{j}]", f'{sample!r} is not a [time, "value"] pair', 'allowed: [unix seconds, "number"]'))
@@ -148,9 +153,12 @@ def prometheus_demand(
 
 
 def _number(sample: Any) -> bool:
+    """True for a `[time, value]` pair whose time is a number."""
+    if not isinstance(sample, list) or not sample:
+        return False
     try:
         float(sample[0])
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError):
         return False
     return True
 

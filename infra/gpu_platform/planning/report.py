@@ -15,7 +15,7 @@ from gpu_platform.planning.checks import (
     spot_without_fallback,
 )
 from gpu_platform.planning.demand import ANY, DemandGroup
-from gpu_platform.planning.planner import GroupPlan, Plan
+from gpu_platform.planning.planner import GroupPlan, Plan, horizon_factor
 
 
 def _label(g: DemandGroup | GroupPlan, siblings: int) -> str:
@@ -79,6 +79,7 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "catalogGpu": pg.catalog_gpu,
                 "instanceType": pg.instance_type,
                 "target": _r(pg.target),
+                "safetyStock": _r(pg.target - dg.p95 * horizon_factor(dg)),
                 "basis": pg.basis,
                 "reserved": pg.reserved,
                 "onDemand": pg.on_demand,

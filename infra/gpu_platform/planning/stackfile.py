@@ -183,8 +183,8 @@ def stack_config(plan: Plan, config: dict[str, Any], base: PlatformSpec, catalog
     return new
 
 
-def write_stack(plan: Plan, config: dict[str, Any], base: PlatformSpec, catalog: Catalog, out: Path, base_file: str) -> None:
-    """Validate the planned stack like any stack file, then write it (nothing is written when it is invalid)."""
+def stack_text(plan: Plan, config: dict[str, Any], base: PlatformSpec, catalog: Catalog, out: Path, base_file: str) -> str:
+    """The planned stack file's text, validated like any stack file (ConfigError when it would be invalid)."""
     if not base.is_eks:
         raise ConfigError(
             [Problem(base_file, f"{PROJECT}:cluster.provider", "--write-stack sizes EKS node groups", "allowed: an EKS base stack (--stack NAME)")]
@@ -197,7 +197,12 @@ def write_stack(plan: Plan, config: dict[str, Any], base: PlatformSpec, catalog:
         "# Node pools, tenant quotas and demand carry the plan; `-baseline` pools are reserved GPUs that still\n"
         "# need a reservation: buy it, then set capacity: reserved and reservation.id on the pool.\n"
     )
+    return header + yaml.safe_dump({"config": new}, sort_keys=False, width=140)
+
+
+def write_text(out: Path, text: str) -> None:
+    """Write an output file; an unwritable path is bad input, not a crash."""
     try:
-        out.write_text(header + yaml.safe_dump({"config": new}, sort_keys=False, width=140), encoding="utf-8")
+        out.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise ConfigError([Problem(str(out), "--write-stack", f"cannot be written: {exc.strerror}", "allowed: a writable path")]) from None
