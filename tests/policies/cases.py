@@ -190,6 +190,8 @@ def lock_edit(**changes: Any) -> Callable[[Lockfile], Lockfile]:
 LT = "pool-train-h100-reserved-lt"
 NG = "pool-train-h100-reserved-ng"
 SPOT_NG = "pool-infer-l4-spot-ng"
+BLOCK_NG = "pool-train-h100-block-ng"
+A100_NG = "pool-infer-a100-mig-ng"
 LABELS = "labels"
 ONPREM_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
 ONPREM_H100 = "pool-hgx-h100-train-dgx-h100-01"
@@ -415,10 +417,10 @@ CASES: list[Case] = [
         "prod",
         tuple(
             e
-            for ng in (NG, "pool-train-h100-ondemand-ng")
+            for ng in (NG, "pool-train-h100-ondemand-ng", "pool-train-h100-block-ng")
             for e in (set_in(ng, "capacityType", "SPOT"), set_in(ng, "labels.gpu-platform.io/capacity-tier", "spot"))
         ),
-        "pool-train-h100-ondemand-ng",
+        "pool-train-h100-block-ng",  # the class's first pool by name
         "training has only Spot",
     ),
     Case(
@@ -446,6 +448,49 @@ CASES: list[Case] = [
     Case("tenant-has-quota-and-queue", "no-quota", "prod", (drop("tenant-serving-quota"),), "tenant-serving-namespace", "ResourceQuota"),
     Case("tenant-has-quota-and-queue", "no-queue", "prod", (drop("kueue-localqueue-serving"),), "tenant-serving-namespace", "LocalQueue"),
     # rollout
+    Case("fixed-capacity-update-strategy", "prod-compliant", "prod"),
+    Case("fixed-capacity-update-strategy", "spot-may-surge", "prod", (set_in(SPOT_NG, "updateConfig.updateStrategy", "DEFAULT"),)),
+    Case(
+        "fixed-capacity-update-strategy",
+        "default-on-reserved",
+        "prod",
+        (set_in(NG, "updateConfig.updateStrategy", "DEFAULT"),),
+        NG,
+        "updateStrategy is DEFAULT on reserved capacity",
+    ),
+    Case(
+        "fixed-capacity-update-strategy",
+        "unset-on-capacity-block",
+        "prod",
+        (drop_in(BLOCK_NG, "updateConfig.updateStrategy"),),
+        BLOCK_NG,
+        "updateStrategy is DEFAULT on capacity-block capacity",
+    ),
+    Case("fixed-capacity-placement", "prod-compliant", "prod"),
+    Case(
+        "fixed-capacity-placement",
+        "multi-zone-reserved",
+        "prod",
+        (set_in(A100_NG, "subnetIds", ["subnet-a", "subnet-b", "subnet-c"]),),
+        A100_NG,
+        "3 subnets on reserved capacity",
+    ),
+    Case(
+        "fixed-capacity-placement",
+        "capacity-block-type-on-node-group",
+        "prod",
+        (set_in(BLOCK_NG, "instanceTypes", ["p5.48xlarge"]),),
+        BLOCK_NG,
+        "launch template only",
+    ),
+    Case(
+        "fixed-capacity-placement",
+        "capacity-block-never-zero",
+        "prod",
+        (set_in(BLOCK_NG, "scalingConfig.minSize", 2),),
+        BLOCK_NG,
+        "minSize is 2",
+    ),
     Case("nodegroup-max-unavailable", "prod-compliant", "prod"),
     Case("nodegroup-max-unavailable", "four-at-once", "prod", (set_in(NG, "updateConfig.maxUnavailable", 4),), NG, "maxUnavailable is 4"),
     Case(
