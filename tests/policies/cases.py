@@ -227,6 +227,23 @@ CASES: list[Case] = [
     Case("no-privileged-containers", "system-namespace-allowed", "prod", (add(privileged_deployment("kube-system")),)),
     Case("no-privileged-containers", "tenant-privileged", "prod", (add(privileged_deployment("serving")),), "debug-serving", "privileged"),
     Case("tenant-default-deny", "prod-compliant", "prod"),
+    Case("tenant-default-deny", "onprem-compliant", "onprem"),
+    Case(
+        "tenant-default-deny",
+        "eks-enforcement-off",
+        "prod",
+        (drop_in("cluster-addon-vpc-cni", "configurationValues"),),
+        "cluster-addon-vpc-cni",
+        "not enforced",
+    ),
+    Case(
+        "tenant-default-deny",
+        "eks-enforcement-false",
+        "prod",
+        (set_in("cluster-addon-vpc-cni", "configurationValues", '{"enableNetworkPolicy": "false"}'),),
+        "cluster-addon-vpc-cni",
+        "not enforced",
+    ),
     Case(
         "tenant-default-deny",
         "no-default-deny",

@@ -38,6 +38,18 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> s
     )
 
 
+def addon_configuration(addon: str) -> dict[str, str] | None:
+    """Configuration values of a managed add-on, or None for its defaults.
+
+    vpc-cni enforces Kubernetes NetworkPolicies only with `enableNetworkPolicy` "true" (EKS user guide,
+    "Configure your cluster for Kubernetes network policies"); without it the tenants' default-deny
+    policies are accepted by the API server and enforced by nothing.
+    """
+    if addon == "vpc-cni":
+        return {"enableNetworkPolicy": "true"}
+    return None
+
+
 @dataclass(frozen=True)
 class EksClusterArgs:
     """Inputs of the EksCluster component."""
@@ -95,11 +107,13 @@ class EksCluster(pulumi.ComponentResource):
             for i, arn in enumerate(NODE_MANAGED_POLICIES)
         ]
         for addon, version in lock.eks.addons.items():
+            values = addon_configuration(addon)
             aws.eks.Addon(
                 f"{name}-addon-{addon}",
                 cluster_name=self.cluster.name,
                 addon_name=addon,
                 addon_version=version,
+                configuration_values=None if values is None else json.dumps(values),
                 resolve_conflicts_on_update="OVERWRITE",
                 tags=args.tags,
                 opts=child,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import (
+    EKS_ADDON,
     EKS_CLUSTER,
     HELM_CHART,
     HELM_RELEASE,
@@ -167,11 +169,33 @@ def _is_default_deny(r: Resource) -> bool:
     category="security",
 )
 def tenant_default_deny(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """Tenants share nodes; isolation starts from deny and adds explicit allows."""
+    """Tenants share nodes; isolation starts from deny and adds explicit allows, and something must enforce it."""
+    tenants = tenant_namespaces(plan)
+    if tenants and any(r.type == EKS_CLUSTER for r in plan):
+        yield from _eks_enforces_network_policy(plan)
     covered = {namespace_of(r) for r in objects(plan, "NetworkPolicy", "networking.k8s.io") if _is_default_deny(r)}
-    for ns, resource in sorted(tenant_namespaces(plan).items()):
+    for ns, resource in sorted(tenants.items()):
         if ns not in covered:
             yield Finding(
                 resource,
                 f"tenant namespace {ns} has no default-deny NetworkPolicy (podSelector: {{}}, policyTypes: [Ingress, ...], no ingress rules)",
             )
+
+
+def _eks_enforces_network_policy(plan: PlanView) -> Iterator[Finding]:
+    """On EKS the VPC CNI add-on enforces NetworkPolicies only with `enableNetworkPolicy` "true" in its configuration values."""
+    cni = next((r for r in plan if r.type == EKS_ADDON and r.inputs.get("addonName") == "vpc-cni"), None)
+    if cni is None:
+        cluster = next(r for r in plan if r.type == EKS_CLUSTER)
+        yield Finding(cluster.name, "no vpc-cni add-on: nothing on this EKS cluster enforces the tenants' NetworkPolicies")
+        return
+    raw = cni.inputs.get("configurationValues")
+    try:
+        values = json.loads(raw) if isinstance(raw, str) else (raw or {})
+    except ValueError:
+        values = {}
+    if str(get(values, "enableNetworkPolicy", default="false")).lower() != "true":
+        yield Finding(
+            cni.name,
+            'vpc-cni configurationValues has no enableNetworkPolicy "true": tenant NetworkPolicies are accepted but not enforced',
+        )
