@@ -239,11 +239,13 @@ def test_autoscaler_tries_spot_first_then_on_demand() -> None:
     assert priority_of("batch-l40s-spot") > priority_of("batch-l40s-ondemand")
 
 
-def test_eks_cluster_is_private_encrypted_and_logged() -> None:
+def test_eks_cluster_is_restricted_encrypted_and_logged() -> None:
     plan = plan_for("prod")
     cluster = plan.of_type("aws:eks/cluster:Cluster")[0].inputs
     assert cluster["vpcConfig"]["endpointPrivateAccess"] is True
-    assert cluster["vpcConfig"]["endpointPublicAccess"] is False
+    # public only to the deployers (the deploy path), never to the world
+    assert cluster["vpcConfig"]["endpointPublicAccess"] is True
+    assert cluster["vpcConfig"]["publicAccessCidrs"] == ["198.51.100.0/27"]
     assert cluster["encryptionConfig"]["resources"] == ["secrets"]
     assert set(cluster["enabledClusterLogTypes"]) >= {"api", "audit", "authenticator"}
     key = plan.of_type("aws:kms/key:Key")[0].inputs

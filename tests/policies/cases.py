@@ -191,6 +191,7 @@ LT = "pool-train-h100-reserved-lt"
 NG = "pool-train-h100-reserved-ng"
 SPOT_NG = "pool-infer-l4-spot-ng"
 BLOCK_NG = "pool-train-h100-block-ng"
+SG_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 A100_NG = "pool-infer-a100-mig-ng"
 LABELS = "labels"
 ONPREM_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
@@ -203,13 +204,14 @@ CASES: list[Case] = [
     Case("imdsv2-required", "hop-limit-2", "prod", (set_in(LT, "metadataOptions.httpPutResponseHopLimit", 2),), LT, "HopLimit"),
     Case("ebs-encrypted", "prod-compliant", "prod"),
     Case("ebs-encrypted", "unencrypted-root", "prod", (set_in(LT, "blockDeviceMappings.0.ebs.encrypted", "false"),), LT, "not encrypted"),
-    Case("eks-endpoint-restricted", "prod-private", "prod"),
+    Case("eks-endpoint-restricted", "prod-public-to-deployers-only", "prod"),
+    Case("eks-endpoint-restricted", "prod-private", "prod", (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False),)),
     Case("eks-endpoint-restricted", "dev-public-with-cidrs", "dev"),
     Case(
         "eks-endpoint-restricted",
         "prod-public-open",
         "prod",
-        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True),),
+        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True), drop_in("cluster-eks", "vpcConfig.publicAccessCidrs")),
         "cluster-eks",
         "open to the internet",
     ),
@@ -220,6 +222,34 @@ CASES: list[Case] = [
         (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True), set_in("cluster-eks", "vpcConfig.publicAccessCidrs", ["0.0.0.0/0"])),
         "cluster-eks",
         "0.0.0.0/0",
+    ),
+    Case("eks-api-reachable", "prod-public-to-deployers", "prod"),
+    Case("eks-api-reachable", "onprem-existing-cluster", "onprem"),
+    Case(
+        "eks-api-reachable",
+        "private-only-in-new-vpc",
+        "prod",
+        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False),),
+        "cluster-eks",
+        "private-only in a VPC this plan creates",
+    ),
+    Case(
+        "eks-api-reachable",
+        "private-only-existing-vpc-no-deployer-rule",
+        "prod",
+        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False), drop("network-vpc")),
+        "cluster-eks",
+        "no security-group rule opens TCP 443",
+    ),
+    Case(
+        "eks-api-reachable",
+        "private-only-existing-vpc-deployer-rule",
+        "prod",
+        (
+            set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False),
+            drop("network-vpc"),
+            add(Resource(SG_INGRESS, "cluster-deployer-0", "cluster", {"cidrIpv4": "10.200.0.0/16", "ipProtocol": "tcp", "fromPort": 443})),
+        ),
     ),
     Case("eks-secrets-encryption", "prod-compliant", "prod"),
     Case("eks-secrets-encryption", "no-encryption", "prod", (drop_in("cluster-eks", "encryptionConfig"),), "cluster-eks", "secrets"),

@@ -62,6 +62,7 @@ def chart_off_lockfile(cfg: Doc) -> None:
 
 def public_endpoint(cfg: Doc) -> None:
     cfg["gpu-platform:cluster"]["endpointPublicAccess"] = True
+    cfg["gpu-platform:cluster"].pop("publicAccessCidrs", None)
 
 
 BROKEN_STACKS = {

@@ -101,6 +101,20 @@ class EksCluster(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
+        if spec.endpoint_private_access:
+            # The private endpoint admits what the cluster security group admits: the deployers' networks.
+            for i, cidr in enumerate(spec.deployer_cidrs):
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-deployer-{i}",
+                    security_group_id=self.cluster.vpc_config.cluster_security_group_id,
+                    cidr_ipv4=cidr,
+                    ip_protocol="tcp",
+                    from_port=443,
+                    to_port=443,
+                    description=f"pulumi up / kubectl from {cidr} to the private EKS API",
+                    tags=args.tags,
+                    opts=child,
+                )
         self.node_role = aws.iam.Role(f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=args.tags, opts=child)
         attachments = [
             aws.iam.RolePolicyAttachment(f"{name}-node-policy-{i}", role=self.node_role.name, policy_arn=arn, opts=child)

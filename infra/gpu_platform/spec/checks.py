@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpu_platform.aws.access import unreachable_reason
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import Problem, did_you_mean, one_of
 from gpu_platform.pools import RESERVED_LABEL_PREFIXES as RESERVED_PREFIXES
@@ -84,6 +85,17 @@ def _check_eks(spec: PlatformSpec, file: str) -> list[Problem]:
             )
     if spec.cluster.kubeconfig:
         out.append(Problem(file, f"{P}cluster.kubeconfig", "only for cluster.provider existing", "remove it, or set provider: existing"))
+    unreachable = unreachable_reason(spec)
+    if unreachable is not None:
+        out.append(
+            Problem(
+                file,
+                f"{P}cluster.endpointPublicAccess",
+                unreachable,
+                "allowed: endpointPublicAccess: true with publicAccessCidrs (the deployers' egress CIDRs), "
+                "or network.mode: existing with cluster.deployerCidrs (networks routed to that VPC)",
+            )
+        )
     c = spec.cluster.system_nodes
     if not c.min_size <= c.desired_size <= c.max_size:
         out.append(

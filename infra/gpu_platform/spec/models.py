@@ -78,6 +78,8 @@ class ClusterSpec(Model):
     """EKS API reachable from the internet (then restrict `publicAccessCidrs`)."""
     public_access_cidrs: tuple[AnyCidr, ...] = ()
     """CIDRs allowed to reach a public EKS API endpoint."""
+    deployer_cidrs: tuple[AnyCidr, ...] = ()
+    """Routed networks (VPN, peered CI runners) `pulumi up` runs from to reach a private-only API; TCP 443 is opened to them."""
     secrets_encryption: StrictBool = True
     """Envelope-encrypt Kubernetes secrets with a rotating KMS key."""
     log_types: tuple[LogType, ...] = ("api", "audit", "authenticator")
