@@ -43,7 +43,7 @@ setup: $(BIN)/.installed  ## create .venv with every pinned Python dependency (u
 system-deps:  ## apt packages the full test suite needs (promtool, podman, runc, debootstrap, packer)
 	scripts/system-deps.sh
 
-demo: setup  ## print the offline plan and capacity report of the default stack, and a capacity plan from the Alibaba trace
+demo: setup  ## print the offline plan (ending with the deploy path) and capacity report of STACK (default dev), and a capacity plan from the Alibaba trace
 	$(BIN)/gpu-platform plan --stack $(STACK)
 	@echo
 	$(BIN)/gpu-platform capacity --stack $(STACK)

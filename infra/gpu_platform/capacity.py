@@ -17,6 +17,7 @@ HOURS_PER_MONTH = 730
 # GPU Spot prices have mostly sat between 30 % and 50 % of On-Demand). An estimate, labelled so.
 SPOT_PRICE_FACTOR = 0.4
 FLOOR_TIERS = ("reserved", "capacity-block", "on-demand")
+BILLED_WHEN_IDLE = ("reserved", "capacity-block")
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def pool_capacity_report(spec: PlatformSpec, catalog: Catalog) -> list[PoolCapac
                 desired_gpus=want * per,
                 max_gpus=hi * per,
                 quota_gpus=quota.get(pool.name, 0),
-                hourly_cost=None if price is None else price * want,
+                # Reservations and Capacity Blocks bill every reserved instance, used or not.
+                hourly_cost=None if price is None else price * (hi if pool.capacity in BILLED_WHEN_IDLE else want),
             )
         )
     return out

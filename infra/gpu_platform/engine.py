@@ -28,6 +28,7 @@ class PlannedResource:
     name: str
     parent: str | None
     inputs: dict[str, Any]
+    ignore_changes: tuple[str, ...] = ()  # input paths a later `pulumi up` leaves as they are in the cloud
 
     def to_json(self) -> dict[str, Any]:
         """The contract's JSON shape."""
@@ -151,7 +152,8 @@ def run_program(config: Mapping[str, Any], stack: str) -> Plan:
             if request.type != "pulumi:pulumi:Stack":
                 inputs = pulumi.runtime.rpc.deserialize_properties(request.object)
                 parent = _parent_name(request.parent or "")
-                plan.resources.append(PlannedResource(request.type, request.name, parent, _plain(inputs)))
+                ignored = tuple(request.ignoreChanges)
+                plan.resources.append(PlannedResource(request.type, request.name, parent, _plain(inputs), ignored))
             return response
 
     recorder = Recorder()

@@ -83,12 +83,20 @@ def test_efa_training_pools_get_placement_group_and_all_efa_interfaces() -> None
     plan, spec = plan_for("prod"), spec_for("prod")
     catalog = load_catalog()
     efa_pools = [p for p in spec.node_pools if p.efa]
-    assert {p.name for p in efa_pools} == {"train-h100-reserved", "train-h100-ondemand"}
+    assert {p.name for p in efa_pools} == {"train-h100-reserved", "train-h100-ondemand", "train-h100-block"}
+    names = {r.name for r in plan.resources}
     for pool in efa_pools:
         ng, lt = _pool_resources(plan, pool)
-        pg = plan.named(f"pool-{pool.name}-pg")
-        assert pg.inputs["strategy"] == "cluster"
-        assert lt["placement"]["groupName"] == auto_name(pg.type, pg.name)
+        if pool.capacity == "on-demand":  # a new cluster placement group
+            pg = plan.named(f"pool-{pool.name}-pg")
+            assert pg.inputs["strategy"] == "cluster"
+            assert lt["placement"]["groupName"] == auto_name(pg.type, pg.name)
+        elif pool.capacity == "reserved":  # the reservation's own placement group, not a new one
+            assert f"pool-{pool.name}-pg" not in names
+            assert pool.reservation is not None
+            assert lt["placement"]["groupName"] == pool.reservation.placement_group == "gpu-prod-h100-cpg"
+        else:  # a Capacity Block arrives co-located
+            assert f"pool-{pool.name}-pg" not in names and "placement" not in lt
         # EC2 User Guide, "Maximize network bandwidth on Amazon EC2 instances with multiple network
         # cards": ENA primary at card 0 device 0, EFA-only at card 0 device 1, EFA-only at device 0 of
         # every further card: 32 EFA devices and one ENA on a p5.48xlarge.
@@ -116,21 +124,17 @@ def test_reserved_pools_target_their_reservation() -> None:
             assert ng["capacityType"] == "ON_DEMAND"
             s = ng["scalingConfig"]
             assert s["minSize"] == s["desiredSize"] == s["maxSize"], "reserved capacity is always on"
-        else:
+        elif pool.capacity != "capacity-block":
             assert "capacityReservationSpecification" not in lt
 
 
-def test_capacity_block_pool_uses_capacity_block_market(tmp_path: Any) -> None:
-    config = read_stack_config(stack_path("prod"))
-    pools = [dict(p) for p in config["gpu-platform:nodePools"]]
-    pools[0] = {**pools[0], "capacity": "capacity-block", "reservation": {"id": "cr-0b1b2c3d4e5f60719"}}
-    config["gpu-platform:nodePools"] = pools
-    plan = run_program(config, "prod-cb")
-    ng = plan.named("pool-train-h100-reserved-ng").inputs
-    lt = plan.named("pool-train-h100-reserved-lt").inputs
+def test_capacity_block_pool_uses_capacity_block_market() -> None:
+    plan = plan_for("prod")
+    ng = plan.named("pool-train-h100-block-ng").inputs
+    lt = plan.named("pool-train-h100-block-lt").inputs
     assert ng["capacityType"] == "CAPACITY_BLOCK"
     assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
-    assert lt["capacityReservationSpecification"]["capacityReservationTarget"] == {"capacityReservationId": "cr-0b1b2c3d4e5f60719"}
+    assert lt["capacityReservationSpecification"]["capacityReservationTarget"] == {"capacityReservationId": "cr-0c1b2c3d4e5f6071a"}
 
 
 @pytest.mark.parametrize("stack", EKS_STACKS)
@@ -216,12 +220,14 @@ def test_shared_and_mig_pools_advertise_their_slices_for_scale_up() -> None:
     assert prod == {"nvidia.com/mig-3g.40gb": "16"}  # 8 H100 x all-3g.40gb (2 each)
 
 
-def test_inference_pools_span_every_zone() -> None:
+def test_inference_pools_span_every_zone_unless_bound_to_a_reservation() -> None:
+    """On-demand/Spot inference spreads over the zones; a reservation exists in one zone only (EC2 guide, Capacity Reservations)."""
     plan, spec = plan_for("prod"), spec_for("prod")
     for pool in spec.node_pools:
         if pool.workload_class == "inference":
             ng = _pool_resources(plan, pool)[0]
-            assert len(ng["subnetIds"]) == len(spec.network.availability_zones) == 3, pool.name
+            expected = 1 if pool.capacity == "reserved" else len(spec.network.availability_zones)
+            assert len(ng["subnetIds"]) == expected, pool.name
 
 
 def test_autoscaler_tries_spot_first_then_on_demand() -> None:
@@ -241,11 +247,13 @@ def test_autoscaler_tries_spot_first_then_on_demand() -> None:
     assert priority_of("batch-l40s-spot") > priority_of("batch-l40s-ondemand")
 
 
-def test_eks_cluster_is_private_encrypted_and_logged() -> None:
+def test_eks_cluster_is_restricted_encrypted_and_logged() -> None:
     plan = plan_for("prod")
     cluster = plan.of_type("aws:eks/cluster:Cluster")[0].inputs
     assert cluster["vpcConfig"]["endpointPrivateAccess"] is True
-    assert cluster["vpcConfig"]["endpointPublicAccess"] is False
+    # public only to the deployers (the deploy path), never to the world
+    assert cluster["vpcConfig"]["endpointPublicAccess"] is True
+    assert cluster["vpcConfig"]["publicAccessCidrs"] == ["198.51.100.0/27"]
     assert cluster["encryptionConfig"]["resources"] == ["secrets"]
     assert set(cluster["enabledClusterLogTypes"]) >= {"api", "audit", "authenticator"}
     key = plan.of_type("aws:kms/key:Key")[0].inputs

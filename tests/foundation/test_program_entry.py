@@ -50,7 +50,7 @@ def test_infra_main_runs_under_the_mock_engine() -> None:
         runpy.run_path(str(MAIN), run_name="__main__")
 
     run()
-    assert counter.types.count("aws:eks/nodeGroup:NodeGroup") == 9  # 8 GPU pools + system
+    assert counter.types.count("aws:eks/nodeGroup:NodeGroup") == 10  # 9 GPU pools + system
     assert "aws:eks/cluster:Cluster" in counter.types
 
 

@@ -233,6 +233,9 @@ def declare_demand(stack: str, *entries: tuple[str, float, str, bool]) -> Edit:
 LT = "pool-train-h100-reserved-lt"
 NG = "pool-train-h100-reserved-ng"
 SPOT_NG = "pool-infer-l4-spot-ng"
+BLOCK_NG = "pool-train-h100-block-ng"
+SG_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+A100_NG = "pool-infer-a100-mig-ng"
 LABELS = "labels"
 ONPREM_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
 ONPREM_H100 = "pool-hgx-h100-train-dgx-h100-01"
@@ -244,7 +247,8 @@ CASES: list[Case] = [
     Case("imdsv2-required", "hop-limit-2", "prod", (set_in(LT, "metadataOptions.httpPutResponseHopLimit", 2),), LT, "HopLimit"),
     Case("ebs-encrypted", "prod-compliant", "prod"),
     Case("ebs-encrypted", "unencrypted-root", "prod", (set_in(LT, "blockDeviceMappings.0.ebs.encrypted", "false"),), LT, "not encrypted"),
-    Case("eks-endpoint-restricted", "prod-private", "prod"),
+    Case("eks-endpoint-restricted", "prod-public-to-deployers-only", "prod"),
+    Case("eks-endpoint-restricted", "prod-private", "prod", (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False),)),
     Case("eks-endpoint-restricted", "dev-public-with-cidrs", "dev"),
     Case(
         "eks-endpoint-restricted",
@@ -272,7 +276,7 @@ CASES: list[Case] = [
         "eks-endpoint-restricted",
         "prod-public-open",
         "prod",
-        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True),),
+        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True), drop_in("cluster-eks", "vpcConfig.publicAccessCidrs")),
         "cluster-eks",
         "open to the internet",
     ),
@@ -283,6 +287,34 @@ CASES: list[Case] = [
         (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True), set_in("cluster-eks", "vpcConfig.publicAccessCidrs", ["0.0.0.0/0"])),
         "cluster-eks",
         "0.0.0.0/0",
+    ),
+    Case("eks-api-reachable", "prod-public-to-deployers", "prod"),
+    Case("eks-api-reachable", "onprem-existing-cluster", "onprem"),
+    Case(
+        "eks-api-reachable",
+        "private-only-in-new-vpc",
+        "prod",
+        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False),),
+        "cluster-eks",
+        "private-only in a VPC this plan creates",
+    ),
+    Case(
+        "eks-api-reachable",
+        "private-only-existing-vpc-no-deployer-rule",
+        "prod",
+        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False), drop("network-vpc")),
+        "cluster-eks",
+        "no security-group rule opens TCP 443",
+    ),
+    Case(
+        "eks-api-reachable",
+        "private-only-existing-vpc-deployer-rule",
+        "prod",
+        (
+            set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False),
+            drop("network-vpc"),
+            add(Resource(SG_INGRESS, "cluster-deployer-0", "cluster", {"cidrIpv4": "10.200.0.0/16", "ipProtocol": "tcp", "fromPort": 443})),
+        ),
     ),
     Case("eks-secrets-encryption", "prod-compliant", "prod"),
     Case("eks-secrets-encryption", "no-encryption", "prod", (drop_in("cluster-eks", "encryptionConfig"),), "cluster-eks", "secrets"),
@@ -298,6 +330,23 @@ CASES: list[Case] = [
         (set_in("monitoring-namespace", "metadata.name", "observability"), set_in("monitoring-namespace", "metadata.labels", {})),
         "monitoring-namespace",
         "tenant namespace observability has no default-deny",
+    ),
+    Case("tenant-default-deny", "onprem-compliant", "onprem"),
+    Case(
+        "tenant-default-deny",
+        "eks-enforcement-off",
+        "prod",
+        (drop_in("cluster-addon-vpc-cni", "configurationValues"),),
+        "cluster-addon-vpc-cni",
+        "not enforced",
+    ),
+    Case(
+        "tenant-default-deny",
+        "eks-enforcement-false",
+        "prod",
+        (set_in("cluster-addon-vpc-cni", "configurationValues", '{"enableNetworkPolicy": "false"}'),),
+        "cluster-addon-vpc-cni",
+        "not enforced",
     ),
     Case(
         "tenant-default-deny",
@@ -576,10 +625,10 @@ CASES: list[Case] = [
         "prod",
         tuple(
             e
-            for ng in (NG, "pool-train-h100-ondemand-ng")
+            for ng in (NG, "pool-train-h100-ondemand-ng", "pool-train-h100-block-ng")
             for e in (set_in(ng, "capacityType", "SPOT"), set_in(ng, "labels.gpu-platform.io/capacity-tier", "spot"))
         ),
-        "pool-train-h100-ondemand-ng",
+        "pool-train-h100-block-ng",  # the class's first pool by name
         "training has only Spot",
     ),
     Case(
@@ -639,6 +688,49 @@ CASES: list[Case] = [
     Case("tenant-has-quota-and-queue", "no-quota", "prod", (drop("tenant-serving-quota"),), "tenant-serving-namespace", "ResourceQuota"),
     Case("tenant-has-quota-and-queue", "no-queue", "prod", (drop("kueue-localqueue-serving"),), "tenant-serving-namespace", "LocalQueue"),
     # rollout
+    Case("fixed-capacity-update-strategy", "prod-compliant", "prod"),
+    Case("fixed-capacity-update-strategy", "spot-may-surge", "prod", (set_in(SPOT_NG, "updateConfig.updateStrategy", "DEFAULT"),)),
+    Case(
+        "fixed-capacity-update-strategy",
+        "default-on-reserved",
+        "prod",
+        (set_in(NG, "updateConfig.updateStrategy", "DEFAULT"),),
+        NG,
+        "updateStrategy is DEFAULT on reserved capacity",
+    ),
+    Case(
+        "fixed-capacity-update-strategy",
+        "unset-on-capacity-block",
+        "prod",
+        (drop_in(BLOCK_NG, "updateConfig.updateStrategy"),),
+        BLOCK_NG,
+        "updateStrategy is DEFAULT on capacity-block capacity",
+    ),
+    Case("fixed-capacity-placement", "prod-compliant", "prod"),
+    Case(
+        "fixed-capacity-placement",
+        "multi-zone-reserved",
+        "prod",
+        (set_in(A100_NG, "subnetIds", ["subnet-a", "subnet-b", "subnet-c"]),),
+        A100_NG,
+        "3 subnets on reserved capacity",
+    ),
+    Case(
+        "fixed-capacity-placement",
+        "capacity-block-type-on-node-group",
+        "prod",
+        (set_in(BLOCK_NG, "instanceTypes", ["p5.48xlarge"]),),
+        BLOCK_NG,
+        "launch template only",
+    ),
+    Case(
+        "fixed-capacity-placement",
+        "capacity-block-never-zero",
+        "prod",
+        (set_in(BLOCK_NG, "scalingConfig.minSize", 2),),
+        BLOCK_NG,
+        "minSize is 2",
+    ),
     Case("nodegroup-max-unavailable", "prod-compliant", "prod"),
     Case("nodegroup-max-unavailable", "four-at-once", "prod", (set_in(NG, "updateConfig.maxUnavailable", 4),), NG, "maxUnavailable is 4"),
     Case(

@@ -45,7 +45,7 @@ def test_repository_stacks_have_no_mandatory_violation(name: str, capsys: pytest
 
 
 def spot_only_training(cfg: Doc) -> None:
-    for name in ("train-h100-reserved", "train-h100-ondemand"):
+    for name in ("train-h100-reserved", "train-h100-ondemand", "train-h100-block"):
         p = pool(cfg, name)
         p["capacity"] = "spot"
         p.pop("reservation", None)
@@ -62,10 +62,11 @@ def chart_off_lockfile(cfg: Doc) -> None:
 
 def public_endpoint(cfg: Doc) -> None:
     cfg["gpu-platform:cluster"]["endpointPublicAccess"] = True
+    cfg["gpu-platform:cluster"].pop("publicAccessCidrs", None)
 
 
 BROKEN_STACKS = {
-    "spot-only-production-training": ("prod", spot_only_training, "production-capacity-floor", "pool-train-h100-ondemand-ng"),
+    "spot-only-production-training": ("prod", spot_only_training, "production-capacity-floor", "pool-train-h100-block-ng"),
     "quota-above-capacity": ("prod", quota_above_capacity, "kueue-quota-fits-pool", "kueue-clusterqueue-serving"),
     "chart-not-the-lockfile-version": ("prod", chart_off_lockfile, "charts-pinned", "kueue-release"),
     "public-prod-endpoint": ("prod", public_endpoint, "eks-endpoint-restricted", "cluster-eks"),
@@ -108,7 +109,7 @@ def test_github_format_annotates_the_stack_file(tmp_path: Path, capsys: pytest.C
     path = broken_copy(tmp_path, "prod", spot_only_training)
     code, out, _ = run_check(capsys, "--config", str(path), "--format", "github")
     esc = str(path).replace(":", "%3A").replace(",", "%2C")
-    assert f"::error file={esc},title=production-capacity-floor::pool-train-h100-ondemand-ng: workload class training" in out
+    assert f"::error file={esc},title=production-capacity-floor::pool-train-h100-block-ng: workload class training" in out
     assert "::warning " in out and "title=spot-exposure::" in out  # advisories are warnings, not errors
     assert code == 1
 

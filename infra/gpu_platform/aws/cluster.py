@@ -38,6 +38,18 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> s
     )
 
 
+def addon_configuration(addon: str) -> dict[str, str] | None:
+    """Configuration values of a managed add-on, or None for its defaults.
+
+    vpc-cni enforces Kubernetes NetworkPolicies only with `enableNetworkPolicy` "true" (EKS user guide,
+    "Configure your cluster for Kubernetes network policies"); without it the tenants' default-deny
+    policies are accepted by the API server and enforced by nothing.
+    """
+    if addon == "vpc-cni":
+        return {"enableNetworkPolicy": "true"}
+    return None
+
+
 @dataclass(frozen=True)
 class EksClusterArgs:
     """Inputs of the EksCluster component."""
@@ -89,17 +101,33 @@ class EksCluster(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
+        if spec.endpoint_private_access:
+            # The private endpoint admits what the cluster security group admits: the deployers' networks.
+            for i, cidr in enumerate(spec.deployer_cidrs):
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-deployer-{i}",
+                    security_group_id=self.cluster.vpc_config.cluster_security_group_id,
+                    cidr_ipv4=cidr,
+                    ip_protocol="tcp",
+                    from_port=443,
+                    to_port=443,
+                    description=f"pulumi up / kubectl from {cidr} to the private EKS API",
+                    tags=args.tags,
+                    opts=child,
+                )
         self.node_role = aws.iam.Role(f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=args.tags, opts=child)
         attachments = [
             aws.iam.RolePolicyAttachment(f"{name}-node-policy-{i}", role=self.node_role.name, policy_arn=arn, opts=child)
             for i, arn in enumerate(NODE_MANAGED_POLICIES)
         ]
         for addon, version in lock.eks.addons.items():
+            values = addon_configuration(addon)
             aws.eks.Addon(
                 f"{name}-addon-{addon}",
                 cluster_name=self.cluster.name,
                 addon_name=addon,
                 addon_version=version,
+                configuration_values=None if values is None else json.dumps(values),
                 resolve_conflicts_on_update="OVERWRITE",
                 tags=args.tags,
                 opts=child,

@@ -15,13 +15,18 @@ import pulumi_aws as aws
 
 from gpu_platform import efa
 from gpu_platform.catalog import Catalog
-from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
+from gpu_platform.pools import GPU_RESOURCE, gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
 from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import Lockfile
 
 CAPACITY_TYPE = {"spot": "SPOT", "on-demand": "ON_DEMAND", "reserved": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
 TAINT_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 ROOT_DEVICE = "/dev/xvda"  # AL2023 EKS AMIs boot from xvda
+# Capacity that exists in a fixed amount: a surge instance for a rolling update cannot be had.
+FIXED_CAPACITY = ("reserved", "capacity-block")
+# cluster-autoscaler's AWS GPU label (cloudprovider/aws GPULabel): a node carrying it counts as
+# unready until it offers nvidia.com/gpu, so the autoscaler waits instead of adding more nodes.
+ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,8 @@ class LaunchTemplatePlan:
     capacity_reservation_id: str | None = None
     capacity_reservation_group_arn: str | None = None
     capacity_block: bool = False
+    instance_type: str | None = None  # set only where EKS wants the type in the template (Capacity Blocks)
+    placement_group_name: str | None = None  # an existing cluster placement group (the reservation's)
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,7 @@ class NodeGroupPlan:
     desired_size: int
     max_size: int
     max_unavailable: int
+    update_strategy: str
     zones: tuple[str, ...]
     labels: dict[str, str]
     taints: list[dict[str, str]]
@@ -65,15 +73,23 @@ def launch_template_plan(pool: NodePool, catalog: Catalog) -> LaunchTemplatePlan
     """EFA interfaces, hugepages and a cluster placement group for EFA pools; the reservation target if any."""
     instance = catalog.instance(pool.instance_types[0])
     r = pool.reservation
+    existing_pg = r.placement_group if r and pool.efa else None
+    block = pool.capacity == "capacity-block"
     return LaunchTemplatePlan(
         root_volume_gib=pool.root_volume_gib,
         efa_interfaces=efa.efa_devices(instance) if pool.efa else 0,
-        placement_group=pool.efa,
+        # A Capacity Block is delivered already co-located (EC2 UltraCluster); only ODCR and
+        # on-demand EFA pools need a cluster placement group, new or the reservation's own.
+        placement_group=pool.efa and existing_pg is None and not block,
         interfaces=tuple(efa.interface_layout(instance)) if pool.efa else (),
         user_data=efa.hugepages_user_data() if pool.efa else None,
         capacity_reservation_id=r.id if r else None,
         capacity_reservation_group_arn=r.resource_group_arn if r else None,
-        capacity_block=pool.capacity == "capacity-block",
+        capacity_block=block,
+        # EKS user guide, "Create a managed node group with Capacity Blocks for ML": the instance
+        # type goes in the launch template, and the node group then names none.
+        instance_type=pool.instance_types[0] if block else None,
+        placement_group_name=existing_pg,
     )
 
 
@@ -97,6 +113,34 @@ def autoscaler_tags(cluster_name: str) -> dict[str, str]:
     return {f"{AUTOSCALER}/enabled": "true", f"{AUTOSCALER}/{cluster_name}": "owned"}
 
 
+def accelerator_label(pool: NodePool, catalog: Catalog) -> dict[str, str]:
+    """`k8s.amazonaws.com/accelerator` for pools whose nodes offer `nvidia.com/gpu`, else nothing.
+
+    cluster-autoscaler (processors/customresources GpuCustomResourcesProcessor) treats a node with
+    this label and no `nvidia.com/gpu` allocatable as still booting. That stops it adding a second
+    node while the first one's GPUs come up; but a MIG or renamed time-slicing/MPS pool never offers
+    `nvidia.com/gpu`, so there the label would keep every node "unready" forever.
+    """
+    if GPU_RESOURCE not in resources_per_gpu(pool, catalog):
+        return {}
+    return {ACCELERATOR_LABEL: f"nvidia-{gpu_of(pool, catalog).name.lower()}"}
+
+
+def eks_node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
+    """Labels of an EKS pool's nodes: the platform's own plus the autoscaler's GPU label."""
+    return {**node_labels(pool, catalog), **accelerator_label(pool, catalog)}
+
+
+def update_strategy(pool: NodePool) -> str:
+    """EKS node group update strategy: MINIMAL where capacity is fixed, DEFAULT elsewhere.
+
+    botocore eks NodegroupUpdateConfig.updateStrategy: DEFAULT launches the new instances before
+    terminating the old ones; a fully used reservation or Capacity Block has no spare instance for
+    that, so the update stalls. MINIMAL terminates first, then launches into the freed capacity.
+    """
+    return "MINIMAL" if pool.capacity in FIXED_CAPACITY else "DEFAULT"
+
+
 def node_template_tags(pool: NodePool, catalog: Catalog) -> dict[str, str]:
     """What a node of the pool will offer, for the autoscaler to scale it up from zero.
 
@@ -105,7 +149,7 @@ def node_template_tags(pool: NodePool, catalog: Catalog) -> dict[str, str]:
     a time-sliced pool and `nvidia.com/mig-<profile>` for a MIG pool, so pending pods asking for a
     slice trigger a scale-up too.
     """
-    tags = {f"{AUTOSCALER}/node-template/label/{k}": v for k, v in node_labels(pool, catalog).items()}
+    tags = {f"{AUTOSCALER}/node-template/label/{k}": v for k, v in eks_node_labels(pool, catalog).items()}
     for taint in node_taints(pool):
         tags[f"{AUTOSCALER}/node-template/taint/{taint.key}"] = f"{taint.value}:{taint.effect}"
     per_node = gpus_per_node(pool, catalog)
@@ -126,13 +170,15 @@ def node_group_plan(
     return NodeGroupPlan(
         node_group_name=f"{cluster_name}-{pool.name}",
         capacity_type=capacity_type(pool),
-        instance_types=pool.instance_types,
+        # A Capacity Block's type lives in the launch template; naming it here too fails the deploy.
+        instance_types=() if pool.capacity == "capacity-block" else pool.instance_types,
         min_size=lo,
         desired_size=want,
         max_size=hi,
         max_unavailable=pool.max_unavailable,
+        update_strategy=update_strategy(pool),
         zones=pool.availability_zones or zones,
-        labels=node_labels(pool, catalog),
+        labels=eks_node_labels(pool, catalog),
         taints=[{"key": t.key, "value": t.value, "effect": TAINT_EFFECT[t.effect]} for t in node_taints(pool)],
         tags={**cost_tags(environment, stack, pool, extra_tags), **autoscaler_tags(cluster_name)},
         template_tags=node_template_tags(pool, catalog),
@@ -165,6 +211,8 @@ class GpuNodePool(pulumi.ComponentResource):
         if lt.placement_group:
             pg = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=plan.tags, opts=child)
             placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=pg.name)
+        elif lt.placement_group_name:
+            placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=lt.placement_group_name)
         interfaces = None
         if lt.interfaces:
             # The layout (ENA primary, EFA-only where the type allows) is decided in gpu_platform.efa.
@@ -190,6 +238,7 @@ class GpuNodePool(pulumi.ComponentResource):
             f"{name}-lt",
             description=f"GPU pool {pool.name} ({gpu_of(pool, args.catalog).name}, {pool.capacity})",
             update_default_version=True,
+            instance_type=lt.instance_type,
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",
                 http_tokens="required",
@@ -229,9 +278,9 @@ class GpuNodePool(pulumi.ComponentResource):
             ami_type=args.lock.eks.ami_type,
             release_version=args.lock.eks.ami_release_version,
             version=args.lock.kubernetes.version,
-            instance_types=list(plan.instance_types),
+            instance_types=list(plan.instance_types) or None,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=plan.min_size, desired_size=plan.desired_size, max_size=plan.max_size),
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=plan.max_unavailable),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=plan.max_unavailable, update_strategy=plan.update_strategy),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
             labels=plan.labels,
             taints=[aws.eks.NodeGroupTaintArgs(**t) for t in plan.taints],

@@ -36,7 +36,9 @@ def render_table(stack: str, pools: list[PoolCapacity], classes: list[ClassCapac
     lines += ["", f"{'CLASS':<12} {'MAX GPUS':>9} {'FLOOR':>6} {'SPOT MAX':>9} {'SPOT EXPOSURE':>14}"]
     for c in classes:
         lines.append(f"{c.workload_class:<12} {c.max_gpus:>9} {c.floor_gpus:>6} {c.spot_max_gpus:>9} {c.spot_exposure:>14.0%}")
-    lines += ["", f"Estimated cost at desired size: {_money(monthly_cost(pools))} per month ({HOURS_PER_MONTH} h)", pricing_note]
+    cost = f"Estimated cost at desired size: {_money(monthly_cost(pools))} per month ({HOURS_PER_MONTH} h)"
+    fixed = "reserved and Capacity Block pools count at full size (billed used or not; a block only for its dates)"
+    lines += ["", cost, fixed, pricing_note]
     return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from gpu_platform.aws.access import deploy_steps
 from gpu_platform.engine import Plan, run_program
 from gpu_platform.spec.loader import load_stack
 
@@ -27,8 +28,19 @@ def render_table(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+def render_deploy_path(steps: list[str]) -> str:
+    """The stack's deploy path as numbered steps (empty when the cluster already exists)."""
+    if not steps:
+        return ""
+    return "\n".join(["", "", "Deploy path (how `pulumi up` reaches the API it creates):", *(f"  {i}. {s}" for i, s in enumerate(steps, 1))])
+
+
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point of the subcommand."""
-    plan = plan_stack(path, stack)
-    print(json.dumps(plan.to_json(), indent=2) if args.format == "json" else render_table(plan))
+    config, spec = load_stack(path, stack)
+    plan = run_program(config, stack)
+    if args.format == "json":
+        print(json.dumps(plan.to_json(), indent=2))
+    else:
+        print(render_table(plan) + render_deploy_path(deploy_steps(spec)))
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpu_platform.aws.access import unreachable_reason
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import Problem, did_you_mean, one_of
 from gpu_platform.pools import RESERVED_LABEL_PREFIXES as RESERVED_PREFIXES
@@ -14,6 +15,7 @@ from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
 P = "gpu-platform:"
 REPLICAS_MIN, REPLICAS_MAX = 2, 48
 CAPACITY_BLOCK_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en")
+FIXED_CAPACITY = ("reserved", "capacity-block")
 
 
 def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]:
@@ -102,6 +104,17 @@ def _check_eks(spec: PlatformSpec, file: str) -> list[Problem]:
             )
     if spec.cluster.kubeconfig:
         out.append(Problem(file, f"{P}cluster.kubeconfig", "only for cluster.provider existing", "remove it, or set provider: existing"))
+    unreachable = unreachable_reason(spec)
+    if unreachable is not None:
+        out.append(
+            Problem(
+                file,
+                f"{P}cluster.endpointPublicAccess",
+                unreachable,
+                "allowed: endpointPublicAccess: true with publicAccessCidrs (the deployers' egress CIDRs), "
+                "or network.mode: existing with cluster.deployerCidrs (networks routed to that VPC)",
+            )
+        )
     c = spec.cluster.system_nodes
     if not c.min_size <= c.desired_size <= c.max_size:
         out.append(
@@ -175,7 +188,8 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
                             "allowed: efa on EFA-capable types (p4d, p5, g6e.8xlarge and larger, ...)",
                         )
                     )
-            if len(pool.availability_zones) != 1:
+            # Fixed-capacity pools already report their zone count against the reservation.
+            if len(pool.availability_zones) != 1 and pool.capacity not in FIXED_CAPACITY:
                 add(
                     Problem(
                         file,
@@ -295,13 +309,43 @@ def _check_capacity(pool: NodePool, at: str, catalog: Catalog, file: str) -> lis
                     )
                 )
     s = pool.scaling
-    if s is not None and not s.min_size == s.desired_size == s.max_size:
+    if pool.capacity == "reserved" and s is not None and not s.min_size == s.desired_size == s.max_size:
         out.append(
             Problem(
                 file,
                 f"{at}.scaling",
                 f"min {s.min_size}, desired {s.desired_size}, max {s.max_size} for {pool.capacity} capacity",
                 "allowed: min = desired = max (reserved capacity is paid for whether used or not, so it is always on)",
+            )
+        )
+    if pool.capacity == "capacity-block" and s is not None and s.min_size != 0:
+        out.append(
+            Problem(
+                file,
+                f"{at}.scaling.min",
+                f"{s.min_size} for a Capacity Block pool",
+                "allowed: 0 (the block's instances end with the block, so the group must be able to sit at 0 nodes)",
+            )
+        )
+    # EC2 user guide, "Capacity Reservations" / "Capacity Blocks for ML": each is bound to one
+    # Availability Zone; instances launched elsewhere run at On-Demand price (ODCR) or fail (block).
+    if len(pool.availability_zones) != 1:
+        given = ", ".join(pool.availability_zones) or "none (every cluster zone)"
+        out.append(
+            Problem(
+                file,
+                f"{at}.availabilityZones",
+                f"{given} for a {pool.capacity} pool",
+                "allowed: exactly one zone, the reservation's (instances outside it are billed On-Demand or fail to launch)",
+            )
+        )
+    if r is not None and r.placement_group is not None and not (pool.capacity == "reserved" and pool.efa):
+        out.append(
+            Problem(
+                file,
+                f"{at}.reservation.placementGroup",
+                f"set on a {pool.capacity} pool{'' if pool.efa else ' without efa'}",
+                "allowed: only on a reserved EFA pool whose reservation sits in that cluster placement group",
             )
         )
     return out

@@ -78,6 +78,8 @@ class ClusterSpec(Model):
     """EKS API reachable from the internet (then restrict `publicAccessCidrs`)."""
     public_access_cidrs: tuple[AnyCidr, ...] = ()
     """CIDRs allowed to reach a public EKS API endpoint."""
+    deployer_cidrs: tuple[AnyCidr, ...] = ()
+    """Routed networks (VPN, peered CI runners) `pulumi up` runs from to reach a private-only API; TCP 443 is opened to them."""
     secrets_encryption: StrictBool = True
     """Envelope-encrypt Kubernetes secrets with a rotating KMS key."""
     log_types: tuple[LogType, ...] = ("api", "audit", "authenticator")
@@ -118,6 +120,8 @@ class Reservation(Model):
     """On-Demand Capacity Reservation or Capacity Block id (`cr-...`)."""
     resource_group_arn: str | None = Field(default=None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/.+$")
     """Resource group of several ODCRs (reserved pools only)."""
+    placement_group: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+    """Existing cluster placement group the reservation was made in (reserved EFA pools); used instead of a new one."""
 
 
 class Sharing(Model):
@@ -141,7 +145,7 @@ class NodePool(Model):
     capacity: CapacityTier
     """`reserved` (ODCR), `capacity-block`, `on-demand` or `spot`; on-prem: `reserved` or `on-demand`."""
     scaling: Scaling | None = None
-    """`{min, desired, max}` nodes (EKS; reserved pools need min = desired = max)."""
+    """`{min, desired, max}` nodes (EKS; reserved pools need min = desired = max, Capacity Block pools min 0)."""
     instance_types: tuple[str, ...] = ()
     """EC2 GPU instance types, same GPU model and count (EKS; several for Spot)."""
     gpu_model: str | None = None
@@ -157,7 +161,7 @@ class NodePool(Model):
     root_volume_gib: StrictInt = Field(default=200, alias="rootVolumeGiB", ge=100, le=16000)
     """Encrypted gp3 root volume size (GPU images are large)."""
     availability_zones: tuple[str, ...] = ()
-    """Zones of the pool (default: every cluster zone)."""
+    """Zones of the pool (default: every cluster zone; reserved and Capacity Block pools: their reservation's one zone)."""
     sharing: Sharing = Sharing()
     """How the pool's GPUs are shared: `{mode, replicas, migConfig}`."""
     labels: dict[str, str] = Field(default_factory=dict)

@@ -6,8 +6,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpu_platform.pools import LABEL_POOL
-from gpu_platform_policies.model import Context, Finding, PlanView, rule
+from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
+from gpu_platform_policies.rules.rollout import fixed_capacity_tier
 from gpu_platform_policies.view import (
+    NODE_GROUP,
     Pool,
     api_group,
     get,
@@ -188,3 +190,29 @@ def tenant_has_quota_and_queue(plan: PlanView, ctx: Context) -> Iterator[Finding
             yield Finding(resource, f"tenant namespace {ns} has no ResourceQuota")
         if kueue and ns not in queues:
             yield Finding(resource, f"tenant namespace {ns} has no Kueue LocalQueue")
+
+
+@rule(
+    "fixed-capacity-placement",
+    "Reserved and Capacity Block node groups use one subnet (the reservation's zone); Capacity Block groups name no instance type and can reach 0.",
+    "mandatory",
+    "resource",
+    category="capacity",
+    types=(NODE_GROUP,),
+)
+def fixed_capacity_placement(r: Resource, ctx: Context) -> Iterator[str]:
+    """An ODCR or Capacity Block lives in one zone; elsewhere instances bill On-Demand or do not launch."""
+    tier = fixed_capacity_tier(r)
+    if tier is None:
+        return
+    subnets = r.inputs.get("subnetIds") or []
+    if len(subnets) != 1:
+        yield f"{len(subnets)} subnets on {tier} capacity; use exactly one, in the reservation's Availability Zone"
+    if tier != "capacity-block":
+        return
+    # EKS user guide, "Create a managed node group with Capacity Blocks for ML".
+    if r.inputs.get("instanceTypes"):
+        yield "instanceTypes is set on a Capacity Block node group; put the instance type in the launch template only"
+    low = get(r.inputs, "scalingConfig", "minSize")
+    if low not in (None, 0):
+        yield f"scalingConfig.minSize is {low}; a Capacity Block group must be able to sit at 0 outside the block"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from gpu_platform.pools import LABEL_TIER
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import NODE_GROUP, get, helm_releases, truthy
 
@@ -66,3 +67,35 @@ def driver_upgrade_policy(plan: PlanView, ctx: Context) -> Iterator[Finding]:
             )
         if not truthy(get(policy, "drain", "enable")):
             yield Finding(r.name, "values.driver.upgradePolicy.drain.enable is not true; GPU pods would be killed mid-job")
+
+
+FIXED_TIERS = ("reserved", "capacity-block")
+
+
+def fixed_capacity_tier(r: Resource) -> str | None:
+    """`reserved` or `capacity-block` when the node group runs on capacity bought in a fixed amount."""
+    if r.inputs.get("capacityType") == "CAPACITY_BLOCK":
+        return "capacity-block"
+    tier = get(r.inputs, "labels", LABEL_TIER)
+    return str(tier) if tier in FIXED_TIERS else None
+
+
+@rule(
+    "fixed-capacity-update-strategy",
+    "Node groups on reserved or Capacity Block capacity update with updateConfig.updateStrategy MINIMAL.",
+    "mandatory",
+    "resource",
+    category="rollout",
+    types=(NODE_GROUP,),
+)
+def fixed_capacity_update_strategy(r: Resource, ctx: Context) -> Iterator[str]:
+    """DEFAULT launches replacements before terminating (botocore eks NodegroupUpdateConfig); a full reservation has none to give."""
+    tier = fixed_capacity_tier(r)
+    if tier is None:
+        return
+    strategy = get(r.inputs, "updateConfig", "updateStrategy") or "DEFAULT"
+    if strategy != "MINIMAL":
+        yield (
+            f"updateConfig.updateStrategy is {strategy} on {tier} capacity: new nodes are launched before old ones stop, "
+            "and a fully used reservation has no spare instance, so the update stalls; set it to MINIMAL"
+        )

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import (
+    EKS_ADDON,
     EKS_CLUSTER,
     HELM_CHART,
     HELM_RELEASE,
@@ -186,11 +188,70 @@ def _is_default_deny(r: Resource) -> bool:
     category="security",
 )
 def tenant_default_deny(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """Tenants share nodes; isolation starts from deny and adds explicit allows."""
+    """Tenants share nodes; isolation starts from deny and adds explicit allows, and something must enforce it."""
+    tenants = tenant_namespaces(plan)
+    if tenants and any(r.type == EKS_CLUSTER for r in plan):
+        yield from _eks_enforces_network_policy(plan)
     covered = {namespace_of(r) for r in objects(plan, "NetworkPolicy", "networking.k8s.io") if _is_default_deny(r)}
-    for ns, resource in sorted(tenant_namespaces(plan).items()):
+    for ns, resource in sorted(tenants.items()):
         if ns not in covered:
             yield Finding(
                 resource,
                 f"tenant namespace {ns} has no default-deny NetworkPolicy (podSelector: {{}}, policyTypes: [Ingress, ...], no ingress rules)",
             )
+
+
+def _eks_enforces_network_policy(plan: PlanView) -> Iterator[Finding]:
+    """On EKS the VPC CNI add-on enforces NetworkPolicies only with `enableNetworkPolicy` "true" in its configuration values."""
+    cni = next((r for r in plan if r.type == EKS_ADDON and r.inputs.get("addonName") == "vpc-cni"), None)
+    if cni is None:
+        cluster = next(r for r in plan if r.type == EKS_CLUSTER)
+        yield Finding(cluster.name, "no vpc-cni add-on: nothing on this EKS cluster enforces the tenants' NetworkPolicies")
+        return
+    raw = cni.inputs.get("configurationValues")
+    try:
+        values = json.loads(raw) if isinstance(raw, str) else (raw or {})
+    except ValueError:
+        values = {}
+    if str(get(values, "enableNetworkPolicy", default="false")).lower() != "true":
+        yield Finding(
+            cni.name,
+            'vpc-cni configurationValues has no enableNetworkPolicy "true": tenant NetworkPolicies are accepted but not enforced',
+        )
+
+
+SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+
+
+def _opens_api(r: Resource) -> bool:
+    """A security-group ingress rule that admits TCP 443 from a CIDR (the private API's port)."""
+    port_ok = str(r.inputs.get("fromPort")) in ("443", "443.0") or str(r.inputs.get("ipProtocol")) == "-1"
+    return port_ok and bool(r.inputs.get("cidrIpv4") or r.inputs.get("cidrIpv6"))
+
+
+@rule(
+    "eks-api-reachable",
+    "pulumi up can reach the EKS API it creates: a public endpoint, or a private one in an existing VPC opened to deployer CIDRs.",
+    "mandatory",
+    "stack",
+    category="security",
+)
+def eks_api_reachable(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """EKS user guide, "Cluster API server endpoint": a private endpoint answers only inside its VPC and connected networks."""
+    creates_vpc = any(r.type == "aws:ec2/vpc:Vpc" for r in plan)
+    opened = any(r.type == SG_INGRESS_RULE and _opens_api(r) for r in plan)
+    for r in plan:
+        if r.type != EKS_CLUSTER:
+            continue
+        vpc = r.inputs.get("vpcConfig") or {}
+        public = vpc.get("endpointPublicAccess", True)  # EKS default: public
+        if truthy(public) or public is None:
+            continue
+        if creates_vpc:
+            yield Finding(
+                r.name,
+                "the API endpoint is private-only in a VPC this plan creates: nothing outside that VPC can reach it during pulumi up, "
+                "so every Kubernetes resource fails; make it public to the deployers' CIDRs, or deploy into an existing routed VPC",
+            )
+        elif not opened:
+            yield Finding(r.name, "the API endpoint is private-only and no security-group rule opens TCP 443 to a deployer CIDR")
