@@ -86,3 +86,15 @@ CONTROLLER_CASES += [
         "must be <= capability",
     ),
 ]
+
+CONTROLLER_CASES += [
+    Case("kueue-preemption-enforced", "prod-compliant", "prod"),
+    Case(
+        "kueue-preemption-enforced",
+        "borrow-guard-under-fair-sharing",
+        "prod",
+        (set_in("kueue-clusterqueue-serving", "spec.preemption.borrowWithinCohort", {"policy": "LowerPriority", "maxPriorityThreshold": 30000}),),
+        "kueue-clusterqueue-serving",
+        "ignores under fair sharing",
+    ),
+]

@@ -67,6 +67,26 @@ def gpu_groups(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> list[tup
     return [(sorted(res), sorted(pools, key=lambda p: (TIER_ORDER[p.capacity], p.name))) for res, pools in groups]
 
 
+def preemption(spec: PlatformSpec) -> dict[str, Any]:
+    """A ClusterQueue's preemption, holding only what Kueue enforces under the stack's preemption mode.
+
+    With fair sharing Kueue runs fairPreemptions (pkg/scheduler/preemption/preemption.go getTargets),
+    which reads withinClusterQueue and reclaimWithinCohort only; borrowWithinCohort is left out there
+    (the spec refuses it). Classical preemption gets borrowWithinCohort, by default LowerPriority below
+    production training.
+    """
+    p = spec.queueing.kueue.preemption
+    out: dict[str, Any] = {"reclaimWithinCohort": p.reclaim_within_cohort, "withinClusterQueue": p.within_cluster_queue}
+    if spec.queueing.kueue.fair_sharing:
+        return out
+    policy = p.borrow_within_cohort or "LowerPriority"
+    out["borrowWithinCohort"] = {"policy": policy}
+    if policy != "Never":
+        # Borrowing may preempt only work strictly below production training.
+        out["borrowWithinCohort"]["maxPriorityThreshold"] = PRIORITY_VALUES["inference"]
+    return out
+
+
 def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest:
     """The tenant's ClusterQueue: nominal quota per flavor, borrowing/lending limits, preemption, fair share."""
     quotas = {q.pool: q for q in tenant.quotas}
@@ -88,25 +108,17 @@ def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manif
                 resources.append(entry)
             flavors.append({"name": flavor_name(pool), "resources": resources})
         resource_groups.append({"coveredResources": covered, "flavors": flavors})
-    p = spec.queueing.kueue.preemption
     body: dict[str, Any] = {
         "cohortName": tenant.cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": tenant.ns}},
         "queueingStrategy": "BestEffortFIFO",
         "resourceGroups": resource_groups,
-        "preemption": {
-            "reclaimWithinCohort": p.reclaim_within_cohort,
-            "withinClusterQueue": p.within_cluster_queue,
-            "borrowWithinCohort": {"policy": p.borrow_within_cohort},
-        },
+        "preemption": preemption(spec),
         # Use the tenant's own quota in another flavor before borrowing or preempting; if neither is
         # avoidable, borrow idle capacity rather than evict someone.
         "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "BorrowingOverPreemption"},
         "fairSharing": {"weight": tenant.fair_share_weight},
     }
-    if p.borrow_within_cohort != "Never":
-        # Borrowing may preempt only work strictly below production training.
-        body["preemption"]["borrowWithinCohort"]["maxPriorityThreshold"] = PRIORITY_VALUES["inference"]
     return {"apiVersion": API, "kind": "ClusterQueue", "metadata": metadata(tenant.name, labels={LABEL_TENANT: tenant.name}), "spec": body}
 
 

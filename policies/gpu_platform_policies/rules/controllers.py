@@ -7,12 +7,15 @@ component would refuse the object or silently ignore a setting.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
+
+import yaml
 
 from gpu_platform.k8s.admission import volcano_queue_errors
 from gpu_platform.k8s.dcgm import CsvError, read_metrics_csv
 from gpu_platform.versions import OCI
-from gpu_platform_policies.model import Context, Resource, rule
-from gpu_platform_policies.view import HELM_RELEASE, get
+from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
+from gpu_platform_policies.view import HELM_RELEASE, get, helm_releases, object_name, objects
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DCGM_METRICS_FILE = "dcgm-metrics.csv"
@@ -71,3 +74,38 @@ def volcano_queue_admitted(r: Resource, ctx: Context) -> Iterator[str]:
     """The webhook (validate_queue.go validateQueue) refuses the Queue at `pulumi up`, after other resources changed."""
     for error in volcano_queue_errors(dict(r.inputs)):
         yield f"Volcano's queue webhook refuses it: {error}"
+
+
+def kueue_manager_config(plan: PlanView) -> dict[str, Any] | None:
+    """Kueue's controller configuration as the chart hands it to the manager (None without a Kueue release)."""
+    releases = helm_releases(plan, "kueue")
+    if not releases:
+        return None
+    text = get(releases[0].inputs, "values", "managerConfig", "controllerManagerConfigYaml")
+    try:
+        config = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        return None
+    return config if isinstance(config, dict) else None
+
+
+@rule(
+    "kueue-preemption-enforced",
+    "ClusterQueues set no borrowWithinCohort while Kueue fair sharing is on (Kueue ignores it there).",
+    "mandatory",
+    "stack",
+    category="controllers",
+)
+def kueue_preemption_enforced(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Kueue's getTargets runs fairPreemptions when `fairSharing` is configured, which never reads borrowWithinCohort."""
+    config = kueue_manager_config(plan)
+    if config is None or config.get("fairSharing") is None:
+        return
+    for r in objects(plan, "ClusterQueue", "kueue.x-k8s.io"):
+        borrow = get(r.inputs, "spec", "preemption", "borrowWithinCohort")
+        if isinstance(borrow, dict) and borrow.get("policy", "Never") != "Never":
+            yield Finding(
+                r.name,
+                f"ClusterQueue {object_name(r)} sets borrowWithinCohort {borrow.get('policy')!r}, which Kueue ignores under fair sharing; "
+                "allowed: no borrowWithinCohort, or Kueue without fairSharing",
+            )
