@@ -140,6 +140,36 @@ def workload_priority_classes() -> list[Manifest]:
     ]
 
 
+# Every job kind a tenant can run GPUs with, Deployments, StatefulSets and plain pods included: a kind
+# without its integration runs unmanaged, outside every quota Kueue keeps.
+FRAMEWORKS = (
+    "batch/job",
+    "kubeflow.org/mpijob",
+    "kubeflow.org/pytorchjob",
+    "jobset.x-k8s.io/jobset",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+    "deployment",
+    "statefulset",
+    "pod",
+)
+
+
+def managed_jobs() -> dict[str, Any]:
+    """The Kueue settings that put every tenant workload under Kueue, queue name or not.
+
+    Kueue v1beta2 Configuration (jobframework WorkloadShouldBeSuspended): a job without a queue-name
+    label is managed only with `manageJobsWithoutQueueName` and a namespace matching
+    `managedJobsNamespaceSelector`; there it gets the namespace's LocalQueue `default`
+    (jobframework ApplyDefaultLocalQueue). Only tenant namespaces match, so system pods stay unmanaged.
+    """
+    return {
+        "manageJobsWithoutQueueName": True,
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]},
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+    }
+
+
 def manager_config(spec: PlatformSpec) -> dict[str, Any]:
     """Kueue's controller configuration (replaces the chart default, so it is complete)."""
     config: dict[str, Any] = {
@@ -149,18 +179,7 @@ def manager_config(spec: PlatformSpec) -> dict[str, Any]:
         "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        "manageJobsWithoutQueueName": False,
-        "integrations": {
-            "frameworks": [
-                "batch/job",
-                "kubeflow.org/mpijob",
-                "kubeflow.org/pytorchjob",
-                "jobset.x-k8s.io/jobset",
-                "ray.io/rayjob",
-                "ray.io/raycluster",
-                "pod",
-            ]
-        },
+        **managed_jobs(),
     }
     if spec.queueing.kueue.fair_sharing:
         config["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
