@@ -5,7 +5,10 @@ Kept apart from cases.py so the controller rules' cases read together; cases.py 
 
 from __future__ import annotations
 
-from tests.policies.cases import Case, drop_in, set_in
+import yaml
+
+from gpu_platform_policies import Resource
+from tests.policies.cases import Case, Edit, drop, drop_in, set_in
 
 L40S_PATCH = "pool-l40s-dev-l40s-01"
 A100_MIG_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
@@ -84,5 +87,94 @@ CONTROLLER_CASES += [
         (set_in(QUEUE, "spec.deserved.nvidia.com/gpu.shared", "65"),),
         QUEUE,
         "must be <= capability",
+    ),
+]
+
+CONTROLLER_CASES += [
+    Case("kueue-preemption-enforced", "prod-compliant", "prod"),
+    Case(
+        "kueue-preemption-enforced",
+        "borrow-guard-under-fair-sharing",
+        "prod",
+        (set_in("kueue-clusterqueue-serving", "spec.preemption.borrowWithinCohort", {"policy": "LowerPriority", "maxPriorityThreshold": 30000}),),
+        "kueue-clusterqueue-serving",
+        "ignores under fair sharing",
+    ),
+]
+
+KUEUE_CONFIG = "values.managerConfig.controllerManagerConfigYaml"
+
+
+def kueue_config_edit(**changes: object) -> Edit:
+    """Change keys of Kueue's manager configuration inside the release values (None deletes a key)."""
+
+    def edit(res: list[Resource]) -> list[Resource]:
+        release = next(r for r in res if r.name == "kueue-release")
+        values = release.inputs["values"]["managerConfig"]
+        config = yaml.safe_load(values["controllerManagerConfigYaml"])
+        for key, value in changes.items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
+        values["controllerManagerConfigYaml"] = yaml.safe_dump(config)
+        return res
+
+    return edit
+
+
+SERVING_RB = "tenant-serving-rolebinding-serving-oncall"
+CONTROLLER_CASES += [
+    Case("tenant-workloads-managed", "prod-compliant", "prod"),
+    Case(
+        "tenant-workloads-managed",
+        "jobs-without-queue-name-unmanaged",
+        "prod",
+        (kueue_config_edit(manageJobsWithoutQueueName=False),),
+        "kueue-release",
+        "manageJobsWithoutQueueName is off",
+    ),
+    Case(
+        "tenant-workloads-managed",
+        "pod-integration-without-selector",
+        "prod",
+        (kueue_config_edit(managedJobsNamespaceSelector=None),),
+        "kueue-release",
+        "cannot be empty when pod integration is enabled",
+    ),
+    Case(
+        "tenant-workloads-managed",
+        "no-deployment-integration",
+        "prod",
+        (kueue_config_edit(integrations={"frameworks": ["batch/job", "pod"]}),),
+        "kueue-release",
+        "deployment, statefulset",
+    ),
+    Case("tenant-priority-restricted", "prod-compliant", "prod"),
+    Case("tenant-priority-restricted", "no-policy", "prod", (drop("platform-priority-policy"),), "tenant-serving-namespace", "any PriorityClass"),
+    Case(
+        "tenant-priority-restricted",
+        "audit-only-binding",
+        "prod",
+        (set_in("platform-priority-policy-binding", "spec.validationActions", ["Audit"]),),
+        "tenant-serving-namespace",
+        "bound with Deny",
+    ),
+    Case("tenant-role-no-netpol-write", "prod-compliant", "prod"),
+    Case(
+        "tenant-role-no-netpol-write",
+        "builtin-edit",
+        "prod",
+        (set_in(SERVING_RB, "roleRef.name", "edit"),),
+        SERVING_RB,
+        "writes NetworkPolicies",
+    ),
+    Case(
+        "tenant-role-no-netpol-write",
+        "role-grows-netpol-write",
+        "prod",
+        (set_in("platform-tenant-role", "rules.11.verbs", ["get", "list", "watch", "delete"]),),
+        SERVING_RB,
+        "writes NetworkPolicies",
     ),
 ]

@@ -93,3 +93,93 @@ def volcano_queue_errors(queue: dict[str, Any]) -> list[str]:
     if spec.get("parent") and spec.get("parent") == (queue.get("metadata") or {}).get("name"):
         errors.append("spec.parent: a queue cannot use itself as parent")
     return errors
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """k8s apimachinery metav1.LabelSelectorAsSelector(...).Matches: matchLabels and matchExpressions, ANDed.
+
+    A nil selector matches everything here (Kueue's namespaceMatchesSelector treats nil that way).
+    """
+    if selector is None:
+        return True
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        present = key in labels
+        if (
+            (op == "In" and not (present and labels[key] in values))
+            or (op == "NotIn" and present and labels[key] in values)
+            or (op == "Exists" and not present)
+            or (op == "DoesNotExist" and present)
+        ):
+            return False
+    return True
+
+
+# Kueue's built-in integrations (jobframework.GetIntegrationsList: every FrameworkName under pkg/controller/jobs).
+KUEUE_FRAMEWORKS = frozenset(
+    {
+        "batch/job",
+        "deployment",
+        "jobset.x-k8s.io/jobset",
+        "kubeflow.org/jaxjob",
+        "kubeflow.org/mpijob",
+        "kubeflow.org/paddlejob",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/xgboostjob",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        "pod",
+        "ray.io/raycluster",
+        "ray.io/rayjob",
+        "ray.io/rayservice",
+        "sparkoperator.k8s.io/sparkapplication",
+        "statefulset",
+        "trainer.kubeflow.org/trainjob",
+        "workload.codeflare.dev/appwrapper",
+    }
+)
+# Kinds a tenant creates -> the integration that manages them (pod-based kinds need `pod` too).
+KIND_FRAMEWORK = {"Job": "batch/job", "Deployment": "deployment", "StatefulSet": "statefulset", "Pod": "pod", "JobSet": "jobset.x-k8s.io/jobset"}
+KUEUE_SYSTEM_NAMESPACE = "kueue-system"
+
+
+def kueue_config_errors(config: dict[str, Any]) -> list[str]:
+    """What Kueue's manager refuses at start-up in its Configuration (it exits, so nothing is admitted).
+
+    kueue pkg/config/validation.go `validateIntegrations` (frameworks required and known) and
+    `validatePodIntegrationOptions` / `validateManagedJobsNamespaceSelector` (with the pod integration a
+    managedJobsNamespaceSelector is required, and it must not match kube-system or Kueue's namespace).
+    """
+    errors = []
+    frameworks = (config.get("integrations") or {}).get("frameworks")
+    if not frameworks:
+        return ["integrations.frameworks: cannot be empty"]
+    errors += [f"integrations.frameworks: unsupported value {f!r}" for f in frameworks if f not in KUEUE_FRAMEWORKS]
+    selector = config.get("managedJobsNamespaceSelector")
+    if "pod" in frameworks and selector is None:
+        errors.append("managedJobsNamespaceSelector: cannot be empty when pod integration is enabled")
+    if selector is not None:
+        for ns in ("kube-system", config.get("namespace") or KUEUE_SYSTEM_NAMESPACE):
+            if selector_matches(selector, {"kubernetes.io/metadata.name": ns}):
+                errors.append(f"managedJobsNamespaceSelector: should not match the {ns!r} namespace")
+    return errors
+
+
+def kueue_manages(config: dict[str, Any], kind: str, namespace_labels: dict[str, str], queue_name: str | None = None) -> bool:
+    """True when Kueue gates this new object (suspends it until a ClusterQueue admits it).
+
+    jobframework utils.go `WorkloadShouldBeSuspended`: with a queue-name label always (given its
+    integration is on; for pod-based kinds only in namespaces matching managedJobsNamespaceSelector,
+    pod_webhook.go); without one only with manageJobsWithoutQueueName and a matching namespace.
+    """
+    frameworks = set((config.get("integrations") or {}).get("frameworks") or [])
+    framework = KIND_FRAMEWORK[kind]
+    if framework not in frameworks or (kind in ("Deployment", "StatefulSet") and "pod" not in frameworks):
+        return False
+    in_scope = selector_matches(config.get("managedJobsNamespaceSelector"), namespace_labels)
+    if queue_name:
+        return in_scope if kind in ("Pod", "Deployment", "StatefulSet") else True
+    return bool(config.get("manageJobsWithoutQueueName")) and in_scope

@@ -68,6 +68,26 @@ def gpu_groups(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> list[tup
     return [(sorted(res), sorted(pools, key=lambda p: (TIER_ORDER[p.capacity], p.name))) for res, pools in groups]
 
 
+def preemption(spec: PlatformSpec) -> dict[str, Any]:
+    """A ClusterQueue's preemption, holding only what Kueue enforces under the stack's preemption mode.
+
+    With fair sharing Kueue runs fairPreemptions (pkg/scheduler/preemption/preemption.go getTargets),
+    which reads withinClusterQueue and reclaimWithinCohort only; borrowWithinCohort is left out there
+    (the spec refuses it). Classical preemption gets borrowWithinCohort, by default LowerPriority below
+    production training.
+    """
+    p = spec.queueing.kueue.preemption
+    out: dict[str, Any] = {"reclaimWithinCohort": p.reclaim_within_cohort, "withinClusterQueue": p.within_cluster_queue}
+    if spec.queueing.kueue.fair_sharing:
+        return out
+    policy = p.borrow_within_cohort or "LowerPriority"
+    out["borrowWithinCohort"] = {"policy": policy}
+    if policy != "Never":
+        # Borrowing may preempt only work strictly below production training.
+        out["borrowWithinCohort"]["maxPriorityThreshold"] = PRIORITY_VALUES["inference"]
+    return out
+
+
 def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest:
     """The tenant's ClusterQueue: nominal quota per flavor, borrowing/lending limits, preemption, fair share."""
     quotas = {q.pool: q for q in tenant.quotas}
@@ -89,25 +109,17 @@ def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manif
                 resources.append(entry)
             flavors.append({"name": flavor_name(pool), "resources": resources})
         resource_groups.append({"coveredResources": covered, "flavors": flavors})
-    p = spec.queueing.kueue.preemption
     body: dict[str, Any] = {
         "cohortName": tenant.cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": tenant.ns}},
         "queueingStrategy": "BestEffortFIFO",
         "resourceGroups": resource_groups,
-        "preemption": {
-            "reclaimWithinCohort": p.reclaim_within_cohort,
-            "withinClusterQueue": p.within_cluster_queue,
-            "borrowWithinCohort": {"policy": p.borrow_within_cohort},
-        },
+        "preemption": preemption(spec),
         # Use the tenant's own quota in another flavor before borrowing or preempting; if neither is
         # avoidable, borrow idle capacity rather than evict someone.
         "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "BorrowingOverPreemption"},
         "fairSharing": {"weight": tenant.fair_share_weight},
     }
-    if p.borrow_within_cohort != "Never":
-        # Borrowing may preempt only work strictly below production training.
-        body["preemption"]["borrowWithinCohort"]["maxPriorityThreshold"] = PRIORITY_VALUES["inference"]
     return {"apiVersion": API, "kind": "ClusterQueue", "metadata": metadata(tenant.name, labels={LABEL_TENANT: tenant.name}), "spec": body}
 
 
@@ -129,6 +141,36 @@ def workload_priority_classes() -> list[Manifest]:
     ]
 
 
+# Every job kind a tenant can run GPUs with, Deployments, StatefulSets and plain pods included: a kind
+# without its integration runs unmanaged, outside every quota Kueue keeps.
+FRAMEWORKS = (
+    "batch/job",
+    "kubeflow.org/mpijob",
+    "kubeflow.org/pytorchjob",
+    "jobset.x-k8s.io/jobset",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+    "deployment",
+    "statefulset",
+    "pod",
+)
+
+
+def managed_jobs() -> dict[str, Any]:
+    """The Kueue settings that put every tenant workload under Kueue, queue name or not.
+
+    Kueue v1beta2 Configuration (jobframework WorkloadShouldBeSuspended): a job without a queue-name
+    label is managed only with `manageJobsWithoutQueueName` and a namespace matching
+    `managedJobsNamespaceSelector`; there it gets the namespace's LocalQueue `default`
+    (jobframework ApplyDefaultLocalQueue). Only tenant namespaces match, so system pods stay unmanaged.
+    """
+    return {
+        "manageJobsWithoutQueueName": True,
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]},
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+    }
+
+
 def manager_config(spec: PlatformSpec) -> dict[str, Any]:
     """Kueue's controller configuration (replaces the chart default, so it is complete)."""
     config: dict[str, Any] = {
@@ -138,18 +180,7 @@ def manager_config(spec: PlatformSpec) -> dict[str, Any]:
         "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        "manageJobsWithoutQueueName": False,
-        "integrations": {
-            "frameworks": [
-                "batch/job",
-                "kubeflow.org/mpijob",
-                "kubeflow.org/pytorchjob",
-                "jobset.x-k8s.io/jobset",
-                "ray.io/rayjob",
-                "ray.io/raycluster",
-                "pod",
-            ]
-        },
+        **managed_jobs(),
     }
     if spec.queueing.kueue.fair_sharing:
         config["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}

@@ -13,9 +13,13 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
 - `efa-device-plugin` gpu-platform:k8s:EfaDevicePlugin (only with EFA pools), child `efa-device-plugin-release`
   kubernetes:helm.sh/v3:Release (chart aws-efa-k8s-device-plugin in kube-system; nodeSelector
   `gpu-platform.io/efa: "true"`)
+- `platform-tenant-role` kubernetes:rbac.authorization.k8s.io/v1:ClusterRole `gpu-platform-tenant`;
+  `platform-priority-policy` ...admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy and
+  `platform-priority-policy-binding` ...:ValidatingAdmissionPolicyBinding, both `gpu-platform-tenant-priority`
 - `tenant-<tenant>` gpu-platform:k8s:TenantSpace, children `tenant-<tenant>-namespace` (Namespace, label
   `gpu-platform.io/tenant`), `-quota` (ResourceQuota `gpu-quota`), `-limits` (LimitRange `defaults`),
-  `-rolebinding-<group>` (RoleBinding `<group>-edit`), `-netpol-<name>` kubernetes:networking.k8s.io/v1:NetworkPolicy
+  `-rolebinding-<group>` (RoleBinding `<group>-tenant` to ClusterRole `gpu-platform-tenant`),
+  `-netpol-<name>` kubernetes:networking.k8s.io/v1:NetworkPolicy
   with names `default-deny`, `allow-same-namespace`, `allow-dns`, `allow-monitoring-scrape`
 - `kueue` gpu-platform:k8s:Kueue (when enabled): `kueue-namespace`, `kueue-release`,
   `kueue-flavor-<pool>` kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor (object name = pool name; plus
@@ -45,6 +49,7 @@ from gpu_platform.efa import efa_pools
 from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
+from gpu_platform.k8s.isolation import priority_policy, priority_policy_binding, tenant_cluster_role
 from gpu_platform.k8s.kueue import Kueue, KueueArgs
 from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs
 from gpu_platform.k8s.objects import create
@@ -69,8 +74,14 @@ class GpuPlatform(pulumi.ComponentResource):
         super().__init__("gpu-platform:k8s:GpuPlatform", name, None, opts)
         spec, catalog, provider = args.spec, args.catalog, args.provider
         child = pulumi.ResourceOptions(parent=self)
+        cluster_scoped = pulumi.ResourceOptions(parent=self, provider=provider)
         for pc in priority_classes():
-            create(f"{name}-priority-{pc['metadata']['name'].removeprefix('gpu-')}", pc, pulumi.ResourceOptions(parent=self, provider=provider))
+            create(f"{name}-priority-{pc['metadata']['name'].removeprefix('gpu-')}", pc, cluster_scoped)
+        create(f"{name}-tenant-role", tenant_cluster_role(), cluster_scoped)
+        policy = create(f"{name}-priority-policy", priority_policy(), cluster_scoped)
+        create(
+            f"{name}-priority-policy-binding", priority_policy_binding(), pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy])
+        )
         operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider), child)
         if efa_pools(spec):
             EfaDevicePlugin("efa-device-plugin", EfaDevicePluginArgs(spec=spec, catalog=catalog, provider=provider), child)

@@ -26,7 +26,8 @@ PRIORITY_TEXT = {
     "batch": "Batch and offline processing.",
     "experiments": "Experiments and notebooks: first to be preempted, never preempts others.",
 }
-EDIT_ROLE = "edit"
+# The tenant ClusterRole (gpu_platform.k8s.isolation): not the built-in `edit`, which writes NetworkPolicies.
+TENANT_ROLE = "gpu-platform-tenant"
 
 
 def stack_gpu_resources(spec: PlatformSpec, catalog: Catalog) -> list[str]:
@@ -110,13 +111,13 @@ def limit_range(tenant: Tenant) -> Manifest:
 
 
 def role_bindings(tenant: Tenant) -> list[Manifest]:
-    """One RoleBinding per tenant group to the built-in `edit` ClusterRole, in the tenant namespace."""
+    """One RoleBinding per tenant group to the platform's tenant ClusterRole, in the tenant namespace."""
     return [
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": metadata(f"{group}-{EDIT_ROLE}", tenant.ns, {LABEL_TENANT: tenant.name}),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": EDIT_ROLE},
+            "metadata": metadata(f"{group}-tenant", tenant.ns, {LABEL_TENANT: tenant.name}),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": TENANT_ROLE},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
         }
         for group in tenant.groups

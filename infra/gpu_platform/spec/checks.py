@@ -53,6 +53,7 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
                 seen.setdefault(node, pool.name)
     problems += _check_tenants(spec, file)
     problems += _check_demand(spec, file)
+    problems += _check_kueue_preemption(spec, file)
     return problems
 
 
@@ -433,3 +434,23 @@ def _check_quotas(t: Tenant, i: int, pools: set[str], file: str) -> list[Problem
         if q.lending_limit is not None and q.lending_limit > q.gpus:
             out.append(Problem(file, f"{at}.lendingLimit", f"{q.lending_limit} is more than the tenant's {q.gpus} GPUs", f"allowed: 0..{q.gpus}"))
     return out
+
+
+def _check_kueue_preemption(spec: PlatformSpec, file: str) -> list[Problem]:
+    """The borrowWithinCohort setting exists only in classical preemption: under fair sharing Kueue never reads it.
+
+    Kueue's Preemptor.getTargets (pkg/scheduler/preemption/preemption.go) takes fairPreemptions whenever
+    the `fairSharing` configuration is present, and that path consults only withinClusterQueue and
+    reclaimWithinCohort; accepting the setting would promise a guard that does not run.
+    """
+    kueue = spec.queueing.kueue
+    if kueue.enabled and kueue.fair_sharing and kueue.preemption.borrow_within_cohort is not None:
+        return [
+            Problem(
+                file,
+                f"{P}queueing.kueue.preemption.borrowWithinCohort",
+                f"'{kueue.preemption.borrow_within_cohort}' is ignored by Kueue when fairSharing is true (fair sharing preempts by share)",
+                "allowed: remove it, or set queueing.kueue.fairSharing: false to keep classical preemption with it",
+            )
+        ]
+    return []

@@ -227,8 +227,8 @@ class KueuePreemption(Model):
     """Preempt borrowers in the cohort to reclaim nominal quota."""
     within_cluster_queue: WithinQueuePolicy = "LowerPriority"
     """Preempt within the tenant's own queue."""
-    borrow_within_cohort: Literal["Never", "LowerPriority"] = "LowerPriority"
-    """Preempt while borrowing from the cohort."""
+    borrow_within_cohort: Literal["Never", "LowerPriority"] | None = None
+    """Preempt while borrowing (classical preemption only; Kueue ignores it under fairSharing). Default `LowerPriority`."""
 
 
 class Kueue(Model):

@@ -7,12 +7,15 @@ component would refuse the object or silently ignore a setting.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from gpu_platform.k8s.admission import volcano_queue_errors
+import yaml
+
+from gpu_platform.k8s.admission import KIND_FRAMEWORK, kueue_config_errors, kueue_manages, selector_matches, volcano_queue_errors
 from gpu_platform.k8s.dcgm import CsvError, read_metrics_csv
 from gpu_platform.versions import OCI
-from gpu_platform_policies.model import Context, Resource, rule
-from gpu_platform_policies.view import HELM_RELEASE, get
+from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
+from gpu_platform_policies.view import HELM_RELEASE, get, helm_releases, namespace_of, object_name, objects, tenant_namespaces
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DCGM_METRICS_FILE = "dcgm-metrics.csv"
@@ -71,3 +74,140 @@ def volcano_queue_admitted(r: Resource, ctx: Context) -> Iterator[str]:
     """The webhook (validate_queue.go validateQueue) refuses the Queue at `pulumi up`, after other resources changed."""
     for error in volcano_queue_errors(dict(r.inputs)):
         yield f"Volcano's queue webhook refuses it: {error}"
+
+
+def kueue_manager_config(plan: PlanView) -> dict[str, Any] | None:
+    """Kueue's controller configuration as the chart hands it to the manager (None without a Kueue release)."""
+    releases = helm_releases(plan, "kueue")
+    if not releases:
+        return None
+    text = get(releases[0].inputs, "values", "managerConfig", "controllerManagerConfigYaml")
+    try:
+        config = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        return None
+    return config if isinstance(config, dict) else None
+
+
+@rule(
+    "kueue-preemption-enforced",
+    "ClusterQueues set no borrowWithinCohort while Kueue fair sharing is on (Kueue ignores it there).",
+    "mandatory",
+    "stack",
+    category="controllers",
+)
+def kueue_preemption_enforced(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Kueue's getTargets runs fairPreemptions when `fairSharing` is configured, which never reads borrowWithinCohort."""
+    config = kueue_manager_config(plan)
+    if config is None or config.get("fairSharing") is None:
+        return
+    for r in objects(plan, "ClusterQueue", "kueue.x-k8s.io"):
+        borrow = get(r.inputs, "spec", "preemption", "borrowWithinCohort")
+        if isinstance(borrow, dict) and borrow.get("policy", "Never") != "Never":
+            yield Finding(
+                r.name,
+                f"ClusterQueue {object_name(r)} sets borrowWithinCohort {borrow.get('policy')!r}, which Kueue ignores under fair sharing; "
+                "allowed: no borrowWithinCohort, or Kueue without fairSharing",
+            )
+
+
+def _namespace_labels(plan: PlanView) -> dict[str, tuple[str, dict[str, str]]]:
+    """Tenant namespace -> (resource name, labels)."""
+    out = {}
+    for ns, res_name in tenant_namespaces(plan).items():
+        r = next(x for x in plan.resources if x.name == res_name)
+        out[ns] = (res_name, dict(get(r.inputs, "metadata", "labels", default={}) or {}))
+    return out
+
+
+@rule(
+    "tenant-workloads-managed",
+    "Kueue manages every tenant workload: valid config, jobs without a queue name, pod-based kinds, every tenant namespace.",
+    "mandatory",
+    "stack",
+    category="controllers",
+)
+def tenant_workloads_managed(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A kind Kueue does not manage (or a job without a queue name) runs outside every quota Kueue keeps (jobframework WorkloadShouldBeSuspended)."""
+    config = kueue_manager_config(plan)
+    if config is None:
+        return
+    release = helm_releases(plan, "kueue")[0].name
+    for error in kueue_config_errors(config):
+        yield Finding(release, f"Kueue refuses its configuration and does not start: {error}")
+    if not config.get("manageJobsWithoutQueueName"):
+        yield Finding(release, "manageJobsWithoutQueueName is off: a tenant job without a queue-name label runs unmanaged; allowed: true")
+    frameworks = set(get(config, "integrations", "frameworks", default=[]) or [])
+    missing = sorted(set(KIND_FRAMEWORK.values()) - {"jobset.x-k8s.io/jobset"} - frameworks)
+    if missing:
+        yield Finding(release, f"integrations.frameworks lacks {', '.join(missing)}: those kinds run unmanaged in tenant namespaces")
+    for ns, (res_name, labels) in _namespace_labels(plan).items():
+        if not kueue_manages(config, "Pod", labels):
+            yield Finding(res_name, f"tenant namespace {ns} is outside Kueue's managedJobsNamespaceSelector: its pods run unmanaged")
+
+
+@rule(
+    "tenant-priority-restricted",
+    "A ValidatingAdmissionPolicy, bound with Deny, checks the priority of every pod in each tenant namespace.",
+    "mandatory",
+    "stack",
+    category="controllers",
+)
+def tenant_priority_restricted(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Without it any tenant may run at the highest PriorityClass and preempt production training."""
+    namespaces = _namespace_labels(plan)
+    if not namespaces:
+        return
+    bound = {
+        str(get(b.inputs, "spec", "policyName"))
+        for b in objects(plan, "ValidatingAdmissionPolicyBinding", "admissionregistration.k8s.io")
+        if "Deny" in (get(b.inputs, "spec", "validationActions", default=[]) or [])
+    }
+    policies = []
+    for p in objects(plan, "ValidatingAdmissionPolicy", "admissionregistration.k8s.io"):
+        rules = get(p.inputs, "spec", "matchConstraints", "resourceRules", default=[]) or []
+        on_pods = any("" in r.get("apiGroups", []) and "pods" in r.get("resources", []) and "CREATE" in r.get("operations", []) for r in rules)
+        checks_priority = any("priorityClassName" in str(v.get("expression", "")) for v in get(p.inputs, "spec", "validations", default=[]) or [])
+        if on_pods and checks_priority and object_name(p) in bound:
+            policies.append(get(p.inputs, "spec", "matchConstraints", "namespaceSelector"))
+    for ns, (res_name, labels) in namespaces.items():
+        if not any(selector_matches(sel, labels) for sel in policies):
+            yield Finding(
+                res_name,
+                f"no ValidatingAdmissionPolicy bound with Deny checks pod priorityClassName in tenant namespace {ns}; "
+                "any PriorityClass is usable there",
+            )
+
+
+# Built-in ClusterRoles that write NetworkPolicies (kubernetes bootstrappolicy policy.go: admin, edit; cluster-admin: *).
+NETPOL_WRITERS = frozenset({"edit", "admin", "cluster-admin"})
+NETPOL_WRITE_VERBS = ("create", "delete", "deletecollection", "patch", "update")
+
+
+@rule(
+    "tenant-role-no-netpol-write",
+    "Tenant groups are bound to a role that cannot write NetworkPolicies, so a tenant cannot delete its own default deny.",
+    "mandatory",
+    "stack",
+    category="controllers",
+)
+def tenant_role_no_netpol_write(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """RBAC RuleAllows (rbac/v1 evaluation_helpers.go) over the bound role's rules, for write verbs on networkpolicies."""
+    roles = {object_name(r): get(r.inputs, "rules", default=[]) or [] for r in objects(plan, "ClusterRole", "rbac.authorization.k8s.io")}
+    tenants = set(tenant_namespaces(plan))
+    for rb in objects(plan, "RoleBinding", "rbac.authorization.k8s.io"):
+        if namespace_of(rb) not in tenants:
+            continue
+        role = str(get(rb.inputs, "roleRef", "name"))
+        rules = roles.get(role)
+        writes = role in NETPOL_WRITERS or any(
+            any(v in r.get("verbs", []) or "*" in r.get("verbs", []) for v in NETPOL_WRITE_VERBS)
+            and ({"networking.k8s.io", "*"} & set(r.get("apiGroups", [])))
+            and ({"networkpolicies", "*"} & set(r.get("resources", [])))
+            for r in rules or []
+        )
+        if writes:
+            yield Finding(
+                rb.name,
+                f"RoleBinding {object_name(rb)} grants {role!r}, which writes NetworkPolicies; allowed: a role with read-only networkpolicies",
+            )

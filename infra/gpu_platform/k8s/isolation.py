@@ -1,0 +1,114 @@
+"""What keeps a tenant inside its lane: its own RBAC role and an admission policy on priority.
+
+- `tenant_cluster_role`: what a tenant group may do in its namespace. The built-in `edit` role also
+  writes NetworkPolicies (so a tenant could delete its own default deny) and impersonates service
+  accounts; this role runs workloads and reads policies, nothing more.
+- `priority_policy` / `priority_policy_binding`: a ValidatingAdmissionPolicy that lets a tenant's pods
+  use only the PriorityClasses (and Kueue WorkloadPriorityClasses) at or below the tenant's tier,
+  read from its namespace's `gpu-platform.io/priority` label, which a tenant cannot change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
+from gpu_platform.k8s.tenants import PRIORITY_VALUES, TENANT_ROLE
+from gpu_platform.pools import DOMAIN
+
+PRIORITY_POLICY = "gpu-platform-tenant-priority"
+LABEL_PRIORITY = f"{DOMAIN}/priority"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+WRITE = ["create", "delete", "deletecollection", "patch", "update"]
+READ = ["get", "list", "watch"]
+
+# (apiGroups, resources, verbs). Workloads and their config are the tenant's; policies, quotas and
+# queues are the platform's and readable only.
+TENANT_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
+    (("",), ("pods", "services", "configmaps", "secrets", "persistentvolumeclaims"), (*READ, *WRITE)),
+    (("",), ("pods/log", "pods/status", "events", "endpoints", "resourcequotas", "limitranges", "serviceaccounts"), tuple(READ)),
+    (("",), ("pods/exec", "pods/attach", "pods/portforward"), ("create", "get")),
+    (("apps",), ("deployments", "statefulsets", "replicasets"), (*READ, *WRITE)),
+    (("apps",), ("deployments/scale", "statefulsets/scale"), ("get", "patch", "update")),
+    (("batch",), ("jobs", "cronjobs"), (*READ, *WRITE)),
+    (("jobset.x-k8s.io",), ("jobsets",), (*READ, *WRITE)),
+    (("kubeflow.org",), ("pytorchjobs", "mpijobs"), (*READ, *WRITE)),
+    (("ray.io",), ("rayjobs", "rayclusters"), (*READ, *WRITE)),
+    (("batch.volcano.sh",), ("jobs",), (*READ, *WRITE)),
+    (("kueue.x-k8s.io",), ("localqueues", "workloads"), tuple(READ)),
+    (("networking.k8s.io",), ("networkpolicies",), tuple(READ)),
+    (("policy",), ("poddisruptionbudgets",), (*READ, *WRITE)),
+)
+
+# Kinds tenants create that carry a priority (pods directly; jobs through Kueue's priority label).
+PRIORITY_RESOURCES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("", "v1", ("pods",)),
+    ("batch", "v1", ("jobs",)),
+    ("apps", "v1", ("deployments", "statefulsets")),
+    ("jobset.x-k8s.io", "*", ("jobsets",)),
+    ("kubeflow.org", "*", ("pytorchjobs", "mpijobs")),
+    ("ray.io", "*", ("rayjobs", "rayclusters")),
+)
+
+
+def tenant_cluster_role() -> Manifest:
+    """The ClusterRole every tenant group is bound to in its own namespace (by RoleBinding)."""
+    rules = [{"apiGroups": list(g), "resources": list(r), "verbs": list(v)} for g, r, v in TENANT_RULES]
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": metadata(TENANT_ROLE), "rules": rules}
+
+
+def allowed_tiers(tier: str) -> list[str]:
+    """The platform tiers a tenant of this tier may use: its own and every lower one."""
+    ceiling = PRIORITY_VALUES[tier]
+    return [t for t, v in PRIORITY_VALUES.items() if v <= ceiling]
+
+
+def _cel_list(items: list[str]) -> str:
+    return "[" + ", ".join(f"'{i}'" for i in items) + "]"
+
+
+def priority_policy() -> Manifest:
+    """ValidatingAdmissionPolicy: tenant pods and jobs use only priorities at or below their namespace's tier."""
+    pod_classes = "{" + ", ".join(f"'{t}': {_cel_list([f'gpu-{a}' for a in allowed_tiers(t)])}" for t in PRIORITY_VALUES) + "}"
+    workload_classes = "{" + ", ".join(f"'{t}': {_cel_list(allowed_tiers(t))}" for t in PRIORITY_VALUES) + "}"
+    labels = "namespaceObject.metadata.labels"
+    tier = f"has(namespaceObject.metadata.labels) && '{LABEL_PRIORITY}' in {labels} ? {labels}['{LABEL_PRIORITY}'] : ''"
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]},
+            "resourceRules": [
+                {"apiGroups": [g], "apiVersions": [v], "operations": ["CREATE", "UPDATE"], "resources": list(r)} for g, v, r in PRIORITY_RESOURCES
+            ],
+        },
+        "variables": [
+            {"name": "tier", "expression": tier},
+            {"name": "podClasses", "expression": f"variables.tier in {pod_classes} ? {pod_classes}[variables.tier] : []"},
+            {"name": "workloadClasses", "expression": f"variables.tier in {workload_classes} ? {workload_classes}[variables.tier] : []"},
+        ],
+        "validations": [
+            {
+                "expression": (
+                    "request.kind.kind != 'Pod' || !has(object.spec.priorityClassName) || object.spec.priorityClassName in variables.podClasses"
+                ),
+                "message": "priorityClassName is above this tenant's tier; allowed: the gpu-<tier> classes at or below the namespace's tier",
+                "reason": "Forbidden",
+            },
+            {
+                "expression": (
+                    f"!has(object.metadata.labels) || !('{KUEUE_PRIORITY_LABEL}' in object.metadata.labels) || "
+                    f"object.metadata.labels['{KUEUE_PRIORITY_LABEL}'] in variables.workloadClasses"
+                ),
+                "message": f"{KUEUE_PRIORITY_LABEL} is above this tenant's tier; allowed: the tiers at or below the namespace's tier",
+                "reason": "Forbidden",
+            },
+        ],
+    }
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(PRIORITY_POLICY), "spec": spec}
+
+
+def priority_policy_binding() -> Manifest:
+    """Binds the priority policy cluster-wide with Deny (its own namespaceSelector limits it to tenants)."""
+    spec = {"policyName": PRIORITY_POLICY, "validationActions": ["Deny"]}
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(PRIORITY_POLICY), "spec": spec}

@@ -1,0 +1,247 @@
+"""Tenants cannot step around quota and isolation: each gap closed by a Kubernetes mechanism, tested with an object that must be denied.
+
+Upstream reproduced (each test names its own):
+- kubernetes-sigs/kueue v0.19.2 pkg/controller/jobframework/utils.go `WorkloadShouldBeSuspended`,
+  defaults.go `ApplyDefaultLocalQueue`, pkg/controller/jobs/pod/pod_webhook.go (namespace selector),
+  pkg/config/validation.go `validateIntegrations` / `validatePodIntegrationOptions`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import celpy
+import pytest
+import yaml
+
+from gpu_platform.catalog import load_catalog
+from gpu_platform.k8s.admission import kueue_config_errors, kueue_manages, selector_matches
+from gpu_platform.k8s.tenants import PRIORITY_VALUES
+from gpu_platform.pools import node_labels
+from tests.conftest import spec_for
+from tests.k8s.helpers import helm_values, objects, one
+
+KUEUE_STACKS = ("dev", "staging", "prod", "onprem")
+
+
+def kueue_config(stack: str) -> dict[str, Any]:
+    return yaml.safe_load(helm_values(stack, "kueue")["managerConfig"]["controllerManagerConfigYaml"])
+
+
+def namespace_labels(stack: str, name: str) -> dict[str, str]:
+    return one(stack, "Namespace", name)["metadata"]["labels"]
+
+
+@pytest.mark.parametrize("stack", KUEUE_STACKS)
+def test_kueue_accepts_its_configuration(stack: str) -> None:
+    """validation.go: the manager exits on a bad Configuration; the old one (pod integration, no selector) was refused."""
+    assert kueue_config_errors(kueue_config(stack)) == []
+    old = {**kueue_config(stack), "manageJobsWithoutQueueName": False}
+    del old["managedJobsNamespaceSelector"]
+    assert "managedJobsNamespaceSelector: cannot be empty when pod integration is enabled" in kueue_config_errors(old)
+
+
+@pytest.mark.parametrize("kind", ["Job", "Deployment", "StatefulSet", "Pod"])
+def test_tenant_workloads_without_a_queue_name_are_gated(stack: str, kind: str) -> None:
+    """A GPU Deployment (or bare pod, Job, StatefulSet) with no queue-name label in a tenant namespace waits for Kueue."""
+    config = kueue_config(stack)
+    for tenant in spec_for(stack).tenants:
+        assert kueue_manages(config, kind, namespace_labels(stack, tenant.ns)), (tenant.ns, kind)
+    # System namespaces stay unmanaged (Kueue refuses a selector matching kube-system anyway).
+    assert not kueue_manages(config, kind, {"kubernetes.io/metadata.name": "kube-system"})
+
+
+def test_the_old_configuration_let_deployments_run_unmanaged() -> None:
+    old = {"manageJobsWithoutQueueName": False, "integrations": {"frameworks": ["batch/job", "pod"]}}
+    labels = namespace_labels("prod", "serving")
+    assert not kueue_manages(old, "Deployment", labels, queue_name="default")
+    assert not kueue_manages(old, "Job", labels)
+
+
+# --- PriorityClasses: a ValidatingAdmissionPolicy evaluated as the API server does -----------------
+
+
+def _cel(expr: str, activation: dict[str, Any]) -> Any:
+    env = celpy.Environment()
+    return env.program(env.compile(expr)).evaluate(activation)
+
+
+def vap_denies(policy: dict[str, Any], group: str, version: str, resource: str, kind: str, obj: dict[str, Any], ns: dict[str, Any]) -> str | None:
+    """The denial message of a ValidatingAdmissionPolicy for a CREATE, or None when it admits.
+
+    kubernetes v1.33 staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/matching/matching.go
+    (namespaceSelector, resourceRules by group/version/resource/operation) and validating/validator.go
+    `Validate`: variables evaluated in order, every validation must be true, an evaluation error
+    under failurePolicy Fail denies.
+    """
+    spec = policy["spec"]
+    rules = spec["matchConstraints"]["resourceRules"]
+    hit = any(
+        (group in r["apiGroups"] or "*" in r["apiGroups"])
+        and (version in r["apiVersions"] or "*" in r["apiVersions"])
+        and resource in r["resources"]
+        and "CREATE" in r["operations"]
+        for r in rules
+    )
+    if not hit or not selector_matches(spec["matchConstraints"].get("namespaceSelector"), ns["metadata"].get("labels", {})):
+        return None
+    activation: dict[str, Any] = {
+        "object": celpy.json_to_cel(obj),
+        "namespaceObject": celpy.json_to_cel(ns),
+        "request": celpy.json_to_cel({"kind": {"group": group, "version": version, "kind": kind}, "operation": "CREATE"}),
+    }
+    variables: dict[Any, Any] = {}
+    try:
+        for v in spec.get("variables", []):
+            activation["variables"] = celpy.celtypes.MapType(variables)
+            variables[celpy.celtypes.StringType(v["name"])] = _cel(v["expression"], activation)
+        activation["variables"] = celpy.celtypes.MapType(variables)
+        for check in spec["validations"]:
+            result = _cel(check["expression"], activation)
+            if not (isinstance(result, celpy.celtypes.BoolType) and bool(result)):
+                return str(check["message"])
+    except celpy.CELEvalError as exc:
+        return f"evaluation error: {exc}" if spec["failurePolicy"] == "Fail" else None
+    return None
+
+
+def _pod(ns: str, priority: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+    if priority:
+        spec["priorityClassName"] = priority
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns}, "spec": spec}
+
+
+def test_a_tenant_cannot_use_a_priority_above_its_tier() -> None:
+    """prod: `serving` is an inference tenant; production-training priority must be denied, its own tier admitted."""
+    policy = one("prod", "ValidatingAdmissionPolicy", "gpu-platform-tenant-priority")
+    binding = one("prod", "ValidatingAdmissionPolicyBinding", "gpu-platform-tenant-priority")
+    assert binding["spec"] == {"policyName": "gpu-platform-tenant-priority", "validationActions": ["Deny"]}
+    serving = one("prod", "Namespace", "serving")
+    denied = vap_denies(policy, "", "v1", "pods", "Pod", _pod("serving", "gpu-production-training"), serving)
+    assert denied is not None and "above this tenant's tier" in denied
+    for allowed in ("gpu-inference", "gpu-batch", "gpu-experiments", None):
+        assert vap_denies(policy, "", "v1", "pods", "Pod", _pod("serving", allowed), serving) is None, allowed
+    # Kueue's workload priority label on a Job is held to the same ceiling.
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/priority-class": "production-training"}}}
+    assert vap_denies(policy, "batch", "v1", "jobs", "Job", job, serving) is not None
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "batch"
+    assert vap_denies(policy, "batch", "v1", "jobs", "Job", job, serving) is None
+    # A system namespace is outside the policy (no tenant label).
+    kube_system = {"metadata": {"name": "kube-system", "labels": {"kubernetes.io/metadata.name": "kube-system"}}}
+    assert vap_denies(policy, "", "v1", "pods", "Pod", _pod("kube-system", "system-node-critical"), kube_system) is None
+
+
+def test_every_tenant_is_held_to_its_own_tier(stack: str) -> None:
+    policy = one(stack, "ValidatingAdmissionPolicy", "gpu-platform-tenant-priority")
+    order = list(PRIORITY_VALUES)
+    for tenant in spec_for(stack).tenants:
+        ns = one(stack, "Namespace", tenant.ns)
+        for tier in order:
+            verdict = vap_denies(policy, "", "v1", "pods", "Pod", _pod(tenant.ns, f"gpu-{tier}"), ns)
+            assert (verdict is None) is (PRIORITY_VALUES[tier] <= PRIORITY_VALUES[tenant.priority]), (tenant.name, tier, verdict)
+        # Classes outside the platform's (system-cluster-critical, or one made up) are denied too.
+        assert vap_denies(policy, "", "v1", "pods", "Pod", _pod(tenant.ns, "system-cluster-critical"), ns) is not None
+
+
+# --- RBAC: the tenant role cannot touch NetworkPolicies --------------------------------------------
+
+# kubernetes v1.33 plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go, ClusterRole `edit`:
+# rbacv1helpers.NewRule(Write...).Groups(networkingGroup).Resources("networkpolicies", "ingresses").
+BUILTIN_EDIT_NETWORKING = [
+    {
+        "apiGroups": ["networking.k8s.io"],
+        "resources": ["networkpolicies", "ingresses"],
+        "verbs": ["create", "delete", "deletecollection", "patch", "update"],
+    }
+]
+
+
+def rbac_allows(rules: list[dict[str, Any]], verb: str, group: str, resource: str) -> bool:
+    """kubernetes pkg/apis/rbac/v1/evaluation_helpers.go RuleAllows: verb, API group and resource each match or are `*`."""
+    return any(
+        (verb in r["verbs"] or "*" in r["verbs"])
+        and (group in r["apiGroups"] or "*" in r["apiGroups"])
+        and (resource in r["resources"] or "*" in r["resources"])
+        for r in rules
+    )
+
+
+def test_tenants_are_bound_to_a_role_without_network_policy_write(stack: str) -> None:
+    role = one(stack, "ClusterRole", "gpu-platform-tenant")
+    for tenant in spec_for(stack).tenants:
+        for group in tenant.groups:
+            rb = one(stack, "RoleBinding", f"{group}-tenant", tenant.ns)
+            assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpu-platform-tenant"}
+    rules = role["rules"]
+    for verb in ("create", "delete", "deletecollection", "patch", "update"):
+        assert not rbac_allows(rules, verb, "networking.k8s.io", "networkpolicies"), verb
+    assert rbac_allows(rules, "list", "networking.k8s.io", "networkpolicies")
+    # What a tenant needs still works; the platform's quota, queue and namespace objects stay read-only.
+    assert rbac_allows(rules, "create", "batch", "jobs") and rbac_allows(rules, "create", "", "pods")
+    for group, resource in (("", "resourcequotas"), ("", "limitranges"), ("kueue.x-k8s.io", "localqueues"), ("", "namespaces")):
+        assert not rbac_allows(rules, "update", group, resource), resource
+    assert not rbac_allows(rules, "impersonate", "", "serviceaccounts")
+    # The built-in `edit` the tenants had before lets them delete their own default deny.
+    assert rbac_allows(BUILTIN_EDIT_NETWORKING, "delete", "networking.k8s.io", "networkpolicies")
+
+
+# --- Per-pool GPUs: ResourceQuota cannot tell pools apart; Kueue flavors can ------------------------
+
+# kubernetes v1.33 pkg/apis/core/types.go ResourceQuotaScope: the only things a quota can select by.
+RESOURCE_QUOTA_SCOPES = {
+    "Terminating",
+    "NotTerminating",
+    "BestEffort",
+    "NotBestEffort",
+    "PriorityClass",
+    "CrossNamespacePodAffinity",
+    "VolumeAttributesClass",
+}
+
+
+def admissible_flavors(cluster_queue: dict[str, Any], flavors: dict[str, dict[str, Any]], resource: str, node_selector: dict[str, str]) -> list[str]:
+    """Flavors Kueue may assign a pod set: those covering the resource whose nodeLabels agree with the pod's nodeSelector.
+
+    kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go `findFlavorForPodSetResource`: a flavor
+    whose nodeLabels conflict with the pod set's required node selector is skipped.
+    """
+    out = []
+    for group in cluster_queue["spec"]["resourceGroups"]:
+        if resource not in group["coveredResources"]:
+            continue
+        for f in group["flavors"]:
+            labels = flavors[f["name"]]["spec"].get("nodeLabels", {})
+            quota = next((r["nominalQuota"] for r in f["resources"] if r["name"] == resource), 0)
+            if quota and all(labels.get(k, v) == v for k, v in node_selector.items()):
+                out.append(f["name"])
+    return out
+
+
+def test_a_pool_without_quota_is_out_of_reach_although_the_resource_quota_allows_it() -> None:
+    """data-platform (prod) has no quota on train-h100-reserved; a pod pinned there is never admitted.
+
+    Its ResourceQuota still allows nvidia.com/gpu (it owns L40S GPUs under the same name), and no quota
+    scope can name a node pool, so the per-pool guarantee rests on Kueue, which manages every tenant pod.
+    """
+    quota = one("prod", "ResourceQuota", "gpu-quota", "data-platform")
+    assert int(quota["spec"]["hard"]["requests.nvidia.com/gpu"]) > 0
+    assert "scopes" not in quota["spec"] and "scopeSelector" not in quota["spec"]
+    assert {"PriorityClass", "Terminating"} <= RESOURCE_QUOTA_SCOPES and not any("Node" in s or "Pool" in s for s in RESOURCE_QUOTA_SCOPES)
+    flavors = {f["metadata"]["name"]: f for f in objects("prod", "ResourceFlavor")}
+    cq = one("prod", "ClusterQueue", "data-platform")
+    assert admissible_flavors(cq, flavors, "nvidia.com/gpu", {"gpu-platform.io/pool": "train-h100-reserved"}) == []
+    assert admissible_flavors(cq, flavors, "nvidia.com/gpu", {"gpu-platform.io/pool": "batch-l40s-spot"}) == ["batch-l40s-spot"]
+    assert kueue_manages(kueue_config("prod"), "Pod", namespace_labels("prod", "data-platform"))
+
+
+def test_each_flavor_selects_exactly_its_pool(stack: str) -> None:
+    """A flavor's nodeLabels match its own pool's node labels and no other pool's, so quota per flavor is quota per pool."""
+    catalog = load_catalog()
+    spec = spec_for(stack)
+    for flavor in objects(stack, "ResourceFlavor"):
+        selector = flavor["spec"].get("nodeLabels") or {}
+        if not selector:
+            continue  # default-cpu: cpu and memory only
+        matching = [p.name for p in spec.node_pools if all(node_labels(p, catalog).get(k) == v for k, v in selector.items())]
+        assert matching == [flavor["metadata"]["name"]], (flavor["metadata"]["name"], matching)
