@@ -25,7 +25,7 @@ from pulumi_policy.proxy import unknown_checking_proxy
 import gpu_platform_policies.crossguard as crossguard
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies import RULES, Resource
-from gpu_platform_policies.crossguard import build_policies, pack_config, plain
+from gpu_platform_policies.crossguard import build_policies, pack_config, plain, versions_override
 from tests.conftest import spec_for
 from tests.policies.cases import CASES, Case, resources, run_case
 
@@ -41,6 +41,10 @@ def crossguard_findings(case: Case, res: list[Resource]) -> set[tuple[str, str]]
     """(resource, message) pairs the case's policy reports through its CrossGuard wrapper."""
     policy = POLICIES[case.rule]
     config = pack_config(spec_for(case.stack))[case.rule]
+    if case.lock is not None:  # the case edits the repository lockfile itself: the stack overrides nothing
+        config = {k: v for k, v in config.items() if k != "versions"}
+    if case.stack_lock is not None:  # what pack_config writes for a stack with this versions override
+        config = {**config, "versions": versions_override(case.stack_lock(load_lockfile()), load_lockfile())}
     urns = {r.name: URN.format(stack=case.stack, type=r.type, name=r.name) for r in res}
     found: set[tuple[str, str]] = set()
     if isinstance(policy, ResourceValidationPolicy):
@@ -93,7 +97,7 @@ def test_every_resource_and_stack_rule_is_a_policy_at_its_level() -> None:
         assert policy.enforcement_level == EnforcementLevel(rule.level)
         assert policy.description == rule.description
         assert policy.config_schema is not None
-        assert set(rule.thresholds) | {"environment"} == set(policy.config_schema.properties)
+        assert set(rule.thresholds) | {"environment", "production", "versions"} == set(policy.config_schema.properties)
 
 
 def test_environment_comes_from_tags_without_pack_config() -> None:
