@@ -90,7 +90,7 @@ def plain_text_credentials(value: Any, path: str, file: str) -> list[Problem]:
         if is_secure(value):
             return out
         for k, v in value.items():
-            here = f"{path}.{k}"
+            here = f"{path}.{k}" if path else str(k)
             kind = credential_kind("", str(k))
             if kind:
                 out.append(_credential_problem(file, here, kind, str(k)))
