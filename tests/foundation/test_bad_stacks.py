@@ -707,3 +707,14 @@ def test_credential_is_masked_in_the_message(tmp_path: Path, capsys: pytest.Capt
     assert code == 2
     assert secret not in err and secret[4:] not in err
     assert "pulumi config set --secret" in err
+
+
+def test_plain_labels_near_credential_words_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Credential detection must not refuse ordinary cost tags: a budget code, a feature switch, a commit id."""
+    doc = yaml.safe_load(stack_path("dev").read_text())
+    tags = {"token-budget": "Q4-2026-ml-team", "secret-scanning": "enabled", "git-commit": "0123456789abcdef0123456789abcdef01234567"}
+    set_cfg("gpu-platform:tags", tags)(doc)
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, err = _run(capsys, path)
+    assert code == 0, err

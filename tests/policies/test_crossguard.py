@@ -124,3 +124,22 @@ def test_unknown_preview_values_do_not_stop_a_policy() -> None:
 def test_pack_main_builds_the_pack_from_the_rule_set() -> None:
     text = (Path(__file__).resolve().parents[2] / "policies" / "pack" / "__main__.py").read_text()
     assert "build_policies()" in text and "PolicyPack(" in text
+
+
+def test_pack_config_carries_the_production_setting() -> None:
+    """`policy.production: true` on a stack named dev makes the pack apply the production-only rules."""
+    spec = spec_for("dev").model_copy(update={"policy": spec_for("dev").policy.model_copy(update={"production": True})})
+    config = pack_config(spec)["eks-endpoint-restricted"]
+    assert config["production"] is True
+    cluster = next(r for r in resources("dev") if r.name == "cluster-eks")
+    cluster.inputs["vpcConfig"]["publicAccessCidrs"] = ["0.0.0.0/1", "128.0.0.0/1"]
+    found: list[str] = []
+    args = ResourceValidationArgs(cluster.type, cluster.inputs, "urn", cluster.name, _opts(None), None, config)
+    POLICIES["eks-endpoint-restricted"].validate(args, lambda message, urn=None: found.append(message))  # type: ignore[attr-defined]
+    assert found and "the whole internet" in found[0]
+    found.clear()
+    args = ResourceValidationArgs(
+        cluster.type, cluster.inputs, "urn", cluster.name, _opts(None), None, pack_config(spec_for("dev"))["eks-endpoint-restricted"]
+    )
+    POLICIES["eks-endpoint-restricted"].validate(args, lambda message, urn=None: found.append(message))  # type: ignore[attr-defined]
+    assert found == []  # dev by its name is not production
