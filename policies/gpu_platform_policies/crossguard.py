@@ -23,7 +23,7 @@ from pulumi_policy import (
 
 from gpu_platform.catalog import load_catalog
 from gpu_platform.spec.models import PlatformSpec
-from gpu_platform.versions import load_lockfile
+from gpu_platform.versions import Lockfile, deep_merge, load_lockfile, parse_lockfile, raw_lockfile
 from gpu_platform_policies.model import RULES, THRESHOLD_DEFAULTS, Context, PlanView, Resource, Rule
 
 UNKNOWN = "<computed>"  # a value only known after apply (preview); rules treat it as an opaque string
@@ -60,6 +60,26 @@ def resource_view(resource_type: str, name: str, props: Mapping[str, Any], paren
     return Resource(resource_type, name, parent, plain(props))
 
 
+def versions_override(stack_lock: Lockfile, lock: Lockfile) -> dict[str, Any]:
+    """The part of a stack's effective lockfile that differs from the repository's (empty when none)."""
+
+    def diff(mine: Any, base: Any) -> Any:
+        if isinstance(mine, Mapping) and isinstance(base, Mapping):
+            out = {k: d for k, v in mine.items() if (d := diff(v, base.get(k))) is not None}
+            return out or None
+        return None if mine == base else mine
+
+    return diff(stack_lock.model_dump(by_alias=True, mode="json"), lock.model_dump(by_alias=True, mode="json")) or {}
+
+
+def _stack_lock(config: Mapping[str, Any]) -> Lockfile | None:
+    """The stack's effective lockfile from the pack config's `versions` override (None without one)."""
+    override = config.get("versions")
+    if not isinstance(override, Mapping) or not override:
+        return None
+    return parse_lockfile(deep_merge(raw_lockfile(), override), file="policy pack config")
+
+
 def context(config: Mapping[str, Any], resources: Iterable[Resource] = ()) -> Context:
     """Rule context from a policy's pack config: thresholds and environment (else the stack's env tag)."""
     env = config.get("environment")
@@ -69,12 +89,24 @@ def context(config: Mapping[str, Any], resources: Iterable[Resource] = ()) -> Co
             None,
         )
     thresholds = {k: float(v) for k, v in config.items() if k in THRESHOLD_DEFAULTS and isinstance(v, (int, float))}
-    return Context(lock=load_lockfile(), catalog=load_catalog(), environment=env, thresholds={**THRESHOLD_DEFAULTS, **thresholds})
+    production = config.get("production")
+    return Context(
+        lock=load_lockfile(),
+        catalog=load_catalog(),
+        environment=env,
+        thresholds={**THRESHOLD_DEFAULTS, **thresholds},
+        production_setting=production if isinstance(production, bool) else None,
+        stack_lock=_stack_lock(config),
+    )
 
 
 def config_schema(rule: Rule) -> PolicyConfigSchema:
     """Each policy takes its rule's thresholds (numbers) and the stack's environment name."""
-    props: dict[str, dict[str, Any]] = {"environment": {"type": "string", "description": "environment name (prod enables production-only rules)"}}
+    props: dict[str, dict[str, Any]] = {
+        "environment": {"type": "string", "description": "environment name (decides production when `production` is not given)"},
+        "production": {"type": "boolean", "description": "the stack's policy.production: whether production-only rules apply"},
+        "versions": {"type": "object", "description": "the stack's gpu-platform:versions override (what it deploys)"},
+    }
     for name, default in rule.thresholds.items():
         props[name] = {"type": "number", "default": default}
     return PolicyConfigSchema(properties=props)
@@ -130,10 +162,15 @@ def build_policies() -> list[Policy]:
 def pack_config(spec: PlatformSpec) -> dict[str, Any]:
     """The `--policy-pack-config` document that gives the pack a stack's levels and thresholds."""
     out: dict[str, Any] = {}
+    override = versions_override(spec.lock, load_lockfile())
     for rule in RULES.values():
         if rule.scope == "repository":
             continue
         entry: dict[str, Any] = {"enforcementLevel": spec.policy.enforcement.get(rule.name, rule.level), "environment": spec.environment}
+        if spec.policy.production is not None:
+            entry["production"] = spec.policy.production
+        if override:
+            entry["versions"] = override
         for name, default in rule.thresholds.items():
             entry[name] = spec.policy.thresholds.get(name, default)
         out[rule.name] = entry

@@ -7,6 +7,7 @@ Both carry the same Pulumi type token and the same camelCase wire inputs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -19,8 +20,23 @@ from gpu_platform.versions import Lockfile
 Level = Literal["advisory", "mandatory", "disabled"]
 Scope = Literal["resource", "stack", "repository"]
 LEVELS: tuple[Level, ...] = ("advisory", "mandatory", "disabled")
-# Environments whose stacks get the production-only rules (the name, or a `prod-` prefix).
-PRODUCTION_ENVIRONMENTS = ("prod", "production")
+# Environment names that mean production when a stack does not say (`policy.production`).
+PRODUCTION_WORDS = ("prod", "production", "prd", "live")
+NOT_PRODUCTION_PREFIXES = ("pre", "non")
+
+
+def default_production(environment: str | None) -> bool:
+    """The documented default of `policy.production`: the environment's name says production.
+
+    A name is production when one of its `-`/`_`-separated words is prod, production, prd or live
+    (prod, prod-eu, eu-west-prod, live_2), unless that word follows pre/non (pre-prod, non-prod).
+    """
+    words = re.split(r"[-_]", (environment or "").lower())
+    for i, word in enumerate(words):
+        stem = word.rstrip("0123456789")
+        if stem in PRODUCTION_WORDS and not (i > 0 and words[i - 1] in NOT_PRODUCTION_PREFIXES):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -69,6 +85,8 @@ class Context:
     environment: str | None = None
     thresholds: Mapping[str, float] = field(default_factory=dict)
     root: Path | None = None
+    # The stack's explicit `policy.production`; None: derived from the environment's name.
+    production_setting: bool | None = None
     # The stack's effective lockfile (the repository's with the stack's `versions` override laid over
     # it): what the stack really deploys. `lock` stays the repository's, the reference for drift and
     # for the compatibility matrix, so an override cannot relax the matrix it is judged by.
@@ -88,9 +106,17 @@ class Context:
 
     @property
     def production(self) -> bool:
-        """True for production stacks (production-only rules apply)."""
-        env = self.environment or ""
-        return env in PRODUCTION_ENVIRONMENTS or env.startswith("prod-")
+        """True for production stacks (production-only rules apply): the stack's setting, else its default."""
+        if self.production_setting is not None:
+            return self.production_setting
+        return default_production(self.environment)
+
+    @property
+    def production_source(self) -> str:
+        """Why `production` has its value, for the gate's output."""
+        if self.production_setting is not None:
+            return "policy.production"
+        return f"default for environment '{self.environment or ''}'"
 
     def threshold(self, name: str) -> float:
         """A threshold by name: the stack's override, else the default its rule declared."""

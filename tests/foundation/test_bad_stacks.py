@@ -523,6 +523,13 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
         "looks like a Slack token",
     ),
     (
+        "secret-aws-provider-key-plain",
+        "prod",
+        set_cfg("aws:secretKey", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+        "aws:secretKey",
+        "wJal…(40 characters) looks like an AWS secret access key in plain text",
+    ),
+    (
         "versions-typo-top-level",
         "prod",
         set_cfg("gpu-platform:versions", {"nvidia_drivr": {"branch": "570"}}),
@@ -685,6 +692,29 @@ def test_secure_values_are_accepted_like_pulumi_up_does(tmp_path: Path, capsys: 
     """Pulumi `config/value.go` `isSecureValue`: a one-key `secure:` mapping is a secret that `pulumi up` decrypts."""
     doc = yaml.safe_load(stack_path("dev").read_text())
     mutate(doc)
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, err = _run(capsys, path)
+    assert code == 0, err
+
+
+def test_credential_is_masked_in_the_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    doc = yaml.safe_load(stack_path("dev").read_text())
+    set_cfg("gpu-platform:tags", {"cost-center": "ml-dev", "deploy": secret})(doc)
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, err = _run(capsys, path)
+    assert code == 2
+    assert secret not in err and secret[4:] not in err
+    assert "pulumi config set --secret" in err
+
+
+def test_plain_labels_near_credential_words_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Credential detection must not refuse ordinary cost tags: a budget code, a feature switch, a commit id."""
+    doc = yaml.safe_load(stack_path("dev").read_text())
+    tags = {"token-budget": "Q4-2026-ml-team", "secret-scanning": "enabled", "git-commit": "0123456789abcdef0123456789abcdef01234567"}
+    set_cfg("gpu-platform:tags", tags)(doc)
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     code, err = _run(capsys, path)

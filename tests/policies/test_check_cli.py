@@ -13,6 +13,8 @@ import yaml
 
 import gpu_platform.aws.nodepools as nodepools
 from gpu_platform.cli import main
+from gpu_platform_policies import RULES
+from gpu_platform_policies.model import default_production
 from tests.conftest import STACKS, stack_path
 
 Doc = dict[str, Any]
@@ -213,3 +215,86 @@ def test_stack_versions_override_is_what_driver_rule_judges(tmp_path: Path, caps
     assert [v["resource"] for v in hits] == ["pool-train-h200-ng"], hits
     assert "the stack's versions override of eks.ami_driver_branch is 535" in hits[0]["message"]
     assert code == 1
+
+
+@pytest.mark.parametrize(
+    ("environment", "production"),
+    [
+        ("prod", True),
+        ("production", True),
+        ("prd", True),
+        ("live", True),
+        ("prod-eu", True),
+        ("eu-west-prod", True),
+        ("prod2", True),
+        ("production_us", True),
+        ("staging", False),
+        ("dev", False),
+        ("onprem", False),
+        ("preprod", False),
+        ("pre-prod", False),
+        ("non-prod", False),
+        ("product-demo", False),
+    ],
+)
+def test_production_default_from_the_environment_name(environment: str, production: bool) -> None:
+    """The documented default of policy.production (README configuration reference)."""
+    assert default_production(environment) is production
+
+
+def test_eu_prod_environment_gets_production_rules_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def mutate(cfg: Doc) -> None:
+        spot_only_training(cfg)
+        cfg["gpu-platform:environment"] = "eu-west-prod"
+
+    code, out, _ = run_check(capsys, "--config", str(broken_copy(tmp_path, "prod", mutate)))
+    assert "production: yes (default for environment 'eu-west-prod')" in out
+    assert "production-capacity-floor:" in out and code == 1
+
+
+def test_explicit_production_setting_wins_and_is_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = broken_copy(tmp_path, "dev", lambda cfg: cfg.update({"gpu-platform:policy": {"production": True}}))
+    code, out, _ = run_check(capsys, "--config", str(path), "--format", "json")
+    doc = json.loads(out)
+    assert doc["gate"]["production"] is True and doc["gate"]["productionSource"] == "policy.production"
+    assert any(v["policy"] == "production-capacity-floor" and v["level"] == "mandatory" for v in doc["violations"])
+    assert code == 1
+    path = broken_copy(tmp_path, "prod", lambda cfg: (spot_only_training(cfg), cfg.update({"gpu-platform:policy": {"production": False}})))
+    code, out, _ = run_check(capsys, "--config", str(path))
+    assert "production: no (policy.production)" in out
+    assert "production-capacity-floor" not in out
+
+
+def weakened_gate(cfg: Doc) -> None:
+    spot_only_training(cfg)
+    cfg["gpu-platform:policy"] = {
+        "enforcement": {"production-capacity-floor": "disabled", "spot-exposure": "mandatory", "charts-pinned": "advisory"},
+        "thresholds": {"max-spot-share-inference": 0.95},
+    }
+
+
+def test_disabled_and_changed_rules_are_printed_in_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run_check(capsys, "--config", str(broken_copy(tmp_path, "prod", weakened_gate)))
+    head = out.splitlines()[:5]
+    assert head[0].startswith(f"Stack prod: {len(RULES) - 1} of {len(RULES)} rules, "), head
+    assert "  disabled by the stack: production-capacity-floor" in head
+    assert "  level changed by the stack: charts-pinned mandatory -> advisory, spot-exposure advisory -> mandatory" in head
+    assert "  threshold changed by the stack: max-spot-share-inference 0.5 -> 0.95" in head
+
+
+def test_disabled_and_changed_rules_are_in_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run_check(capsys, "--config", str(broken_copy(tmp_path, "prod", weakened_gate)), "--format", "json")
+    doc = json.loads(out)
+    assert doc["gate"]["disabled"] == ["production-capacity-floor"]
+    assert {"policy": "charts-pinned", "default": "mandatory", "level": "advisory"} in doc["gate"]["levels"]
+    assert doc["gate"]["thresholds"] == [{"name": "max-spot-share-inference", "default": 0.5, "value": 0.95}]
+    assert doc["summary"]["rulesRun"] == len(RULES) - 1
+
+
+def test_disabled_and_changed_rules_are_annotated_on_github(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = broken_copy(tmp_path, "prod", weakened_gate)
+    _, out, _ = run_check(capsys, "--config", str(path), "--format", "github")
+    esc = str(path).replace(":", "%3A").replace(",", "%2C")
+    notice = next(line for line in out.splitlines() if line.startswith("::notice "))
+    assert notice.startswith(f"::notice file={esc},title=policy overrides::disabled by the stack: production-capacity-floor; level changed")
+    assert "gpu-platform check: disabled by the stack: production-capacity-floor" in out

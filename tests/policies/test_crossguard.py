@@ -25,7 +25,7 @@ from pulumi_policy.proxy import unknown_checking_proxy
 import gpu_platform_policies.crossguard as crossguard
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies import RULES, Resource
-from gpu_platform_policies.crossguard import build_policies, pack_config, plain
+from gpu_platform_policies.crossguard import build_policies, pack_config, plain, versions_override
 from tests.conftest import spec_for
 from tests.policies.cases import CASES, Case, resources, run_case
 
@@ -41,6 +41,10 @@ def crossguard_findings(case: Case, res: list[Resource]) -> set[tuple[str, str]]
     """(resource, message) pairs the case's policy reports through its CrossGuard wrapper."""
     policy = POLICIES[case.rule]
     config = pack_config(spec_for(case.stack))[case.rule]
+    if case.lock is not None:  # the case edits the repository lockfile itself: the stack overrides nothing
+        config = {k: v for k, v in config.items() if k != "versions"}
+    if case.stack_lock is not None:  # what pack_config writes for a stack with this versions override
+        config = {**config, "versions": versions_override(case.stack_lock(load_lockfile()), load_lockfile())}
     urns = {r.name: URN.format(stack=case.stack, type=r.type, name=r.name) for r in res}
     found: set[tuple[str, str]] = set()
     if isinstance(policy, ResourceValidationPolicy):
@@ -93,7 +97,7 @@ def test_every_resource_and_stack_rule_is_a_policy_at_its_level() -> None:
         assert policy.enforcement_level == EnforcementLevel(rule.level)
         assert policy.description == rule.description
         assert policy.config_schema is not None
-        assert set(rule.thresholds) | {"environment"} == set(policy.config_schema.properties)
+        assert set(rule.thresholds) | {"environment", "production", "versions"} == set(policy.config_schema.properties)
 
 
 def test_environment_comes_from_tags_without_pack_config() -> None:
@@ -120,3 +124,22 @@ def test_unknown_preview_values_do_not_stop_a_policy() -> None:
 def test_pack_main_builds_the_pack_from_the_rule_set() -> None:
     text = (Path(__file__).resolve().parents[2] / "policies" / "pack" / "__main__.py").read_text()
     assert "build_policies()" in text and "PolicyPack(" in text
+
+
+def test_pack_config_carries_the_production_setting() -> None:
+    """`policy.production: true` on a stack named dev makes the pack apply the production-only rules."""
+    spec = spec_for("dev").model_copy(update={"policy": spec_for("dev").policy.model_copy(update={"production": True})})
+    config = pack_config(spec)["eks-endpoint-restricted"]
+    assert config["production"] is True
+    cluster = next(r for r in resources("dev") if r.name == "cluster-eks")
+    cluster.inputs["vpcConfig"]["publicAccessCidrs"] = ["0.0.0.0/1", "128.0.0.0/1"]
+    found: list[str] = []
+    args = ResourceValidationArgs(cluster.type, cluster.inputs, "urn", cluster.name, _opts(None), None, config)
+    POLICIES["eks-endpoint-restricted"].validate(args, lambda message, urn=None: found.append(message))  # type: ignore[attr-defined]
+    assert found and "the whole internet" in found[0]
+    found.clear()
+    args = ResourceValidationArgs(
+        cluster.type, cluster.inputs, "urn", cluster.name, _opts(None), None, pack_config(spec_for("dev"))["eks-endpoint-restricted"]
+    )
+    POLICIES["eks-endpoint-restricted"].validate(args, lambda message, urn=None: found.append(message))  # type: ignore[attr-defined]
+    assert found == []  # dev by its name is not production

@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 from contextlib import redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_platform.catalog import load_catalog
@@ -39,6 +40,50 @@ def check_policy_config(spec: PlatformSpec, file: str) -> list[Problem]:
     return problems
 
 
+@dataclass(frozen=True)
+class GateSettings:
+    """What the stack changed about the gate, shown in every output format so nothing is silently off."""
+
+    production: bool
+    production_source: str
+    disabled: tuple[str, ...]
+    levels: tuple[tuple[str, str, str], ...]  # (rule, default level, stack's level)
+    thresholds: tuple[tuple[str, float, float], ...]  # (threshold, default, stack's value)
+
+    @classmethod
+    def of(cls, spec: PlatformSpec, ctx: Context) -> GateSettings:
+        """The stack's policy overrides that differ from the rule set's defaults."""
+        enforcement = spec.policy.enforcement
+        return cls(
+            production=ctx.production,
+            production_source=ctx.production_source,
+            disabled=tuple(sorted(n for n, level in enforcement.items() if level == "disabled")),
+            levels=tuple(sorted((n, RULES[n].level, level) for n, level in enforcement.items() if level not in ("disabled", RULES[n].level))),
+            thresholds=tuple(sorted((n, THRESHOLD_DEFAULTS[n], v) for n, v in spec.policy.thresholds.items() if float(v) != THRESHOLD_DEFAULTS[n])),
+        )
+
+    def lines(self) -> list[str]:
+        """One line each: production, rules disabled, levels and thresholds changed by the stack."""
+        out = [f"production: {'yes' if self.production else 'no'} ({self.production_source})"]
+        if self.disabled:
+            out.append(f"disabled by the stack: {', '.join(self.disabled)}")
+        if self.levels:
+            out.append("level changed by the stack: " + ", ".join(f"{n} {d} -> {level}" for n, d, level in self.levels))
+        if self.thresholds:
+            out.append("threshold changed by the stack: " + ", ".join(f"{n} {d:g} -> {v:g}" for n, d, v in self.thresholds))
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        """The `check --format json` `gate` object."""
+        return {
+            "production": self.production,
+            "productionSource": self.production_source,
+            "disabled": list(self.disabled),
+            "levels": [{"policy": n, "default": d, "level": level} for n, d, level in self.levels],
+            "thresholds": [{"name": n, "default": d, "value": v} for n, d, v in self.thresholds],
+        }
+
+
 def check_stack(path: Path, stack: str, root: Path | None = None) -> tuple[PlatformSpec, list[Violation]]:
     """Validate the stack, plan it offline, and evaluate every enabled rule at the stack's levels."""
     config, spec = load_stack(path, stack)
@@ -47,25 +92,37 @@ def check_stack(path: Path, stack: str, root: Path | None = None) -> tuple[Platf
         raise ConfigError(problems)
     plan = run_program(config, stack)
     resources = [Resource(r.type, r.name, r.parent, r.inputs) for r in plan.resources]
-    ctx = Context(
+    ctx = gate_context(spec, root)
+    return spec, evaluate(resources, ctx, spec.policy.enforcement)
+
+
+def gate_context(spec: PlatformSpec, root: Path | None = None) -> Context:
+    """The rule context of one stack: repository lockfile, the stack's own versions, thresholds, production."""
+    return Context(
         lock=load_lockfile(),  # the repository's lockfile: a stack's `versions` override shows up as drift
-        stack_lock=spec.lock,  # what the stack deploys: rules about the running versions read this
         catalog=load_catalog(),
         environment=spec.environment,
         thresholds={**THRESHOLD_DEFAULTS, **spec.policy.thresholds},
         root=root or Path(os.environ.get("GPU_PLATFORM_ROOT", ".")),
+        stack_lock=spec.lock,  # what the stack deploys: rules about the running versions read this
+        production_setting=spec.policy.production,
     )
-    return spec, evaluate(resources, ctx, spec.policy.enforcement)
 
 
 def _counts(violations: Sequence[Violation]) -> dict[str, int]:
     return {level: sum(v.level == level for v in violations) for level in ("mandatory", "advisory")}
 
 
-def render_text(stack: str, violations: Sequence[Violation]) -> str:
-    """For people: violations grouped under the resource they concern, mandatory first."""
+def _rules_run(gate: GateSettings | None) -> str:
+    off = len(gate.disabled) if gate else 0
+    return f"{len(RULES) - off} of {len(RULES)} rules" if off else f"{len(RULES)} rules"
+
+
+def render_text(stack: str, violations: Sequence[Violation], gate: GateSettings | None = None) -> str:
+    """For people: the stack's gate settings, then violations grouped under their resource, mandatory first."""
     counts = _counts(violations)
-    lines = [f"Stack {stack}: {len(RULES)} rules, {counts['mandatory']} mandatory and {counts['advisory']} advisory violation(s)"]
+    lines = [f"Stack {stack}: {_rules_run(gate)}, {counts['mandatory']} mandatory and {counts['advisory']} advisory violation(s)"]
+    lines += [f"  {line}" for line in (gate.lines() if gate else [])]
     current = None
     for v in violations:
         if v.resource != current:
@@ -77,14 +134,16 @@ def render_text(stack: str, violations: Sequence[Violation]) -> str:
     return "\n".join(lines)
 
 
-def render_json(stack: str, file: str, violations: Sequence[Violation]) -> str:
-    """For machines: the contract's `{"violations": [{policy, level, resource, message}], ...}`."""
-    doc = {
+def render_json(stack: str, file: str, violations: Sequence[Violation], gate: GateSettings | None = None) -> str:
+    """For machines: the contract's `{"violations": [{policy, level, resource, message}], ...}` and the `gate` settings."""
+    doc: dict[str, object] = {
         "stack": stack,
         "file": file,
         "violations": [v.to_json() for v in violations],
-        "summary": {**_counts(violations), "rules": len(RULES)},
+        "summary": {**_counts(violations), "rules": len(RULES), "rulesRun": len(RULES) - (len(gate.disabled) if gate else 0)},
     }
+    if gate is not None:
+        doc["gate"] = gate.to_json()
     return json.dumps(doc, indent=2)
 
 
@@ -94,15 +153,20 @@ def _escape(text: str, prop: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
-def render_github(file: str, violations: Sequence[Violation]) -> str:
+def render_github(file: str, violations: Sequence[Violation], gate: GateSettings | None = None) -> str:
     """For pull requests: one `::error`/`::warning` annotation per violation, on the file to change."""
     lines = []
+    if gate is not None and (gate.disabled or gate.levels or gate.thresholds):
+        # A reviewer sees a weakened gate on the stack file itself, not only in the log.
+        changed = "; ".join(gate.lines()[1:])
+        lines.append(f"::notice file={_escape(file, prop=True)},title=policy overrides::{_escape(changed)}")
     for v in violations:
         command = "error" if v.level == "mandatory" else "warning"
         where = _escape(v.file or file, prop=True)
         lines.append(f"::{command} file={where},title={_escape(v.policy, prop=True)}::{_escape(f'{v.resource}: {v.message}')}")
     counts = _counts(violations)
     lines.append(f"gpu-platform check: {counts['mandatory']} mandatory, {counts['advisory']} advisory violation(s) in {file}")
+    lines += [f"gpu-platform check: {line}" for line in (gate.lines() if gate else [])]
     return "\n".join(lines)
 
 
@@ -110,13 +174,14 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point: 1 when any mandatory violation remains, 0 otherwise (bad input raises: exit 2)."""
     if getattr(args, "all", False):
         return run_all(args, Path(os.environ.get("GPU_PLATFORM_ROOT", ".")))
-    _, violations = check_stack(path, stack)
+    spec, violations = check_stack(path, stack)
+    gate = GateSettings.of(spec, gate_context(spec))
     if args.format == "json":
-        print(render_json(stack, str(path), violations))
+        print(render_json(stack, str(path), violations, gate))
     elif args.format == "github":
-        print(render_github(str(path), violations))
+        print(render_github(str(path), violations, gate))
     else:
-        print(render_text(stack, violations))
+        print(render_text(stack, violations, gate))
     return 1 if any(v.level == "mandatory" for v in violations) else 0
 
 

@@ -8,11 +8,9 @@ botocore ships; tests compare them). Length limits are those of the EKS API mode
 
 from __future__ import annotations
 
+import importlib
 import re
 from functools import cache
-
-from pulumi_aws import Region
-from pulumi_aws.ec2 import InstanceType
 
 from gpu_platform.errors import Problem, did_you_mean, one_of
 from gpu_platform.spec.models import PlatformSpec
@@ -28,13 +26,14 @@ TAG_CHARS = re.compile(r"^[\w\s+\-=.:/@]*$")
 @cache
 def aws_regions() -> frozenset[str]:
     """Region codes the AWS provider knows (commercial, China and GovCloud partitions)."""
-    return frozenset(r.value for r in Region)
+    # Imported on first use: pulumi_aws costs about a second, and on-prem stacks never need it.
+    return frozenset(r.value for r in importlib.import_module("pulumi_aws").Region)
 
 
 @cache
 def ec2_instance_types() -> frozenset[str]:
     """Every EC2 instance type of the AWS API model, as the provider ships it."""
-    return frozenset(t.value for t in InstanceType)
+    return frozenset(t.value for t in importlib.import_module("pulumi_aws.ec2").InstanceType)
 
 
 def check_region(spec: PlatformSpec, file: str) -> list[Problem]:

@@ -120,8 +120,12 @@ def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> Platfo
                 decoded = _decode(value, short)
                 problems += plain_text_credentials(decoded, key, file)
                 raw[short] = replace_secure(decoded, key, secure)
-        elif key == "aws:region":
-            raw["region"] = replace_secure(value, key, secure)
+        else:
+            # Other providers' keys (aws:secretKey, aws:accessKey, ...) are not ours to type-check, but a
+            # credential there in plain text ends up in the repository all the same.
+            problems += plain_text_credentials({key: value}, "", file)
+            if key == "aws:region":
+                raw["region"] = replace_secure(value, key, secure)
     if problems:
         raise ConfigError(problems)
 

@@ -317,6 +317,8 @@ class PolicyConfig(Model):
     """Policy thresholds by name (see the policy table)."""
     enforcement: dict[str, Literal["advisory", "mandatory", "disabled"]] = Field(default_factory=dict)
     """Enforcement by rule name: `advisory`, `mandatory` or `disabled`."""
+    production: StrictBool | None = None
+    """Production-only rules apply. Default: from `environment` (a word prod/production/prd/live: prod-eu, eu-prod; not pre-prod, non-prod)."""
 
 
 class ClassDemand(Model):
@@ -337,7 +339,7 @@ class PlatformSpec(Model):
 
     stack: str
     environment: DnsLabel
-    """Environment name; tags every resource; `prod` tightens policies."""
+    """Environment name; tags every resource; decides `policy.production` when that is unset."""
     region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
     cluster: ClusterSpec
     """The cluster."""

@@ -31,9 +31,11 @@ CREDENTIAL_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # A secret access key is 40 characters of base64 alphabet; requiring mixed case and a digit keeps
 # 40-hex-digit commit ids and plain words out.
 AWS_SECRET_KEY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-# Key names that announce a credential; their value must also look like one (long, letters and digits).
+# Key names that announce a credential; their value must also look like one: 12 or more characters
+# mixing upper case, lower case and digits, with no spaces or hyphens (so `token-budget: Q4-2026-ml`
+# or `secret-scanning: enabled` stay plain labels).
 SECRET_KEY_NAME = re.compile(r"(password|passwd|secret|token|api[-_]?key|access[-_]?key|credential|private[-_]?key)", re.IGNORECASE)
-SECRET_LOOKING_VALUE = re.compile(r"^(?=.*[A-Za-z])(?=.*[0-9])\S{12,}$")
+SECRET_LOOKING_VALUE = re.compile(r"^(?=.*[A-Z])(?=.*[a-z])(?=.*[0-9])[^\s-]{12,}$")
 
 
 def is_secure(value: Any) -> bool:
@@ -90,7 +92,7 @@ def plain_text_credentials(value: Any, path: str, file: str) -> list[Problem]:
         if is_secure(value):
             return out
         for k, v in value.items():
-            here = f"{path}.{k}"
+            here = f"{path}.{k}" if path else str(k)
             kind = credential_kind("", str(k))
             if kind:
                 out.append(_credential_problem(file, here, kind, str(k)))

@@ -104,7 +104,7 @@ def _literal(value: Any) -> bool:
 
 @rule(
     "ansible-no-version-override",
-    "No Ansible inventory, group_vars or host_vars file sets a version literal; versions come from the lockfile.",
+    "No Ansible inventory (YAML or INI), group_vars or host_vars file sets a version literal; versions come from the lockfile.",
     "mandatory",
     "repository",
     category="ansible",

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
+from gpu_platform_policies.model import Context, Finding, PlanView, Resource, default_production, rule
 from gpu_platform_policies.view import (
     EKS_ADDON,
     EKS_CLUSTER,
@@ -90,8 +90,10 @@ def eks_endpoint_restricted(r: Resource, ctx: Context) -> Iterator[str]:
     address if any listed CIDR contains it, so what is exposed is the union of the CIDRs: two /1s are the
     whole internet just as 0.0.0.0/0 is. The union is measured in addresses, after merging overlaps.
     """
-    env = ctx.environment or get(r.inputs, "tags", "gpu-platform:environment")
-    if not (ctx.production or Context(ctx.lock, ctx.catalog, env).production):
+    # Without a stack context (a CrossGuard run given no config), the cluster's environment tag decides.
+    undecided = ctx.production_setting is None and not ctx.environment
+    production = default_production(get(r.inputs, "tags", "gpu-platform:environment")) if undecided else ctx.production
+    if not production:
         return
     vpc = r.inputs.get("vpcConfig") or {}
     public = vpc.get("endpointPublicAccess", True)  # EKS default: public
