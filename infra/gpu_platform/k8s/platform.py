@@ -46,8 +46,8 @@ import pulumi_kubernetes as k8s
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.efa import efa_pools
-from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.k8s.demand import demand_configmap
+from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.k8s.isolation import priority_policy, priority_policy_binding, tenant_cluster_role
 from gpu_platform.k8s.kueue import Kueue, KueueArgs
