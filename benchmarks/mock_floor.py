@@ -42,12 +42,20 @@ def provider_module(type_token: str) -> str | None:
 
 
 def import_like_the_plan(type_tokens: list[str]) -> None:
-    """Import every module the plan's resources need, the way the program would."""
-    for module in sorted({m for t in type_tokens if (m := provider_module(t))}):
+    """Load every resource class the plan's resources need, the way the program does.
+
+    The SDKs load a module's classes lazily on first attribute access, so touching the class (not
+    only importing the module) is what the program pays for.
+    """
+    for token in sorted(type_tokens):
+        module_name = provider_module(token)
+        if module_name is None:
+            continue
         try:
-            importlib.import_module(module)
+            module = importlib.import_module(module_name)
+            getattr(module, token.rsplit(":", 1)[-1], None)
         except ModuleNotFoundError:  # a CRD kind (Kueue, Volcano, ...): registered as a CustomResource
-            importlib.import_module("pulumi_kubernetes.apiextensions")
+            importlib.import_module("pulumi_kubernetes.apiextensions").CustomResource  # noqa: B018
 
 
 def register(count: int) -> None:
