@@ -51,7 +51,8 @@ def generate(pools: int, tenants: int) -> dict:
         "config": {
             "aws:region": "us-east-1",
             "gpu-platform:environment": "bench",
-            "gpu-platform:cluster": {"provider": "eks", "name": "gpu-bench"},
+            # the deploy path the spec requires: public API limited to the deployers, private for nodes
+            "gpu-platform:cluster": {"provider": "eks", "name": "gpu-bench", "endpointPublicAccess": True, "publicAccessCidrs": ["198.51.100.0/27"]},
             "gpu-platform:network": {"mode": "new", "cidr": "10.50.0.0/16", "availabilityZones": ZONES},
             "gpu-platform:nodePools": node_pools,
             "gpu-platform:tenants": tenant_list,

@@ -1,6 +1,8 @@
 """Benchmark `gpu-platform plan`: wall time and peak memory for prod and generated stacks, and how cost grows.
 
 Prints figures; never fails on timing. Each run is a fresh process (imports included), as a user runs it.
+Also prints the prod plan's time next to Pulumi's mock-engine floor for the same number of resources
+(benchmarks/mock_floor.py: the same provider modules imported, plain resources registered) and their ratio.
 Usage: .venv/bin/python benchmarks/plan_bench.py [--repeat N]
 """
 
@@ -23,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "gpu_platform.cli"]
 
 
-def measure(args: list[str]) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MiB, resources planned) of one fresh `gpu-platform plan` process."""
+def measure(args: list[str]) -> tuple[float, float, int, list[str]]:
+    """(wall seconds, peak RSS MiB, resources planned, their type tokens) of one fresh `gpu-platform plan` process."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen([*CLI, "plan", "--format", "json", *args], cwd=ROOT, stdout=out, stderr=err)
@@ -35,11 +37,18 @@ def measure(args: list[str]) -> tuple[float, float, int]:
             err.seek(0)
             raise SystemExit(f"plan failed: {err.read().decode()[:500]}")
         out.seek(0)
-        count = len(json.load(out)["resources"])
-    return wall, usage.ru_maxrss / 1024, count
+        resources = json.load(out)["resources"]
+    return wall, usage.ru_maxrss / 1024, len(resources), sorted({r["type"] for r in resources})
 
 
-def best_of(args: list[str], repeat: int) -> tuple[float, float, int]:
+def measure_floor(count: int, types: list[str]) -> float:
+    """Wall seconds of a fresh process that imports the plan's provider modules and registers `count` plain resources."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(Path(__file__).with_name("mock_floor.py")), str(count), *types], cwd=ROOT, check=True)
+    return time.perf_counter() - start
+
+
+def best_of(args: list[str], repeat: int) -> tuple[float, float, int, list[str]]:
     """Fastest of `repeat` runs (the least disturbed by other load), with its memory and size."""
     runs = [measure(args) for _ in range(repeat)]
     return min(runs, key=lambda r: r[0])
@@ -58,10 +67,19 @@ def main() -> None:
             cases.append((f"generated {pools} pools / {tenants} tenants", ["--config", str(path)], pools))
         print(f"{'CASE':<36} {'RESOURCES':>9} {'WALL s':>8} {'PEAK MiB':>9} {'ms/RESOURCE':>12}")
         results = []
+        prod_types: list[str] = []
         for label, args, _ in cases:
-            wall, rss, count = best_of(args, opts.repeat)
+            wall, rss, count, types = best_of(args, opts.repeat)
             results.append((label, wall, count))
+            prod_types = prod_types or types
             print(f"{label:<36} {count:>9} {wall:>8.2f} {rss:>9.0f} {1000 * wall / count:>12.2f}")
+    (_, w_prod, n_prod) = results[0]
+    floor = min(measure_floor(n_prod, prod_types) for _ in range(opts.repeat))
+    print()
+    print(
+        f"prod plan: {w_prod:.2f} s for {n_prod} resources; mock-engine floor for {n_prod} resources: {floor:.2f} s; "
+        f"ratio {w_prod / floor:.2f}x (target: within 1.5x)"
+    )
     (_, w_small, n_small), (_, w_large, n_large) = results[1], results[-1]
     print()
     print(f"Growth from {n_small} to {n_large} resources ({n_large / n_small:.1f}x work): wall time x{w_large / w_small:.2f}")

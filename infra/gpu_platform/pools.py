@@ -24,7 +24,7 @@ LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
-RESERVED_LABEL_PREFIXES = (f"{DOMAIN}/", "nvidia.com/", "kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
+RESERVED_LABEL_PREFIXES = (f"{DOMAIN}/", "nvidia.com/", "kubernetes.io/", "k8s.io/", "eks.amazonaws.com/", "k8s.amazonaws.com/")
 
 
 @dataclass(frozen=True)

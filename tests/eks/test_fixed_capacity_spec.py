@@ -51,3 +51,16 @@ def test_fixed_capacity_mistake_is_one_clear_line(
     assert len(lines) == 1 and "Traceback" not in err, err
     assert lines[0].startswith(f"{path}: {key}: "), lines[0]
     assert fragment in lines[0] and "; allowed: " in lines[0], lines[0]
+
+
+def test_accelerator_label_cannot_be_set_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The platform sets k8s.amazonaws.com/accelerator only where nodes offer nvidia.com/gpu; a hand-set one on a
+    MIG pool would make cluster-autoscaler treat its nodes as unready for ever (GpuCustomResourcesProcessor)."""
+    doc = yaml.safe_load(stack_path("prod").read_text())
+    set_pool("infer-h100-mig", labels={"k8s.amazonaws.com/accelerator": "nvidia-h100"})(doc)
+    path = tmp_path / "Pulumi.label.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, err = _run(capsys, path)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"{path}: gpu-platform:nodePools[2].labels.k8s.amazonaws.com/accelerator: label key uses a domain the platform manages")
