@@ -188,7 +188,7 @@ def test_tenants_are_bound_to_a_role_without_network_policy_write(stack: str) ->
 
 # --- Per-pool GPUs: ResourceQuota cannot tell pools apart; Kueue flavors can ------------------------
 
-# kubernetes v1.33 pkg/apis/core/types.go ResourceQuotaScope: the only things a quota can select by.
+# kubernetes v1.33 pkg/apis/core/helper/helpers.go standardResourceQuotaScopes: the only things a quota can select by.
 RESOURCE_QUOTA_SCOPES = {
     "Terminating",
     "NotTerminating",
@@ -198,6 +198,12 @@ RESOURCE_QUOTA_SCOPES = {
     "CrossNamespacePodAffinity",
     "VolumeAttributesClass",
 }
+
+
+def quota_scope_errors(quota_spec: dict[str, Any]) -> list[str]:
+    """kubernetes pkg/apis/core/validation validateResourceQuotaScopes / validateScopedResourceSelectorRequirement: unknown scopes are refused."""
+    names = list(quota_spec.get("scopes", [])) + [e["scopeName"] for e in (quota_spec.get("scopeSelector") or {}).get("matchExpressions", [])]
+    return [f"unsupported scope {n}" for n in names if n not in RESOURCE_QUOTA_SCOPES]
 
 
 def admissible_flavors(cluster_queue: dict[str, Any], flavors: dict[str, dict[str, Any]], resource: str, node_selector: dict[str, str]) -> list[str]:
@@ -227,7 +233,9 @@ def test_a_pool_without_quota_is_out_of_reach_although_the_resource_quota_allows
     quota = one("prod", "ResourceQuota", "gpu-quota", "data-platform")
     assert int(quota["spec"]["hard"]["requests.nvidia.com/gpu"]) > 0
     assert "scopes" not in quota["spec"] and "scopeSelector" not in quota["spec"]
-    assert {"PriorityClass", "Terminating"} <= RESOURCE_QUOTA_SCOPES and not any("Node" in s or "Pool" in s for s in RESOURCE_QUOTA_SCOPES)
+    # A quota that tried to scope itself to one pool is refused by the API server's validation.
+    per_pool = {"hard": {"requests.nvidia.com/gpu": "8"}, "scopeSelector": {"matchExpressions": [{"scopeName": "NodePool", "operator": "In"}]}}
+    assert quota_scope_errors(per_pool) == ["unsupported scope NodePool"]
     flavors = {f["metadata"]["name"]: f for f in objects("prod", "ResourceFlavor")}
     cq = one("prod", "ClusterQueue", "data-platform")
     assert admissible_flavors(cq, flavors, "nvidia.com/gpu", {"gpu-platform.io/pool": "train-h100-reserved"}) == []
