@@ -330,7 +330,10 @@ def check_compatibility(lock: Lockfile, file: str = LOCKFILE, prefix: str = "") 
         if key not in lock.images:
             problems.append(Problem(file, f"images.{key}", "missing", "every image the program sets must be pinned"))
     problems.extend(check_support_recorded(lock, file))
-    problems.extend(check_availability(lock, file))
+    if not any(p.path.startswith(("nvidia_driver.", "cuda.")) for p in problems):
+        # Which OS publishes a pair only means something once the pair itself is consistent;
+        # otherwise one bad CUDA pin would also read as "not published" once per OS.
+        problems.extend(check_availability(lock, file))
     for where, value in _all_strings(lock.model_dump(by_alias=True, mode="json")):
         if value in {"latest", "stable", "main", "master"} or value.endswith(":latest"):
             problems.append(Problem(file, where, f"floating version '{value}'", "allowed: an exact version"))
@@ -454,14 +457,18 @@ def parse_lockfile(data: Mapping[str, Any], file: str = LOCKFILE) -> Lockfile:
     except Exception as exc:  # pydantic.ValidationError, reported as one line per problem
         raise ConfigError(problems_from_validation(exc, file, prefix="", model=Lockfile)) from None
     problems = check_compatibility(lock, file)
+    # An overlay inherits every pin it does not override: report only what the overlay itself breaks.
+    inherited = {(p.path, p.message) for p in problems}
     for name in lock.overlays:
         # Each overlay's result must be a lockfile the roles could run with, checked the same way.
         merged = overlay_data(data, name)
         merged.pop("overlays", None)
+        prefix = f"overlays.{name}.overrides."
         try:
-            problems.extend(check_compatibility(Lockfile.model_validate(merged), file, prefix=f"overlays.{name}.overrides."))
+            found = check_compatibility(Lockfile.model_validate(merged), file, prefix=prefix)
+            problems.extend(p for p in found if (p.path.removeprefix(prefix), p.message) not in inherited)
         except Exception as exc:  # pydantic.ValidationError from a malformed override
-            problems.extend(problems_from_validation(exc, file, prefix=f"overlays.{name}.overrides."))
+            problems.extend(problems_from_validation(exc, file, prefix=prefix))
     if problems:
         raise ConfigError(problems)
     return lock

@@ -70,6 +70,16 @@ def edit(path: str, value: Any) -> Mutation:
     return mutate
 
 
+def chain(*mutations: Mutation) -> Mutation:
+    """Several mutations applied in order."""
+
+    def mutate(doc: dict[str, Any]) -> None:
+        for m in mutations:
+            m(doc)
+
+    return mutate
+
+
 def tenant_quota(tenant: int, quota: int, **changes: Any) -> Mutation:
     def mutate(doc: dict[str, Any]) -> None:
         _cfg(doc)["gpu-platform:tenants"][tenant]["quotas"][quota].update(changes)
@@ -403,9 +413,9 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
     (
         "both-endpoints-off",
         "prod",
-        edit("gpu-platform:cluster.endpointPrivateAccess", False),
-        "gpu-platform:cluster.endpointPrivateAccess",
-        "EKS refuses a cluster with no API endpoint",
+        chain(edit("gpu-platform:cluster.endpointPrivateAccess", False), edit("gpu-platform:cluster.endpointPublicAccess", False)),
+        "gpu-platform:cluster.endpointPublicAccess",
+        "both endpointPrivateAccess and endpointPublicAccess are off (EKS needs one)",
     ),
     (
         "system-instance-type-typo",

@@ -133,7 +133,8 @@ def _node_of(plan: Plan, pool: str) -> tuple[dict[str, str], list[dict[str, str]
     """(labels, taints, allocatable extended resources) of a node the pool's node group launches."""
     ng = plan.named(f"pool-{pool}-ng").inputs
     lt = plan.named(f"pool-{pool}-lt").inputs
-    instance = load_catalog().instance(ng["instanceTypes"][0])
+    # A Capacity Block names its instance type in the launch template only (EKS user guide).
+    instance = load_catalog().instance(ng["instanceTypes"][0] if ng.get("instanceTypes") else lt["instanceType"])
     # The kubelet adds the well-known instance-type label; the node group adds its own labels.
     labels = {**ng["labels"], "node.kubernetes.io/instance-type": instance.name}
     effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}

@@ -69,7 +69,8 @@ def test_reserved_tier_reuses_the_base_reservation_up_to_its_size(tmp_path: Path
     assert row(doc, "plan", "training", "H100-80GB")["nodes"]["reserved"] == 5
     pools = {p["name"]: p for p in cfg["gpu-platform:nodePools"]}
     reserved = pools["train-h100-80gb-reserved"]
-    assert reserved["reservation"] == {"id": "cr-0a1b2c3d4e5f60718"}
+    # The whole reservation is reused, with the cluster placement group it was made in (EFA pools).
+    assert reserved["reservation"] == {"id": "cr-0a1b2c3d4e5f60718", "placementGroup": "gpu-prod-h100-cpg"}
     assert reserved["scaling"] == {"min": 4, "desired": 4, "max": 4}
     assert reserved["efa"] is True and reserved["availabilityZones"] == ["us-east-1a"]
     assert pools["train-h100-80gb-baseline"]["scaling"] == {"min": 1, "desired": 1, "max": 1}

@@ -56,20 +56,10 @@ def zone_problem(zone: str, region: str) -> str | None:
 
 
 def check_cluster(spec: PlatformSpec, file: str) -> list[Problem]:
-    """EKS endpoint access and the system node group's instance type."""
+    """The system node group's instance type (endpoint access is the deploy path's check)."""
     out: list[Problem] = []
     c = spec.cluster
-    if not c.endpoint_private_access and not c.endpoint_public_access:
-        # EKS User Guide, "Cluster API server endpoint": one of public or private access must be on;
-        # UpdateClusterConfig refuses both off with InvalidParameterException.
-        out.append(
-            Problem(
-                file,
-                f"{P}cluster.endpointPrivateAccess",
-                "both endpointPrivateAccess and endpointPublicAccess are false (EKS refuses a cluster with no API endpoint)",
-                "allowed: endpointPrivateAccess: true (recommended), or endpointPublicAccess: true with publicAccessCidrs",
-            )
-        )
+    # Both endpoints off is refused with the deploy path (gpu_platform.aws.access.unreachable_reason).
     t = c.system_nodes.instance_type
     if t not in ec2_instance_types():
         out.append(
