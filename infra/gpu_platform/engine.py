@@ -27,6 +27,8 @@ class PlannedResource:
     name: str
     parent: str | None
     inputs: dict[str, Any]
+    depends_on: tuple[str, ...] = ()
+    """Logical names of the resources this one waits for (`dependsOn`), as the engine receives them."""
 
     def to_json(self) -> dict[str, Any]:
         """The contract's JSON shape."""
@@ -137,7 +139,8 @@ def run_program(config: Mapping[str, Any], stack: str) -> Plan:
             if request.type != "pulumi:pulumi:Stack":
                 inputs = pulumi.runtime.rpc.deserialize_properties(request.object)
                 parent = _parent_name(request.parent or "")
-                plan.resources.append(PlannedResource(request.type, request.name, parent, _plain(inputs)))
+                deps = tuple(sorted({urn.split("::")[-1] for urn in request.dependencies}))
+                plan.resources.append(PlannedResource(request.type, request.name, parent, _plain(inputs), deps))
             return response
 
     recorder = Recorder()

@@ -36,7 +36,7 @@ CUSTOM_RESOURCE = "kubernetes:apiextensions.k8s.io:CustomResource"
 LABEL_TENANT = "gpu-platform.io/tenant"
 # Namespaces the platform itself runs in; everything else with a quota or queue is a tenant's.
 SYSTEM_NAMESPACES = frozenset(
-    {"kube-system", "kube-public", "kube-node-lease", "default", "gpu-operator", "kueue-system", "volcano-system", "monitoring"}
+    {"kube-system", "kube-public", "kube-node-lease", "default", "gpu-operator", "kueue-system", "volcano-system", "monitoring", "node-exporter"}
 )
 TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 MIG_OFF = "all-disabled"

@@ -22,26 +22,32 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
 - `volcano` gpu-platform:k8s:Volcano (when enabled): `volcano-namespace`, `volcano-release`,
   `volcano-queue-<tenant>` kubernetes:scheduling.volcano.sh/v1beta1:Queue (object name = tenant)
 - `monitoring` gpu-platform:k8s:Monitoring: `monitoring-namespace` + `monitoring-release`
-  (kube-prometheus-stack, only when monitoring.prometheus is install), `monitoring-dcgm-servicemonitor`
+  (kube-prometheus-stack, only when monitoring.prometheus is install) + `monitoring-node-exporter-namespace`
+  (Namespace `node-exporter`, privileged, for the chart's node-exporter), `monitoring-dcgm-servicemonitor`
   kubernetes:monitoring.coreos.com/v1:ServiceMonitor, `monitoring-gpu-rules` ...:PrometheusRule
   `gpu-platform-rules` (alerts GpuXidError, GpuDoubleBitEccError, GpuLost are severity critical),
   `monitoring-dashboard` ConfigMap `gpu-platform-dashboard`
+
+Helm releases install in the order of gpu_platform.k8s.releases (a release depends on the release
+bringing the CRDs it renders: Kueue's ServiceMonitor waits for kube-prometheus-stack).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_platform.catalog import Catalog
-from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
-from gpu_platform.k8s.kueue import Kueue, KueueArgs
-from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs
+from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs, gpu_operator_values
+from gpu_platform.k8s.kueue import Kueue, KueueArgs, kueue_values
+from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs, prometheus_stack_values
 from gpu_platform.k8s.objects import create
+from gpu_platform.k8s.releases import MONITORING_GROUP, release_dependencies
 from gpu_platform.k8s.tenants import TenantArgs, TenantSpace, priority_classes
-from gpu_platform.k8s.volcano import Volcano, VolcanoArgs
+from gpu_platform.k8s.volcano import Volcano, VolcanoArgs, volcano_values
 from gpu_platform.spec.models import PlatformSpec
 
 
@@ -54,6 +60,25 @@ class GpuPlatformArgs:
     provider: k8s.Provider
 
 
+def installed_releases(spec: PlatformSpec, catalog: Catalog) -> dict[str, dict[str, Any]]:
+    """Chart -> Helm values of every release the platform layer installs on this stack."""
+    out: dict[str, dict[str, Any]] = {}
+    if spec.monitoring.prometheus == "install":
+        out["kube-prometheus-stack"] = prometheus_stack_values(spec)
+    out["gpu-operator"] = gpu_operator_values(spec, catalog)
+    if spec.queueing.kueue.enabled:
+        out["kueue"] = kueue_values(spec)
+    if spec.queueing.volcano.enabled:
+        out["volcano"] = volcano_values(spec)
+    return out
+
+
+def release_graph(spec: PlatformSpec, catalog: Catalog) -> dict[str, list[str]]:
+    """Chart -> charts of this stack to install first; an `existing` Prometheus already brings its CRDs."""
+    existing = {MONITORING_GROUP} if spec.monitoring.prometheus == "existing" else set()
+    return release_dependencies(installed_releases(spec, catalog), existing)
+
+
 class GpuPlatform(pulumi.ComponentResource):
     """GPU Operator, sharing, tenants, Kueue, Volcano and monitoring on one cluster."""
 
@@ -61,18 +86,29 @@ class GpuPlatform(pulumi.ComponentResource):
         super().__init__("gpu-platform:k8s:GpuPlatform", name, None, opts)
         spec, catalog, provider = args.spec, args.catalog, args.provider
         child = pulumi.ResourceOptions(parent=self)
+        graph = release_graph(spec, catalog)
+        built: dict[str, pulumi.Resource] = {}
+
+        def after(chart: str) -> tuple[pulumi.Resource, ...]:
+            # Components are built in install_order(graph)'s order, so every dependency exists here.
+            return tuple(built[dep] for dep in graph[chart])
+
         for pc in priority_classes():
             create(f"{name}-priority-{pc['metadata']['name'].removeprefix('gpu-')}", pc, pulumi.ResourceOptions(parent=self, provider=provider))
-        operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider), child)
+        monitoring = Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider), child)
+        if monitoring.release is not None:
+            built["kube-prometheus-stack"] = monitoring.release
+        operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider, after=after("gpu-operator")), child)
+        built["gpu-operator"] = operator.release
+        monitoring.scrape_gpu_operator(operator.release)
         spaces = {
             t.name: TenantSpace(f"tenant-{t.name}", TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider), child) for t in spec.tenants
         }
         if spec.queueing.kueue.enabled:
             namespaces: dict[str, pulumi.Resource] = {n: s.namespace for n, s in spaces.items()}
-            Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces), child)
+            Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces, after=after("kueue")), child)
         if spec.queueing.volcano.enabled:
-            Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider), child)
-        Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider, gpu_operator=operator.release), child)
+            Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider, after=after("volcano")), child)
         self.register_outputs({})
 
 
