@@ -22,7 +22,7 @@ from gpu_platform.k8s.objects import (
     system_namespace,
 )
 from gpu_platform.pools import LABEL_POOL, LABEL_TIER
-from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.spec.models import PlatformSpec, Receiver
 
 API = "monitoring.coreos.com/v1"
 RELEASE = "kube-prometheus-stack"
@@ -140,6 +140,46 @@ def dashboard_configmap(spec: PlatformSpec) -> Manifest:
     }
 
 
+# Where the Alertmanager pod finds `alertmanagerSpec.secrets` (prometheus-operator pkg/alertmanager/statefulset.go mounts each there).
+ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
+# kube-prometheus-stack's own route sends its always-firing Watchdog heartbeat to `null`; keep that.
+WATCHDOG_ROUTE = {"receiver": "null", "matchers": ['alertname = "Watchdog"']}
+CRITICAL_MATCHER = 'severity = "critical"'
+
+
+def _receiver(r: Receiver) -> dict[str, Any]:
+    """An Alertmanager receiver reading its credential from the mounted Secret file (never from the stack file)."""
+    path = f"{ALERTMANAGER_SECRETS}/{r.secret.name}/{r.secret.key}"
+    if r.type == "pagerduty":
+        return {"name": r.name, "pagerduty_configs": [{"routing_key_file": path, "send_resolved": True}]}
+    if r.type == "slack":
+        slack: dict[str, Any] = {"api_url_file": path, "send_resolved": True}
+        if r.channel:
+            slack["channel"] = r.channel
+        return {"name": r.name, "slack_configs": [slack]}
+    return {"name": r.name, "webhook_configs": [{"url_file": path, "send_resolved": True}]}
+
+
+def alertmanager_values(spec: PlatformSpec) -> dict[str, Any]:
+    """kube-prometheus-stack `alertmanager` values: the stack's receivers, critical alerts to `criticalReceiver`.
+
+    Helm merges these maps over the chart's `alertmanager.config` (lists are replaced whole), and the
+    chart writes the result to the Alertmanager Secret (templates/alertmanager/secret.yaml).
+    """
+    am = spec.monitoring.alertmanager
+    routes = [WATCHDOG_ROUTE, {"receiver": am.critical_receiver, "matchers": [CRITICAL_MATCHER]}]
+    return {
+        "config": {
+            "route": {"receiver": am.default_receiver, "routes": routes},
+            "receivers": [{"name": "null"}, *(_receiver(r) for r in am.receivers)],
+        },
+        "alertmanagerSpec": {
+            "nodeSelector": controller_node_selector(spec),
+            "secrets": sorted({r.secret.name for r in am.receivers}),
+        },
+    }
+
+
 def prometheus_stack_values(spec: PlatformSpec) -> dict[str, Any]:
     """Helm values of kube-prometheus-stack: select every ServiceMonitor/rule, expose the platform's labels."""
     selector = controller_node_selector(spec)
@@ -164,7 +204,7 @@ def prometheus_stack_values(spec: PlatformSpec) -> dict[str, Any]:
         "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{node_labels}]", f"namespaces=[{LABEL_TENANT}]"]},
         "grafana": {"sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": "ALL"}}},
         "prometheus-node-exporter": {"namespaceOverride": NODE_EXPORTER_NAMESPACE},
-        "alertmanager": {"alertmanagerSpec": {"nodeSelector": selector}},
+        "alertmanager": alertmanager_values(spec),
     }
 
 
