@@ -10,6 +10,7 @@ Security level; and the install order against the CRDs each release's objects us
 
 from __future__ import annotations
 
+import base64
 import copy
 from functools import cache
 from typing import Any
@@ -17,12 +18,14 @@ from typing import Any
 import jsonschema
 import kubernetes_validate
 import pytest
+import yaml
 
 from gpu_platform.k8s.monitoring import prometheus_stack_values
 from gpu_platform.k8s.objects import NODE_EXPORTER_NAMESPACE
 from gpu_platform.k8s.platform import release_graph
 from gpu_platform.k8s.releases import CRD_GROUPS, crd_needs, install_order, release_dependencies
 from gpu_platform.versions import load_lockfile
+from gpu_platform_policies.rules.observability import route_receiver
 from tests.conftest import plan_for, spec_for
 from tests.k8s import pod_security
 from tests.k8s.charts import ChartMissing, Release, Rendered, chart_dir, crd_groups, releases, require_helm, template, unread_value_keys
@@ -254,3 +257,25 @@ def test_prometheus_keeps_its_data_on_a_persistent_volume() -> None:
     assert claim["resources"]["requests"]["storage"].endswith("Gi")
     assert claim["accessModes"] == ["ReadWriteOnce"]
     assert prometheus["spec"]["retention"] == "30d"
+
+
+def test_alertmanager_config_the_chart_writes_pages_critical_alerts() -> None:
+    """The chart writes the merged `alertmanager.config` into the Secret Alertmanager loads
+    (templates/alertmanager/secret.yaml); route it as Alertmanager's dispatch/route.go does and check the
+    credential file is where prometheus-operator mounts `alertmanagerSpec.secrets` (/etc/alertmanager/secrets/<name>/<key>)."""
+    out = rendered("prod")
+    kps = next((o for o in out.values() if o.release.chart == "kube-prometheus-stack"), None)
+    if kps is None:
+        pytest.skip(f"kube-prometheus-stack not rendered: {_MISSING.get('prod')}")
+    secret = next(o for o in kps.objects if o["kind"] == "Secret" and "alertmanager.yaml" in (o.get("data") or {}))
+    config = yaml.safe_load(base64.b64decode(secret["data"]["alertmanager.yaml"]))
+    am = spec_for("prod").monitoring.alertmanager
+    assert route_receiver(config["route"], {"severity": "critical", "alertname": "GpuXidError"}) == am.critical_receiver == "gpu-oncall"
+    assert route_receiver(config["route"], {"severity": "warning", "alertname": "GpuHighTemperature"}) == am.default_receiver
+    assert route_receiver(config["route"], {"severity": "none", "alertname": "Watchdog"}) == "null"
+    receivers = {r["name"]: r for r in config["receivers"]}
+    assert receivers["gpu-oncall"]["pagerduty_configs"][0]["routing_key_file"] == "/etc/alertmanager/secrets/alertmanager-pagerduty/routing-key"
+    alertmanager = next(o for o in kps.objects if o["kind"] == "Alertmanager")
+    assert sorted(alertmanager["spec"]["secrets"]) == ["alertmanager-pagerduty", "alertmanager-slack"]
+    # No credential travels in the stack: every notifier reads a file.
+    assert not any(k in str(config) for k in ("routing_key:", "api_url:", "'url':"))

@@ -28,6 +28,10 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
   `gpu-platform-rules` (alerts GpuXidError, GpuDoubleBitEccError, GpuLost are severity critical),
   `monitoring-dashboard` ConfigMap `gpu-platform-dashboard`
 
+- `platform-volcano-default-queue` (Volcano's Queue `default`, no GPU capability) where Volcano runs;
+  `platform-routing-validatingadmissionpolicy` / `-validatingadmissionpolicybinding`
+  (`gpu-platform-volcano-jobs-through-kueue`) where Kueue and Volcano both run (gpu_platform.k8s.routing)
+
 Helm releases install in the order of gpu_platform.k8s.releases (a release depends on the release
 bringing the CRDs it renders: Kueue's ServiceMonitor waits for kube-prometheus-stack).
 """
@@ -46,6 +50,7 @@ from gpu_platform.k8s.kueue import Kueue, KueueArgs, kueue_values
 from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs, prometheus_stack_values
 from gpu_platform.k8s.objects import create
 from gpu_platform.k8s.releases import MONITORING_GROUP, release_dependencies
+from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_jobs_policy
 from gpu_platform.k8s.tenants import TenantArgs, TenantSpace, priority_classes
 from gpu_platform.k8s.volcano import Volcano, VolcanoArgs, volcano_values
 from gpu_platform.spec.models import PlatformSpec
@@ -108,7 +113,12 @@ class GpuPlatform(pulumi.ComponentResource):
             namespaces: dict[str, pulumi.Resource] = {n: s.namespace for n, s in spaces.items()}
             Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces, after=after("kueue")), child)
         if spec.queueing.volcano.enabled:
-            Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider, after=after("volcano")), child)
+            volcano = Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider, after=after("volcano")), child)
+            after_volcano = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[volcano])
+            create(f"{name}-volcano-default-queue", default_queue(spec, catalog), after_volcano)
+            if both_schedulers(spec):
+                for manifest in volcano_jobs_policy():
+                    create(f"{name}-routing-{manifest['kind'].lower()}", manifest, pulumi.ResourceOptions(parent=self, provider=provider))
         self.register_outputs({})
 
 
