@@ -75,6 +75,7 @@ lint: setup system-deps  ## ruff, mypy, yamllint; ansible-lint (production profi
 	ansible/scripts/lint.sh
 
 test-python: setup system-deps .venv-checkov  ## the pytest suite
+	scripts/fetch-helm.sh
 	$(BIN)/pytest -q -n 2 tests
 
 test-ansible: setup system-deps  ## Molecule: converge, idempotence and verify in Debian 12 podman containers

@@ -29,6 +29,8 @@ class PlannedResource:
     parent: str | None
     inputs: dict[str, Any]
     ignore_changes: tuple[str, ...] = ()  # input paths a later `pulumi up` leaves as they are in the cloud
+    depends_on: tuple[str, ...] = ()
+    """Logical names of the resources this one waits for (`dependsOn`), as the engine receives them."""
 
     def to_json(self) -> dict[str, Any]:
         """The contract's JSON shape."""
@@ -153,7 +155,8 @@ def run_program(config: Mapping[str, Any], stack: str) -> Plan:
                 inputs = pulumi.runtime.rpc.deserialize_properties(request.object)
                 parent = _parent_name(request.parent or "")
                 ignored = tuple(request.ignoreChanges)
-                plan.resources.append(PlannedResource(request.type, request.name, parent, _plain(inputs), ignored))
+                deps = tuple(sorted({urn.split("::")[-1] for urn in request.dependencies}))
+                plan.resources.append(PlannedResource(request.type, request.name, parent, _plain(inputs), ignore_changes=ignored, depends_on=deps))
             return response
 
     recorder = Recorder()

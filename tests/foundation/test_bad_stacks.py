@@ -120,6 +120,20 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
     ),
     ("wrong-type-efa", "prod", set_pool("infer-l4-spot", efa="maybe"), "gpu-platform:nodePools[4].efa", "allowed: true or false"),
     (
+        "unknown-critical-receiver",
+        "prod",
+        edit("gpu-platform:monitoring.alertmanager.criticalReceiver", "gpu-oncal"),
+        "gpu-platform:monitoring.alertmanager.criticalReceiver",
+        "unknown receiver 'gpu-oncal' (did you mean 'gpu-oncall'?); allowed: gpu-oncall, gpu-platform-slack, null",
+    ),
+    (
+        "inline-receiver-credential",
+        "prod",
+        edit("gpu-platform:monitoring.alertmanager.receivers.0.routingKey", "abc123"),
+        "gpu-platform:monitoring.alertmanager.receivers[0].routingKey",
+        "unknown key 'routingKey'; allowed: channel, name, secret, type",
+    ),
+    (
         "min-gt-max",
         "prod",
         set_pool("infer-l4-spot", scaling={"min": 30, "desired": 30, "max": 24}),

@@ -132,6 +132,8 @@ class GpuOperatorArgs:
     spec: PlatformSpec
     catalog: Catalog
     provider: k8s.Provider
+    after: tuple[pulumi.Resource, ...] = ()
+    """Releases to install first (gpu_platform.k8s.releases)."""
 
 
 class GpuOperator(pulumi.ComponentResource):
@@ -156,6 +158,6 @@ class GpuOperator(pulumi.ComponentResource):
             spec.lock.chart("gpu-operator"),
             GPU_OPERATOR_NAMESPACE,
             gpu_operator_values(spec, args.catalog),
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *configs]),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *configs, *args.after]),
         )
         self.register_outputs({})

@@ -224,6 +224,8 @@ class KueueArgs:
     catalog: Catalog
     provider: k8s.Provider
     tenant_namespaces: dict[str, pulumi.Resource]
+    after: tuple[pulumi.Resource, ...] = ()
+    """Releases to install first (gpu_platform.k8s.releases: the ServiceMonitor needs kube-prometheus-stack's CRD)."""
 
 
 class Kueue(pulumi.ComponentResource):
@@ -232,7 +234,7 @@ class Kueue(pulumi.ComponentResource):
     def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:k8s:Kueue", name, None, opts)
         spec, catalog = args.spec, args.catalog
-        release = release_in_namespace(self, name, RELEASE, spec.lock.chart("kueue"), KUEUE_NAMESPACE, kueue_values(spec), args.provider)
+        release = release_in_namespace(self, name, RELEASE, spec.lock.chart("kueue"), KUEUE_NAMESPACE, kueue_values(spec), args.provider, args.after)
         crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release])
         create(f"{name}-flavor-{CPU_FLAVOR}", cpu_flavor(), crd)
         for pool in spec.node_pools:

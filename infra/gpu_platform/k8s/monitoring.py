@@ -11,15 +11,26 @@ import pulumi_kubernetes as k8s
 
 from gpu_platform.k8s.alerts import ALLOCATED, TENANT_ALLOCATED, TENANT_UTILISATION, rule_groups
 from gpu_platform.k8s.gpu_operator import controller_node_selector
-from gpu_platform.k8s.objects import GPU_OPERATOR_NAMESPACE, LABEL_TENANT, Manifest, create, metadata, release_in_namespace
+from gpu_platform.k8s.objects import (
+    GPU_OPERATOR_NAMESPACE,
+    LABEL_TENANT,
+    NODE_EXPORTER_NAMESPACE,
+    Manifest,
+    create,
+    metadata,
+    release_in_namespace,
+    system_namespace,
+)
 from gpu_platform.pools import LABEL_POOL, LABEL_TIER
-from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.spec.models import PlatformSpec, Receiver
 
 API = "monitoring.coreos.com/v1"
 RELEASE = "kube-prometheus-stack"
 DASHBOARD_LABEL = "grafana_dashboard"
 DCGM_SERVICE_LABELS = {"app": "nvidia-dcgm-exporter"}
 DCGM_PORT = "gpu-metrics"
+# 30 days of samples for a few thousand GPU series plus the cluster's own metrics, with headroom.
+PROMETHEUS_STORAGE = "200Gi"
 
 
 def _k8s_label(key: str) -> str:
@@ -129,6 +140,46 @@ def dashboard_configmap(spec: PlatformSpec) -> Manifest:
     }
 
 
+# Where the Alertmanager pod finds `alertmanagerSpec.secrets` (prometheus-operator pkg/alertmanager/statefulset.go mounts each there).
+ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
+# kube-prometheus-stack's own route sends its always-firing Watchdog heartbeat to `null`; keep that.
+WATCHDOG_ROUTE = {"receiver": "null", "matchers": ['alertname = "Watchdog"']}
+CRITICAL_MATCHER = 'severity = "critical"'
+
+
+def _receiver(r: Receiver) -> dict[str, Any]:
+    """An Alertmanager receiver reading its credential from the mounted Secret file (never from the stack file)."""
+    path = f"{ALERTMANAGER_SECRETS}/{r.secret.name}/{r.secret.key}"
+    if r.type == "pagerduty":
+        return {"name": r.name, "pagerduty_configs": [{"routing_key_file": path, "send_resolved": True}]}
+    if r.type == "slack":
+        slack: dict[str, Any] = {"api_url_file": path, "send_resolved": True}
+        if r.channel:
+            slack["channel"] = r.channel
+        return {"name": r.name, "slack_configs": [slack]}
+    return {"name": r.name, "webhook_configs": [{"url_file": path, "send_resolved": True}]}
+
+
+def alertmanager_values(spec: PlatformSpec) -> dict[str, Any]:
+    """kube-prometheus-stack `alertmanager` values: the stack's receivers, critical alerts to `criticalReceiver`.
+
+    Helm merges these maps over the chart's `alertmanager.config` (lists are replaced whole), and the
+    chart writes the result to the Alertmanager Secret (templates/alertmanager/secret.yaml).
+    """
+    am = spec.monitoring.alertmanager
+    routes = [WATCHDOG_ROUTE, {"receiver": am.critical_receiver, "matchers": [CRITICAL_MATCHER]}]
+    return {
+        "config": {
+            "route": {"receiver": am.default_receiver, "routes": routes},
+            "receivers": [{"name": "null"}, *(_receiver(r) for r in am.receivers)],
+        },
+        "alertmanagerSpec": {
+            "nodeSelector": controller_node_selector(spec),
+            "secrets": sorted({r.secret.name for r in am.receivers}),
+        },
+    }
+
+
 def prometheus_stack_values(spec: PlatformSpec) -> dict[str, Any]:
     """Helm values of kube-prometheus-stack: select every ServiceMonitor/rule, expose the platform's labels."""
     selector = controller_node_selector(spec)
@@ -142,12 +193,18 @@ def prometheus_stack_values(spec: PlatformSpec) -> dict[str, Any]:
                 "podMonitorSelectorNilUsesHelmValues": False,
                 "ruleSelectorNilUsesHelmValues": False,
                 "retention": "30d",
+                # Chargeback reads 30 days of per-tenant allocation: on an emptyDir (the chart's
+                # default, storageSpec {}) a restarted Prometheus pod would lose that history.
+                "storageSpec": {
+                    "volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": PROMETHEUS_STORAGE}}}}
+                },
                 "nodeSelector": selector,
             }
         },
         "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{node_labels}]", f"namespaces=[{LABEL_TENANT}]"]},
         "grafana": {"sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": "ALL"}}},
-        "alertmanager": {"alertmanagerSpec": {"nodeSelector": selector}},
+        "prometheus-node-exporter": {"namespaceOverride": NODE_EXPORTER_NAMESPACE},
+        "alertmanager": alertmanager_values(spec),
     }
 
 
@@ -157,27 +214,43 @@ class MonitoringArgs:
 
     spec: PlatformSpec
     provider: k8s.Provider
-    gpu_operator: pulumi.Resource
 
 
 class Monitoring(pulumi.ComponentResource):
-    """kube-prometheus-stack (when the stack installs Prometheus), the DCGM ServiceMonitor, rules and dashboard."""
+    """kube-prometheus-stack (when the stack installs Prometheus), the GPU rules and dashboard.
+
+    Built before the other releases, which wait for `release` when they render ServiceMonitors
+    (gpu_platform.k8s.releases); the DCGM ServiceMonitor follows the GPU Operator (`scrape_gpu_operator`).
+    """
 
     def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:k8s:Monitoring", name, None, opts)
         spec = args.spec
-        deps: list[pulumi.Resource] = []
+        self._name, self._provider = name, args.provider
+        self.release: k8s.helm.v3.Release | None = None
         if spec.monitoring.prometheus == "install":
             chart = spec.lock.chart("kube-prometheus-stack")
             values = prometheus_stack_values(spec)
-            deps.append(release_in_namespace(self, name, RELEASE, chart, spec.monitoring.namespace, values, args.provider))
-        crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=deps)
-        create(
-            f"{name}-dcgm-servicemonitor",
-            dcgm_service_monitor(spec),
-            pulumi.ResourceOptions.merge(crd, pulumi.ResourceOptions(depends_on=[*deps, args.gpu_operator])),
-        )
+            # node-exporter reads the host (hostNetwork, hostPID, hostPath /proc, /sys, /): only Pod
+            # Security `privileged` admits it, so it gets its own namespace and the rest stays baseline.
+            exporter_ns = create(
+                f"{name}-node-exporter-namespace",
+                system_namespace(NODE_EXPORTER_NAMESPACE, privileged=True),
+                pulumi.ResourceOptions(parent=self, provider=args.provider),
+            )
+            self.release = release_in_namespace(self, name, RELEASE, chart, spec.monitoring.namespace, values, args.provider, [exporter_ns])
+        self._deps: list[pulumi.Resource] = [self.release] if self.release is not None else []
+        crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=self._deps)
+        self._spec = spec
         create(f"{name}-gpu-rules", prometheus_rule(spec), crd)
         if spec.monitoring.dashboard:
             create(f"{name}-dashboard", dashboard_configmap(spec), crd)
         self.register_outputs({})
+
+    def scrape_gpu_operator(self, gpu_operator: pulumi.Resource) -> None:
+        """The DCGM ServiceMonitor, in the GPU Operator's namespace once that release exists."""
+        create(
+            f"{self._name}-dcgm-servicemonitor",
+            dcgm_service_monitor(self._spec),
+            pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[*self._deps, gpu_operator]),
+        )

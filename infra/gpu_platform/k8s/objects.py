@@ -7,7 +7,7 @@ what the plan records and `gpu-platform render` writes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pulumi
@@ -21,6 +21,8 @@ Manifest = dict[str, Any]
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 KUEUE_NAMESPACE = "kueue-system"
 VOLCANO_NAMESPACE = "volcano-system"
+# kube-prometheus-stack's node-exporter, apart from the rest of monitoring: it alone needs a privileged namespace.
+NODE_EXPORTER_NAMESPACE = "node-exporter"
 LABEL_TENANT = f"{DOMAIN}/tenant"
 LABEL_COHORT = f"{DOMAIN}/cohort"
 LABEL_MANAGED = "app.kubernetes.io/managed-by"
@@ -85,11 +87,20 @@ def release_in_namespace(
     namespace: str,
     values: dict[str, Any],
     provider: k8s.Provider,
+    after: Sequence[pulumi.Resource] = (),
 ) -> k8s.helm.v3.Release:
-    """A platform namespace (`<name>-namespace`) and the pinned release installed into it (`<name>-release`)."""
+    """A platform namespace (`<name>-namespace`) and the pinned release installed into it (`<name>-release`).
+
+    `after`: releases that must be installed first (they bring CRDs this release's objects use).
+    """
     ns = create(f"{name}-namespace", system_namespace(namespace), pulumi.ResourceOptions(parent=component, provider=provider))
     return helm_release(
-        f"{name}-release", release, chart, namespace, values, pulumi.ResourceOptions(parent=component, provider=provider, depends_on=[ns])
+        f"{name}-release",
+        release,
+        chart,
+        namespace,
+        values,
+        pulumi.ResourceOptions(parent=component, provider=provider, depends_on=[ns, *after]),
     )
 
 

@@ -29,17 +29,26 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
 - `volcano` gpu-platform:k8s:Volcano (when enabled): `volcano-namespace`, `volcano-release`,
   `volcano-queue-<tenant>` kubernetes:scheduling.volcano.sh/v1beta1:Queue (object name = tenant)
 - `monitoring` gpu-platform:k8s:Monitoring: `monitoring-namespace` + `monitoring-release`
-  (kube-prometheus-stack, only when monitoring.prometheus is install), `monitoring-dcgm-servicemonitor`
+  (kube-prometheus-stack, only when monitoring.prometheus is install) + `monitoring-node-exporter-namespace`
+  (Namespace `node-exporter`, privileged, for the chart's node-exporter), `monitoring-dcgm-servicemonitor`
   kubernetes:monitoring.coreos.com/v1:ServiceMonitor, `monitoring-gpu-rules` ...:PrometheusRule
   `gpu-platform-rules` (alerts GpuXidError, GpuDoubleBitEccError, GpuLost are severity critical),
   `monitoring-dashboard` ConfigMap `gpu-platform-dashboard`
 - `platform-capacity-demand` ConfigMap `gpu-platform-capacity-demand` in kube-system (only when the stack
   declares `demand`): the P95 demand per class that the capacity policies compare pools with
+
+- `platform-volcano-default-queue` (Volcano's Queue `default`, no GPU capability) where Volcano runs;
+  `platform-routing-validatingadmissionpolicy` / `-validatingadmissionpolicybinding`
+  (`gpu-platform-volcano-jobs-through-kueue`) where Kueue and Volcano both run (gpu_platform.k8s.routing)
+
+Helm releases install in the order of gpu_platform.k8s.releases (a release depends on the release
+bringing the CRDs it renders: Kueue's ServiceMonitor waits for kube-prometheus-stack).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -48,13 +57,15 @@ from gpu_platform.catalog import Catalog
 from gpu_platform.efa import efa_pools
 from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
-from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
+from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs, gpu_operator_values
 from gpu_platform.k8s.isolation import priority_policy, priority_policy_binding, tenant_cluster_role
-from gpu_platform.k8s.kueue import Kueue, KueueArgs
-from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs
+from gpu_platform.k8s.kueue import Kueue, KueueArgs, kueue_values
+from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs, prometheus_stack_values
 from gpu_platform.k8s.objects import create
+from gpu_platform.k8s.releases import MONITORING_GROUP, release_dependencies
+from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_jobs_policy
 from gpu_platform.k8s.tenants import TenantArgs, TenantSpace, priority_classes
-from gpu_platform.k8s.volcano import Volcano, VolcanoArgs
+from gpu_platform.k8s.volcano import Volcano, VolcanoArgs, volcano_values
 from gpu_platform.spec.models import PlatformSpec
 
 
@@ -67,6 +78,25 @@ class GpuPlatformArgs:
     provider: k8s.Provider
 
 
+def installed_releases(spec: PlatformSpec, catalog: Catalog) -> dict[str, dict[str, Any]]:
+    """Chart -> Helm values of every release the platform layer installs on this stack."""
+    out: dict[str, dict[str, Any]] = {}
+    if spec.monitoring.prometheus == "install":
+        out["kube-prometheus-stack"] = prometheus_stack_values(spec)
+    out["gpu-operator"] = gpu_operator_values(spec, catalog)
+    if spec.queueing.kueue.enabled:
+        out["kueue"] = kueue_values(spec)
+    if spec.queueing.volcano.enabled:
+        out["volcano"] = volcano_values(spec)
+    return out
+
+
+def release_graph(spec: PlatformSpec, catalog: Catalog) -> dict[str, list[str]]:
+    """Chart -> charts of this stack to install first; an `existing` Prometheus already brings its CRDs."""
+    existing = {MONITORING_GROUP} if spec.monitoring.prometheus == "existing" else set()
+    return release_dependencies(installed_releases(spec, catalog), existing)
+
+
 class GpuPlatform(pulumi.ComponentResource):
     """GPU Operator, sharing, tenants, Kueue, Volcano and monitoring on one cluster."""
 
@@ -75,6 +105,13 @@ class GpuPlatform(pulumi.ComponentResource):
         spec, catalog, provider = args.spec, args.catalog, args.provider
         child = pulumi.ResourceOptions(parent=self)
         cluster_scoped = pulumi.ResourceOptions(parent=self, provider=provider)
+        graph = release_graph(spec, catalog)
+        built: dict[str, pulumi.Resource] = {}
+
+        def after(chart: str) -> tuple[pulumi.Resource, ...]:
+            # Components are built in install_order(graph)'s order, so every dependency exists here.
+            return tuple(built[dep] for dep in graph[chart])
+
         for pc in priority_classes():
             create(f"{name}-priority-{pc['metadata']['name'].removeprefix('gpu-')}", pc, cluster_scoped)
         create(f"{name}-tenant-role", tenant_cluster_role(), cluster_scoped)
@@ -82,7 +119,12 @@ class GpuPlatform(pulumi.ComponentResource):
         create(
             f"{name}-priority-policy-binding", priority_policy_binding(), pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy])
         )
-        operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider), child)
+        monitoring = Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider), child)
+        if monitoring.release is not None:
+            built["kube-prometheus-stack"] = monitoring.release
+        operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider, after=after("gpu-operator")), child)
+        built["gpu-operator"] = operator.release
+        monitoring.scrape_gpu_operator(operator.release)
         if efa_pools(spec):
             EfaDevicePlugin("efa-device-plugin", EfaDevicePluginArgs(spec=spec, catalog=catalog, provider=provider), child)
         spaces = {
@@ -90,13 +132,17 @@ class GpuPlatform(pulumi.ComponentResource):
         }
         if spec.queueing.kueue.enabled:
             namespaces: dict[str, pulumi.Resource] = {n: s.namespace for n, s in spaces.items()}
-            Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces), child)
+            Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces, after=after("kueue")), child)
         if spec.queueing.volcano.enabled:
-            Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider), child)
-        Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider, gpu_operator=operator.release), child)
+            volcano = Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider, after=after("volcano")), child)
+            after_volcano = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[volcano])
+            create(f"{name}-volcano-default-queue", default_queue(spec, catalog), after_volcano)
+            if both_schedulers(spec):
+                for manifest in volcano_jobs_policy():
+                    create(f"{name}-routing-{manifest['kind'].lower()}", manifest, pulumi.ResourceOptions(parent=self, provider=provider))
         demand = demand_configmap(spec)
         if demand is not None:
-            create(f"{name}-capacity-demand", demand, pulumi.ResourceOptions(parent=self, provider=provider))
+            create(f"{name}-capacity-demand", demand, cluster_scoped)
         self.register_outputs({})
 
 

@@ -79,6 +79,8 @@ class VolcanoArgs:
     spec: PlatformSpec
     catalog: Catalog
     provider: k8s.Provider
+    after: tuple[pulumi.Resource, ...] = ()
+    """Releases to install first (gpu_platform.k8s.releases)."""
 
 
 class Volcano(pulumi.ComponentResource):
@@ -87,7 +89,9 @@ class Volcano(pulumi.ComponentResource):
     def __init__(self, name: str, args: VolcanoArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:k8s:Volcano", name, None, opts)
         spec = args.spec
-        release = release_in_namespace(self, name, RELEASE, spec.lock.chart("volcano"), VOLCANO_NAMESPACE, volcano_values(spec), args.provider)
+        release = release_in_namespace(
+            self, name, RELEASE, spec.lock.chart("volcano"), VOLCANO_NAMESPACE, volcano_values(spec), args.provider, args.after
+        )
         crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release])
         for t in spec.tenants:
             create(f"{name}-queue-{t.name}", queue(spec, args.catalog, t), crd)

@@ -54,6 +54,27 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
     problems += _check_tenants(spec, file)
     problems += _check_demand(spec, file)
     problems += _check_kueue_preemption(spec, file)
+    problems += _check_alertmanager(spec, file)
+    return problems
+
+
+def _check_alertmanager(spec: PlatformSpec, file: str) -> list[Problem]:
+    """Routes name declared receivers (`null` drops alerts); receiver names are unique."""
+    am = spec.monitoring.alertmanager
+    at = f"{P}monitoring.alertmanager"
+    problems = []
+    names = [r.name for r in am.receivers]
+    for name, n in Counter(names).items():
+        if n > 1:
+            problems.append(
+                Problem(
+                    file, f"{at}.receivers[{names.index(name, names.index(name) + 1)}].name", f"duplicate receiver '{name}'", "allowed: unique names"
+                )
+            )
+    known = ["null", *names]
+    for key, value in (("criticalReceiver", am.critical_receiver), ("defaultReceiver", am.default_receiver)):
+        if value not in known:
+            problems.append(Problem(file, f"{at}.{key}", f"unknown receiver '{value}'{did_you_mean(value, known)}", one_of(known)))
     return problems
 
 

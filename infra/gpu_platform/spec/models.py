@@ -273,6 +273,39 @@ class AlertThresholds(Model):
     """How long a Kueue workload may pend before alerting."""
 
 
+class SecretKeyRef(Model):
+    """A key of a Secret in the monitoring namespace (created outside the stack; the stack names it only)."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
+    """Secret name."""
+    key: Annotated[str, Field(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)]
+    """Key in the Secret holding the credential (PagerDuty routing key, Slack or webhook URL)."""
+
+
+class Receiver(Model):
+    """An Alertmanager receiver whose credential Alertmanager reads from a mounted Secret file."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z][-a-z0-9]*$", max_length=63)]
+    """Receiver name (routes refer to it)."""
+    type: Literal["pagerduty", "slack", "webhook"]
+    """`pagerduty` (routing key), `slack` (incoming-webhook URL) or `webhook` (URL)."""
+    secret: SecretKeyRef
+    """Where the routing key or URL is: Secret name and key in the monitoring namespace."""
+    channel: str | None = None
+    """Slack channel (slack only)."""
+
+
+class Alertmanager(Model):
+    """Where kube-prometheus-stack's Alertmanager sends alerts (its chart default routes everything to `null`)."""
+
+    receivers: tuple[Receiver, ...] = ()
+    """Receivers; credentials by Secret reference only."""
+    default_receiver: str = "null"
+    """Receiver of alerts no other route takes (`null`: dropped)."""
+    critical_receiver: str = "null"
+    """Receiver of `severity: critical` alerts (`null`: dropped; refused for production stacks)."""
+
+
 class Monitoring(Model):
     """GPU monitoring: Prometheus (installed or existing), alerts and dashboard."""
 
@@ -286,6 +319,8 @@ class Monitoring(Model):
     """Alert thresholds."""
     dashboard: StrictBool = True
     """Ship the Grafana GPU dashboard as a labelled ConfigMap."""
+    alertmanager: Alertmanager = Alertmanager()
+    """Alertmanager receivers and routes (with `prometheus: install`)."""
 
 
 class UpgradePolicy(Model):

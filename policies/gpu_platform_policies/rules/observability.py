@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
 from gpu_platform_policies.view import get, helm_releases, object_name, objects, pools, truthy, walk
@@ -69,3 +70,59 @@ def critical_gpu_alerts(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     for failure, patterns in CRITICAL_ALERTS.items():
         if not any(p.search(blob) for p in patterns):
             yield Finding("stack", f"no PrometheusRule alert for {failure}")
+
+
+# The pinned kube-prometheus-stack chart's values.yaml `alertmanager.config.route`: everything to `null`.
+CHART_DEFAULT_ROUTE: dict[str, Any] = {"receiver": "null", "routes": [{"receiver": "null", "matchers": ['alertname = "Watchdog"']}]}
+MATCHER = re.compile(r"""^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"?(.*?)"?\s*$""")
+NOTIFIER_KEYS = re.compile(r"^\w+_configs$")
+
+
+def _matches(matcher: str, labels: Mapping[str, str]) -> bool:
+    """One Alertmanager matcher (pkg/labels/parse.go forms `l="v"`, `l!="v"`, `l=~"re"`, `l!~"re"`) against a label set."""
+    m = MATCHER.match(matcher)
+    if m is None:
+        return False
+    name, op, value = m.groups()
+    have = labels.get(name, "")
+    if op == "=":
+        return have == value
+    if op == "!=":
+        return have != value
+    full = re.fullmatch(value, have) is not None  # Alertmanager anchors regex matchers
+    return full if op == "=~" else not full
+
+
+def route_receiver(route: Mapping[str, Any], labels: Mapping[str, str], inherited: str = "") -> str:
+    """The receiver an alert reaches: Alertmanager dispatch/route.go Route.Match, first matching child without `continue`."""
+    receiver = str(route.get("receiver") or inherited)
+    for child in route.get("routes") or []:
+        matchers = list(child.get("matchers") or []) + [f'{k}="{v}"' for k, v in (child.get("match") or {}).items()]
+        if all(_matches(m, labels) for m in matchers):
+            return route_receiver(child, labels, receiver)
+    return receiver
+
+
+@rule(
+    "critical-alerts-routed",
+    "A production stack that installs Alertmanager sends critical alerts to a receiver that notifies someone.",
+    "mandatory",
+    "stack",
+    category="observability",
+)
+def critical_alerts_routed(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """kube-prometheus-stack routes every alert to its `null` receiver unless told otherwise: GPU failures page nobody."""
+    if not ctx.production:
+        return
+    for release in helm_releases(plan, "kube-prometheus-stack"):
+        config = get(release.inputs, "values", "alertmanager", "config", default={}) or {}
+        route = {**CHART_DEFAULT_ROUTE, **(config.get("route") or {})}
+        receivers = {r.get("name"): r for r in config.get("receivers") or [{"name": "null"}]}
+        target = route_receiver(route, {"severity": "critical", "alertname": "GpuXidError"})
+        notifies = any(NOTIFIER_KEYS.match(k) and v for k, v in (receivers.get(target) or {}).items())
+        if not notifies:
+            yield Finding(
+                release.name,
+                f"critical alerts route to receiver {target!r}, which notifies nobody; "
+                "set monitoring.alertmanager.criticalReceiver to a receiver with a pagerduty, slack or webhook secret",
+            )
