@@ -98,6 +98,7 @@ class Compatibility(_Frozen):
     driver_branches: dict[str, BranchSupport]
     kubernetes: dict[str, KubeRange]
     gpu_min_driver_branch: dict[str, str]
+    containerd: dict[str, str] = Field(default_factory=dict)
 
 
 class SupportEnd(_Frozen):
