@@ -61,6 +61,10 @@ log "host: ${count} x ${product} (pool model ${model:-unknown}), driver ${driver
 runtime_check=false
 command -v nvidia-container-cli >/dev/null && runtime_check=true
 log "container runtime check: ${runtime_check} (nvidia-container-cli $(command -v nvidia-container-cli || echo absent))"
+# containerd's CDI switch is checked where there is a containerd to ask (crictl info or config dump).
+cdi_check=false
+{ command -v crictl || command -v containerd; } >/dev/null && cdi_check=true
+log "containerd CDI check: ${cdi_check}"
 
 export PYTHONPATH="${deps}${PYTHONPATH:+:${PYTHONPATH}}"
 locked_driver="$("${python}" -c "import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))['nvidia_driver']['version'])" \
@@ -98,7 +102,7 @@ playbook() {
     "${python}" -c 'import sys; from ansible.cli.playbook import main; sys.argv[0] = "ansible-playbook"; main()' \
     -i "${out}/inventory.yml" "${ansible_dir}/validate.yml" \
     -e "{\"gpu_node_validate_gpu_model\": \"${model}\", \"gpu_node_validate_gpu_count\": ${count}}" \
-    -e "{\"gpu_node_validate_check_container_runtime\": ${runtime_check}}" "$@"
+    -e "{\"gpu_node_validate_check_container_runtime\": ${runtime_check}, \"gpu_node_validate_check_containerd_cdi\": ${cdi_check}}" "$@"
 }
 
 log "validate.yml, strict (lockfile driver ${locked_driver})"

@@ -147,6 +147,7 @@ class Compatibility(_Frozen):
     driver_branches: dict[str, BranchSupport]
     kubernetes: dict[str, KubeRange]
     gpu_min_driver_branch: dict[str, str]
+    containerd: dict[str, str] = Field(default_factory=dict)
 
 
 class SupportEnd(_Frozen):
@@ -345,6 +346,9 @@ def check_availability(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
     problems: list[Problem] = []
     drv = lock.nvidia_driver
     cuda = minor(lock.cuda.version)
+    branch = lock.compatibility.driver_branches.get(drv.branch)
+    # A CUDA release the driver branch cannot run is reported once, by check_compatibility.
+    cuda_runs = branch is None or cuda <= minor(branch.max_cuda)
     for os_key, avail in sorted(lock.package_availability.items()):
         if avail.package_source in drv.packages and drv.branch not in avail.driver_branches:
             problems.append(
@@ -355,7 +359,8 @@ def check_availability(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
                     f"allowed on {os_key}: branches {', '.join(avail.driver_branches)}",
                 )
             )
-        if avail.package_source in lock.cuda.packages and (avail.cuda is None or not minor(avail.cuda.min) <= cuda <= minor(avail.cuda.max)):
+        published = avail.cuda is not None and minor(avail.cuda.min) <= cuda <= minor(avail.cuda.max)
+        if cuda_runs and avail.package_source in lock.cuda.packages and not published:
             have = f"{avail.cuda.min}..{avail.cuda.max}" if avail.cuda else "none"
             problems.append(
                 Problem(
@@ -457,16 +462,16 @@ def parse_lockfile(data: Mapping[str, Any], file: str = LOCKFILE) -> Lockfile:
     except Exception as exc:  # pydantic.ValidationError, reported as one line per problem
         raise ConfigError(problems_from_validation(exc, file, prefix="", model=Lockfile)) from None
     problems = check_compatibility(lock, file)
-    # An overlay inherits every pin it does not override: report only what the overlay itself breaks.
-    inherited = {(p.path, p.message) for p in problems}
+    seen = {(p.path, p.message) for p in problems}
     for name in lock.overlays:
-        # Each overlay's result must be a lockfile the roles could run with, checked the same way.
+        # Each overlay's result must be a lockfile the roles could run with, checked the same way;
+        # a problem it inherits from the pins themselves is reported once, at the pin.
         merged = overlay_data(data, name)
         merged.pop("overlays", None)
         prefix = f"overlays.{name}.overrides."
         try:
-            found = check_compatibility(Lockfile.model_validate(merged), file, prefix=prefix)
-            problems.extend(p for p in found if (p.path.removeprefix(prefix), p.message) not in inherited)
+            own = [q for q in check_compatibility(Lockfile.model_validate(merged), file) if (q.path, q.message) not in seen]
+            problems.extend(dataclasses.replace(q, path=prefix + q.path) for q in own)
         except Exception as exc:  # pydantic.ValidationError from a malformed override
             problems.extend(problems_from_validation(exc, file, prefix=prefix))
     if problems:

@@ -182,4 +182,5 @@ def test_rollout_lists_fabric_manager_tasks(inventory: str):
     assert result.returncode == 0, result.stderr[-2000:]
     rollout = result.stdout.split("Upgrade the NVIDIA driver one wave at a time")[1]
     assert "nvidia_fabricmanager : Install the pinned Fabric Manager" in rollout
-    assert rollout.index("nvidia_driver :") < rollout.index("nvidia_fabricmanager :") < rollout.index("Validate and uncordon the node")
+    release = "Validate, wait for the GPUs to be advertised again, and uncordon the node"
+    assert rollout.index("nvidia_driver :") < rollout.index("nvidia_fabricmanager :") < rollout.index(release)

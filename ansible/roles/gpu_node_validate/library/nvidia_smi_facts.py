@@ -34,6 +34,15 @@ options:
   mig_config_name:
     description: Name of the mig-parted config the node should have applied.
     type: str
+  container_info:
+    description: Output of C(nvidia-container-cli info); every GPU must be listed in it.
+    type: str
+  containerd:
+    description: >-
+      containerd's effective configuration; keys crictl_info (C(crictl info) JSON), config_dump
+      (C(containerd config dump) TOML, read when crictl cannot answer) and cdi_spec_path (where
+      the CDI spec is generated). CDI must be on in the table containerd reads.
+    type: dict
 author: gpu-platform
 """
 
@@ -50,6 +59,7 @@ failures:
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -222,15 +232,74 @@ def container_gpu_uuids(info_text: str) -> list[str]:
     return re.findall(r"^\s*UUID:\s*(GPU-[0-9a-fA-F-]+)\s*$", info_text, flags=re.MULTILINE)
 
 
+# Where containerd keeps its CDI switch: the CRI plugin's own table in 1.x (PluginConfig in
+# pkg/cri/config/config.go), the CRI runtime plugin in 2.x (RuntimeConfig in internal/cri/config).
+CDI_TABLES = ('plugins."io.containerd.grpc.v1.cri"', 'plugins."io.containerd.cri.v1.runtime"')
+
+
+def containerd_cdi(crictl_info: str | None = None, config_dump: str | None = None) -> dict[str, Any]:
+    """CDI as containerd applies it: `crictl info` (the running CRI's config), else `containerd config dump`.
+
+    crictl prints the CRI plugin's config as JSON under `config`, with the PluginConfig (1.x) or
+    RuntimeConfig (2.x) fields inline: `enableCDI`, `cdiSpecDirs`. `containerd config dump` prints
+    the merged TOML; only the two tables containerd reads count (a key under a sub-table is ignored).
+    """
+    if crictl_info and crictl_info.strip().startswith("{"):
+        try:
+            config = json.loads(crictl_info).get("config") or {}
+        except ValueError:
+            config = {}
+        if isinstance(config, str):  # crictl versions that print the raw info string
+            config = json.loads(config)
+        if "enableCDI" in config:
+            return {"source": "crictl info", "enabled": bool(config["enableCDI"]), "spec_dirs": list(config.get("cdiSpecDirs") or [])}
+    if config_dump:
+        table, found = "", None
+        dirs: list[str] = []
+        for raw in config_dump.splitlines():
+            line = raw.strip()
+            if line.startswith("["):
+                table = line.strip("[]").strip()
+            elif table in CDI_TABLES and "=" in line:
+                key, value = (part.strip() for part in line.split("=", 1))
+                if key == "enable_cdi":
+                    found = value == "true"
+                elif key == "cdi_spec_dirs":
+                    dirs = re.findall(r'"([^"]+)"', value)
+        if found is not None:
+            return {"source": "containerd config dump", "enabled": found, "spec_dirs": dirs}
+        return {"source": "containerd config dump", "enabled": False, "spec_dirs": []}
+    return {"source": "", "enabled": False, "spec_dirs": []}
+
+
+def containerd_failures(cdi: dict[str, Any], spec_path: str | None) -> list[str]:
+    """What stops GPUs from reaching containers through CDI (the GPU Operator's default from 25.10)."""
+    if not cdi["source"]:
+        return ["containerd: effective configuration unreadable (crictl info and containerd config dump both failed)"]
+    if not cdi["enabled"]:
+        return [
+            f"containerd: CDI is off in the effective configuration ({cdi['source']}); set enable_cdi in "
+            f'[{CDI_TABLES[0]}] (containerd 1.7) or [{CDI_TABLES[1]}] (2.x)'
+        ]
+    if spec_path and cdi["spec_dirs"] and os.path.dirname(spec_path) not in cdi["spec_dirs"]:
+        return [f"containerd: CDI spec directory {os.path.dirname(spec_path)} is not in cdi_spec_dirs {cdi['spec_dirs']}"]
+    return []
+
+
 def evaluate(
     report: dict[str, Any],
     expected: dict[str, Any],
     mig_config: dict[str, Any] | None = None,
     mig_config_name: str | None = None,
     container_info: str | None = None,
+    containerd: dict[str, Any] | None = None,
 ) -> list[str]:
     """Compare a parsed report with the pool's expectations; one message per failed check."""
     failures: list[str] = []
+    if containerd is not None:
+        cdi = containerd_cdi(containerd.get("crictl_info"), containerd.get("config_dump"))
+        report["containerd_cdi"] = cdi
+        failures.extend(containerd_failures(cdi, containerd.get("cdi_spec_path")))
     if container_info is not None:
         seen = set(container_gpu_uuids(container_info))
         missing = [g for g in report["gpus"] if g.get("uuid") not in seen]
@@ -343,6 +412,7 @@ def main() -> None:
             "mig_config": {"type": "dict"},
             "mig_config_name": {"type": "str"},
             "container_info": {"type": "str"},
+            "containerd": {"type": "dict"},
         },
         supports_check_mode=True,
     )
@@ -357,7 +427,9 @@ def main() -> None:
         report = parse(xml_text)
     except (OSError, subprocess.CalledProcessError, ET.ParseError) as exc:
         module.fail_json(msg=f"cannot read GPU state from nvidia-smi: {exc}")
-    failures = evaluate(report, params["expected"], params["mig_config"], params["mig_config_name"], params["container_info"])
+    failures = evaluate(
+        report, params["expected"], params["mig_config"], params["mig_config_name"], params["container_info"], params["containerd"]
+    )
     module.exit_json(changed=False, report=report, failures=failures)
 
 

@@ -1,0 +1,132 @@
+"""containerd gets CDI in the table its major version reads, and gpu_node_validate checks the effective result.
+
+containerd 1.x reads `enable_cdi`/`cdi_spec_dirs` as fields of the CRI plugin's own config
+(`PluginConfig`, pkg/cri/config/config.go at v1.7.x, plugin `io.containerd.grpc.v1.cri`); 2.x reads
+them from the CRI runtime plugin (`RuntimeConfig`, internal/cri/config/config.go at v2.1.x, plugin
+`io.containerd.cri.v1.runtime`, registered in plugins/cri/runtime/plugin.go). Keys under the
+`containerd` sub-table are not fields of either and are dropped when the TOML is decoded. `crictl info`
+prints the running CRI's config (pkg/cri/server/status.go: `Info["config"]` is the JSON of that
+struct, so `enableCDI` and `cdiSpecDirs` sit at the top of `config`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.ansible.helpers import DEBIAN_12, FIXTURES, HERE, UBUNTU_2204, failure_messages, load_nvidia_smi_module, run_playbook
+
+smi = load_nvidia_smi_module()
+OLD_DUMP = (FIXTURES / "containerd-1.7-config-dump-cdi-in-containerd-subtable.toml").read_text()
+NEW_DUMP = (FIXTURES / "containerd-1.7-config-dump-cdi-in-cri-table.toml").read_text()
+SPEC = "/var/run/cdi/nvidia.yaml"
+
+
+def crictl_info(enable: bool, dirs: list[str], major: int) -> str:
+    """`crictl info` output: status plus the CRI config, whose CDI fields are inline (1.x PluginConfig, 2.x RuntimeConfig)."""
+    config = {"containerd": {"defaultRuntimeName": "nvidia"}, "enableCDI": enable, "cdiSpecDirs": dirs}
+    if major == 2:
+        config.update(containerdRootDir="/var/lib/containerd", containerdEndpoint="/run/containerd/containerd.sock")
+    return json.dumps({"status": {"conditions": [{"type": "RuntimeReady", "status": True}]}, "config": config})
+
+
+def test_the_former_drop_in_leaves_cdi_off_in_real_containerd_1_7():
+    cdi = smi.containerd_cdi(config_dump=OLD_DUMP)
+    assert cdi == {"source": "containerd config dump", "enabled": False, "spec_dirs": ["/etc/cdi", "/var/run/cdi"]}
+    assert smi.containerd_failures(cdi, SPEC) == [
+        'containerd: CDI is off in the effective configuration (containerd config dump); set enable_cdi in [plugins."io.containerd.grpc.v1.cri"] '
+        '(containerd 1.7) or [plugins."io.containerd.cri.v1.runtime"] (2.x)'
+    ]
+
+
+def test_the_cri_table_drop_in_turns_cdi_on_in_real_containerd_1_7():
+    cdi = smi.containerd_cdi(config_dump=NEW_DUMP)
+    assert cdi["enabled"] is True
+    assert smi.containerd_failures(cdi, SPEC) == []
+
+
+@pytest.mark.parametrize("major", [1, 2])
+def test_crictl_info_is_preferred_and_read_per_major(major: int):
+    on = smi.containerd_cdi(crictl_info(True, ["/etc/cdi", "/var/run/cdi"], major), OLD_DUMP)
+    assert on == {"source": "crictl info", "enabled": True, "spec_dirs": ["/etc/cdi", "/var/run/cdi"]}
+    off = smi.containerd_cdi(crictl_info(False, ["/etc/cdi", "/var/run/cdi"], major), NEW_DUMP)
+    assert smi.containerd_failures(off, SPEC)[0].startswith("containerd: CDI is off in the effective configuration (crictl info)")
+
+
+def test_a_spec_directory_containerd_does_not_scan_is_reported():
+    cdi = smi.containerd_cdi(crictl_info(True, ["/etc/cdi"], 1))
+    assert smi.containerd_failures(cdi, SPEC) == ["containerd: CDI spec directory /var/run/cdi is not in cdi_spec_dirs ['/etc/cdi']"]
+
+
+def test_no_readable_configuration_is_a_failure_not_a_pass():
+    assert smi.containerd_failures(smi.containerd_cdi("", ""), SPEC) == [
+        "containerd: effective configuration unreadable (crictl info and containerd config dump both failed)"
+    ]
+
+
+@pytest.mark.parametrize(("major", "table", "version"), [("1", "io.containerd.grpc.v1.cri", 2), ("2", "io.containerd.cri.v1.runtime", 3)])
+def test_drop_in_puts_cdi_where_that_major_reads_it(tmp_path: Path, major: str, table: str, version: int):
+    out = tmp_path / "out"
+    out.mkdir()
+    extra = {
+        "fake": UBUNTU_2204,
+        "out_dir": str(out),
+        "nvidia_container_toolkit_containerd_major": major,
+        "nvidia_container_toolkit_default_runtime": True,
+    }
+    result = run_playbook(HERE / "playbooks" / "render.yml", extra)
+    assert result.returncode == 0, result.stdout[-3000:]
+    dropin = tomllib.loads((out / "containerd-nvidia-runtime.toml").read_text())
+    main = tomllib.loads((out / "containerd-config.toml").read_text())
+    assert dropin["version"] == main["version"] == version
+    plugin = dropin["plugins"][table]
+    assert plugin["enable_cdi"] is True
+    assert plugin["cdi_spec_dirs"] == ["/etc/cdi", os.path.dirname(SPEC)]
+    assert "enable_cdi" not in plugin["containerd"], "a key under the containerd sub-table is ignored by every major"
+    assert plugin["containerd"]["default_runtime_name"] == "nvidia"
+    assert plugin["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
+    assert set(dropin["plugins"]) == {table}
+
+
+def fake_containerd(tmp_path: Path, version_line: str) -> dict[str, str]:
+    from tests.ansible.helpers import ansible_env
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "containerd").write_text(f"#!/bin/sh\necho '{version_line}'\n")
+    (bindir / "containerd").chmod(0o755)
+    env = ansible_env()
+    env["PATH"] = f"{bindir}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def toolkit_preflight(env: dict[str, str] | None, **role_vars: object) -> tuple[int, str]:
+    extra = {"fake": DEBIAN_12, "role_name": "nvidia_container_toolkit", "role_tasks": "preflight", **role_vars}
+    result = run_playbook(HERE / "playbooks" / "role_under_test.yml", extra, "--check", env=env)
+    return result.returncode, " | ".join(failure_messages(result))
+
+
+def test_preflight_refuses_containerd_1_6_which_cannot_inject_cdi_devices(tmp_path: Path):
+    """Debian 12's own containerd is 1.6.20: its CRI PluginConfig has no EnableCDI field at all."""
+    env = fake_containerd(tmp_path, "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3")
+    rc, msg = toolkit_preflight(env)
+    assert rc != 0
+    assert msg.startswith("nvidia_container_toolkit: containerd 1.6.20 on localhost has no CDI support (enable_cdi arrived in containerd 1.7.0)")
+
+
+def test_preflight_reads_the_major_from_containerd(tmp_path: Path):
+    env = fake_containerd(tmp_path, "containerd containerd.io v2.1.4 75cb2b7193e4e490e9fbdc236c0e811ccaba3376")
+    rc, msg = toolkit_preflight(env)
+    assert rc == 0, msg
+
+
+def test_preflight_without_containerd_asks_for_the_major(tmp_path: Path):
+    env = fake_containerd(tmp_path, "")
+    (tmp_path / "bin" / "containerd").unlink()
+    rc, msg = toolkit_preflight(env)
+    assert rc != 0
+    assert "containerd is not installed on localhost" in msg and "nvidia_container_toolkit_containerd_major to 1 or 2" in msg
