@@ -13,20 +13,20 @@ from __future__ import annotations
 import base64
 import copy
 from functools import cache
-from typing import Any
 
 import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
 
+from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s.monitoring import prometheus_stack_values
 from gpu_platform.k8s.objects import NODE_EXPORTER_NAMESPACE
 from gpu_platform.k8s.platform import release_graph
 from gpu_platform.k8s.releases import CRD_GROUPS, crd_needs, install_order, release_dependencies
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies.rules.observability import route_receiver
-from tests.conftest import plan_for, spec_for
+from tests.conftest import plan_for, shared_crds, spec_for
 from tests.k8s import pod_security
 from tests.k8s.charts import ChartMissing, Release, Rendered, chart_dir, crd_groups, releases, require_helm, template, unread_value_keys
 from tests.k8s.helpers import crd_schemas, strict_schema
@@ -95,8 +95,6 @@ def test_every_release_renders_and_validates(stack: str) -> None:
             if obj["kind"] == "CustomResourceDefinition":
                 for v in obj["spec"]["versions"]:
                     crds[(f"{obj['spec']['group']}/{v['name']}", obj["spec"]["names"]["kind"])] = strict_schema(v["schema"]["openAPIV3Schema"])
-    from tests.conftest import shared_crds
-
     shared = shared_crds()
     schemas = {**(crd_schemas(shared) if shared else {}), **crds}
     errors = []
@@ -159,13 +157,7 @@ def test_releases_install_after_the_crds_they_use(stack: str) -> None:
             assert group in provider_of, f"{name} renders {group} objects and no release of {stack} installs their CRDs"
             assert by_chart[provider_of[group]] in deps, f"{name} renders {group} objects but does not dependsOn {by_chart[provider_of[group]]}"
         # The graph in code agrees with what the chart really renders.
-        assert {provider_of[g] for g in used} <= set(release_graph(spec, _catalog()).get(o.release.chart, [])), name
-
-
-def _catalog() -> Any:
-    from gpu_platform.catalog import load_catalog
-
-    return load_catalog()
+        assert {provider_of[g] for g in used} <= set(release_graph(spec, load_catalog()).get(o.release.chart, [])), name
 
 
 def test_kueue_waits_for_prometheus_operator_crds() -> None:
