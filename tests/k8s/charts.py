@@ -85,6 +85,10 @@ def releases(plan: Plan) -> list[Release]:
     return out
 
 
+# Upstream subcharts that shared/charts lacks (provenance in that folder's README).
+FIXTURE_CHARTS = Path(__file__).resolve().parents[1] / "fixtures" / "charts"
+
+
 def _dependencies(chart_dir: Path) -> list[dict[str, Any]]:
     meta = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
     return list(meta.get("dependencies") or [])
@@ -106,7 +110,8 @@ def chart_dir(chart: str, version: str) -> tuple[Path | None, tuple[str, ...]]:
 
     Helm refuses a chart whose Chart.yaml dependencies are missing from charts/ (pkg/action
     CheckDependencies). A dependency absent there but present in shared/charts/<name>/<version>
-    is copied into a temporary copy of the chart, as `helm dependency build` would place it.
+    (or in tests/fixtures/charts, the subcharts shared/ lacks) is copied into a temporary copy of
+    the chart, as `helm dependency build` would place it.
     """
     _, charts = require_helm()
     source = charts / chart / version
@@ -116,7 +121,7 @@ def chart_dir(chart: str, version: str) -> tuple[Path | None, tuple[str, ...]]:
     for dep in _dependencies(source):
         if (source / "charts" / dep["name"]).is_dir():
             continue
-        found = _find_dependency(charts, dep)
+        found = _find_dependency(charts, dep) or _find_dependency(FIXTURE_CHARTS, dep)
         if found is None:
             missing.append(f"{dep['name']} {dep['version']}")
         else:
