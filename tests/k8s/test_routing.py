@@ -4,7 +4,8 @@ The admission decision reproduces k8s.io/apiserver at the 1.33 tag: a Validating
 applies when its matchConstraints.resourceRules match the request (pkg/admission/plugin/policy/
 matching/matching.go) and the binding's matchResources.namespaceSelector matches the namespace's
 labels (pkg/admission/plugin/webhook/predicates/namespace/matcher.go); a validation that evaluates
-to false with validationActions Deny refuses the request. The Volcano side reproduces the proportion
+to false (CEL evaluated as the API server does, tests.k8s.helpers.vap_validation_denial) with
+validationActions Deny refuses the request. The Volcano side reproduces the proportion
 plugin (pkg/scheduler/plugins/proportion/proportion.go OnSessionOpen at v1.15.1): a queue's listed
 capability caps each scalar resource (cpu or memory of 0 mean unlimited).
 """
@@ -17,7 +18,7 @@ from typing import Any
 from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s.routing import DEFAULT_QUEUE, POLICY, both_schedulers, gpu_resources
 from tests.conftest import plan_for, spec_for
-from tests.k8s.helpers import objects
+from tests.k8s.helpers import objects, vap_validation_denial
 
 VOLCANO_JOB = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "resource": "jobs"}
 BATCH_JOB = {"apiVersion": "batch/v1", "kind": "Job", "resource": "jobs"}
@@ -62,10 +63,12 @@ def admitted(stack: str, request: dict[str, Any], namespace: str, operation: str
         selector = (binding["spec"].get("matchResources") or {}).get("namespaceSelector") or {}
         if not hit or not _selector_matches(selector, labels):
             continue
-        for v in policy["spec"]["validations"]:
-            assert v["expression"] == "false", "this evaluator knows only constant-false validations"
-            if "Deny" in binding["spec"]["validationActions"]:
-                return False, v["message"]
+        kind = {"group": group, "version": version, "kind": request["kind"]}
+        obj = {"apiVersion": request["apiVersion"], "kind": request["kind"], "metadata": {"name": "job", "namespace": namespace}, "spec": {}}
+        ns = {"metadata": {"name": namespace, "labels": labels}}
+        denial = vap_validation_denial(policy, kind, obj, ns, operation)
+        if denial is not None and "Deny" in binding["spec"]["validationActions"]:
+            return False, denial
     return True, ""
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import celpy
 import pytest
 import yaml
 
@@ -19,7 +18,7 @@ from gpu_platform.k8s.admission import kueue_config_errors, kueue_manages, selec
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
 from gpu_platform.pools import node_labels
 from tests.conftest import spec_for
-from tests.k8s.helpers import helm_values, objects, one
+from tests.k8s.helpers import helm_values, objects, one, vap_validation_denial
 
 KUEUE_STACKS = ("dev", "staging", "prod", "onprem")
 
@@ -61,11 +60,6 @@ def test_the_old_configuration_let_deployments_run_unmanaged() -> None:
 # --- PriorityClasses: a ValidatingAdmissionPolicy evaluated as the API server does -----------------
 
 
-def _cel(expr: str, activation: dict[str, Any]) -> Any:
-    env = celpy.Environment()
-    return env.program(env.compile(expr)).evaluate(activation)
-
-
 def vap_denies(policy: dict[str, Any], group: str, version: str, resource: str, kind: str, obj: dict[str, Any], ns: dict[str, Any]) -> str | None:
     """The denial message of a ValidatingAdmissionPolicy for a CREATE, or None when it admits.
 
@@ -85,24 +79,7 @@ def vap_denies(policy: dict[str, Any], group: str, version: str, resource: str, 
     )
     if not hit or not selector_matches(spec["matchConstraints"].get("namespaceSelector"), ns["metadata"].get("labels", {})):
         return None
-    activation: dict[str, Any] = {
-        "object": celpy.json_to_cel(obj),
-        "namespaceObject": celpy.json_to_cel(ns),
-        "request": celpy.json_to_cel({"kind": {"group": group, "version": version, "kind": kind}, "operation": "CREATE"}),
-    }
-    variables: dict[Any, Any] = {}
-    try:
-        for v in spec.get("variables", []):
-            activation["variables"] = celpy.celtypes.MapType(variables)
-            variables[celpy.celtypes.StringType(v["name"])] = _cel(v["expression"], activation)
-        activation["variables"] = celpy.celtypes.MapType(variables)
-        for check in spec["validations"]:
-            result = _cel(check["expression"], activation)
-            if not (isinstance(result, celpy.celtypes.BoolType) and bool(result)):
-                return str(check["message"])
-    except celpy.CELEvalError as exc:
-        return f"evaluation error: {exc}" if spec["failurePolicy"] == "Fail" else None
-    return None
+    return vap_validation_denial(policy, {"group": group, "version": version, "kind": kind}, obj, ns)
 
 
 def _pod(ns: str, priority: str | None) -> dict[str, Any]:

@@ -56,13 +56,14 @@ def test_every_rendered_queue_is_admitted(stack: str) -> None:
         assert volcano_queue_errors(q) == [], (stack, q["metadata"]["name"], volcano_queue_errors(q))
         spec = q["spec"]
         # guarantee <= deserved <= capability, and no GPU resource left unlimited by omission.
-        for name, g in spec["guarantee"]["resource"].items():
+        # (Volcano's own `default` queue, taken over with GPU capability 0, guarantees nothing.)
+        for name, g in spec.get("guarantee", {}).get("resource", {}).items():
             assert parse_quantity(g) <= parse_quantity(spec["deserved"][name]) <= parse_quantity(spec["capability"][name])
 
 
 def test_the_old_rendering_is_refused() -> None:
     """Before the fix, queues carried a guarantee and no deserved: the webhook refused all of them at `pulumi up`."""
-    queues = objects("onprem", "Queue")
+    queues = [q for q in objects("onprem", "Queue") if "guarantee" in q["spec"]]  # the tenants' queues
     assert queues
     for q in queues:
         old = copy.deepcopy(q)
