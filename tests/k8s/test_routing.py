@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from gpu_platform.catalog import load_catalog
+from gpu_platform.k8s.admission import selector_matches
 from gpu_platform.k8s.routing import DEFAULT_QUEUE, POLICY, both_schedulers, gpu_resources
 from tests.conftest import plan_for, spec_for
 from tests.k8s.helpers import objects, vap_validation_denial
@@ -27,22 +28,6 @@ BATCH_JOB = {"apiVersion": "batch/v1", "kind": "Job", "resource": "jobs"}
 def _namespace_labels(stack: str, name: str) -> dict[str, str]:
     found = [o for o in objects(stack, "Namespace") if o["metadata"]["name"] == name]
     return dict(found[0]["metadata"].get("labels") or {}) if found else {}
-
-
-def _selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    """metav1.LabelSelector semantics (matchLabels and matchExpressions In/NotIn/Exists/DoesNotExist)."""
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for e in selector.get("matchExpressions") or []:
-        have = e["key"] in labels
-        op = e["operator"]
-        if (op == "Exists" and not have) or (op == "DoesNotExist" and have):
-            return False
-        if op == "In" and labels.get(e["key"]) not in e["values"]:
-            return False
-        if op == "NotIn" and have and labels[e["key"]] in e["values"]:
-            return False
-    return True
 
 
 def admitted(stack: str, request: dict[str, Any], namespace: str, operation: str = "CREATE") -> tuple[bool, str]:
@@ -61,7 +46,7 @@ def admitted(stack: str, request: dict[str, Any], namespace: str, operation: str
             for r in rules
         )
         selector = (binding["spec"].get("matchResources") or {}).get("namespaceSelector") or {}
-        if not hit or not _selector_matches(selector, labels):
+        if not hit or not selector_matches(selector, labels):
             continue
         kind = {"group": group, "version": version, "kind": request["kind"]}
         obj = {"apiVersion": request["apiVersion"], "kind": request["kind"], "metadata": {"name": "job", "namespace": namespace}, "spec": {}}
