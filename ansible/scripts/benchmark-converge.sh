@@ -34,6 +34,16 @@ changed=$(grep -Eo 'changed=[0-9]+' /tmp/gpu-platform-converge-2.log | tail -1)
 printf 'first converge:  %d.%01d s\n' $((first / 1000)) $((first % 1000 / 100))
 printf 'second converge: %d.%01d s (%s)\n' $((second / 1000)) $((second % 1000 / 100)) "${changed}"
 printf 'second/first:    %d%%\n' $((100 * second / first))
+# The playbook alone, from profile_tasks' running total: the figures above also hold Molecule's own
+# start-up (scenario checks, inventory, ansible-playbook start), a fixed few seconds per converge.
+playbook_s() {
+  sed 's/\x1b\[[0-9;]*m//g' "/tmp/gpu-platform-converge-$1.log" \
+    | grep -Eo '[0-9]+:[0-9]{2}:[0-9]{2}\.[0-9]+ *$' | tail -1 \
+    | awk -F: '{ printf "%.1f", $1 * 3600 + $2 * 60 + $3 }'
+}
+p1=$(playbook_s 1)
+p2=$(playbook_s 2)
+printf 'playbook alone:  %s s vs %s s, %s%%\n' "${p1}" "${p2}" "$(awk -v a="${p1}" -v b="${p2}" 'BEGIN { printf "%d", 100 * b / a }')"
 # Tasks the second converge ran (ok=; skipped tasks are not counted).
 printf 'second converge tasks run: %s\n' "$(grep -Eo 'ok=[0-9]+' /tmp/gpu-platform-converge-2.log | tail -1)"
 if [[ "${changed}" != "changed=0" ]]; then
