@@ -11,6 +11,7 @@ import pytest
 from gpu_platform.aws.nodepools import ACCELERATOR_LABEL, launch_template_plan, node_group_plan, update_strategy
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import Plan, PlannedResource
+from gpu_platform.k8s.admission import parse_quantity
 from gpu_platform.pools import GPU_RESOURCE
 from tests.conftest import plan_for, spec_for
 
@@ -95,19 +96,11 @@ def test_reserved_efa_pool_uses_the_reservations_placement_group() -> None:
     assert (launch_template_plan(without, catalog).placement_group, launch_template_plan(without, catalog).placement_group_name) == (True, None)
 
 
-def _quantity(value: str) -> int:
-    """A Kubernetes quantity as an integer (binary suffixes only, as the template tags use them)."""
-    for suffix, factor in (("Ki", 2**10), ("Mi", 2**20), ("Gi", 2**30)):
-        if value.endswith(suffix):
-            return int(value.removesuffix(suffix)) * factor
-    return int(value)
-
-
 def _simulated_node(ng: PlannedResource, tags: dict[str, str]) -> tuple[dict[str, str], dict[str, int]]:
     """(labels, allocatable) of a node cluster-autoscaler builds from the node group's template tags."""
     labels = {k.removeprefix(f"{AUTOSCALER}/label/"): v for k, v in tags.items() if "/label/" in k}
     # Extended resources are counts; hugepages-2Mi (EFA pools) is a byte quantity like "10240Mi".
-    allocatable = {k.removeprefix(f"{AUTOSCALER}/resources/"): _quantity(v) for k, v in tags.items() if "/resources/" in k}
+    allocatable = {k.removeprefix(f"{AUTOSCALER}/resources/"): int(parse_quantity(v)) for k, v in tags.items() if "/resources/" in k}
     assert labels == ng.inputs["labels"], "the template must describe the nodes the group really makes"
     return labels, allocatable
 

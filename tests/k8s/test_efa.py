@@ -21,6 +21,7 @@ from gpu_platform import efa
 from gpu_platform.catalog import load_catalog
 from gpu_platform.efa import interface_layout
 from gpu_platform.engine import Plan
+from gpu_platform.k8s.admission import parse_quantity
 from gpu_platform.pools import LABEL_EFA
 from tests.conftest import plan_for, spec_for
 
@@ -32,15 +33,6 @@ TRAINING_POD: dict[str, Any] = {
     "nodeSelector": {},
     "tolerations": [],
 }
-
-_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "m": Decimal("0.001")}
-
-
-def quantity(value: object) -> Decimal:
-    """A Kubernetes resource quantity as a number (binary and decimal suffixes, milli)."""
-    m = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", str(value))
-    assert m, value
-    return Decimal(m.group(1)) * Decimal(_SUFFIX[m.group(2)] if m.group(2) else 1)
 
 
 def tolerated(taint: Mapping[str, str], tolerations: list[Mapping[str, str]]) -> bool:
@@ -68,7 +60,7 @@ def kueue_admit(pod: Mapping[str, Any], cluster_queue: Mapping[str, Any], flavor
     cluster has no usage). Raises AssertionError with Kueue's message when the workload stays pending.
     """
     excluded = tuple((config.get("resources") or {}).get("excludeResourcePrefixes") or ())
-    requests = {name: quantity(v) for name, v in pod["requests"].items() if not name.startswith(excluded)}
+    requests = {name: parse_quantity(v) for name, v in pod["requests"].items() if not name.startswith(excluded)}
     groups = cluster_queue["spec"]["resourceGroups"]
     assigned: dict[str, str] = {}
     for name, amount in requests.items():
@@ -87,7 +79,7 @@ def kueue_admit(pod: Mapping[str, Any], cluster_queue: Mapping[str, Any], flavor
             if any(labels.get(k) != v for k, v in pod["nodeSelector"].items() if k in labels):
                 reasons.append(f"flavor {entry['name']} doesn't match node affinity")
                 continue
-            quota = {r["name"]: quantity(r["nominalQuota"]) for r in entry["resources"]}
+            quota = {r["name"]: parse_quantity(r["nominalQuota"]) for r in entry["resources"]}
             if amount > quota.get(name, Decimal(0)):
                 reasons.append(f"insufficient quota for {name} in flavor {entry['name']}")
                 continue
@@ -156,7 +148,7 @@ def test_the_admitted_pod_fits_the_node_the_plan_builds() -> None:
     """kube-scheduler NodeResourcesFit: every extended request within what the node advertises."""
     labels, _taints, allocatable = _node_of(plan_for("prod"), RESERVED)
     for name in ("nvidia.com/gpu", efa.EFA_RESOURCE, "hugepages-2Mi"):
-        assert quantity(TRAINING_POD["requests"][name]) <= allocatable[name], name
+        assert parse_quantity(TRAINING_POD["requests"][name]) <= allocatable[name], name
     assert labels[LABEL_EFA] == "true"
 
 

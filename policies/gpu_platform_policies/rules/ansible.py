@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from gpu_platform.versions import Lockfile, support_end
+from gpu_platform.versions import Lockfile, past_support, support_end
 from gpu_platform_policies.model import Context, Finding, rule
 from gpu_platform_policies.view import walk
 
@@ -155,7 +155,7 @@ def branch_support_problem(lock: Lockfile, branch: str, today: date) -> str | No
     if end is None:
         known = ", ".join(sorted(lock.support.get("nvidia_driver_branches", {}))) or "none"
         return f"driver branch {branch} has no end-of-support date in the lockfile; add support.nvidia_driver_branches.{branch} (recorded: {known})"
-    if end.ends < today:
+    if past_support(end, today):
         return f"driver branch {branch} reached end of support on {end.ends.isoformat()} ({end.source}); pin a branch supported today"
     return None
 
@@ -169,8 +169,7 @@ def branch_support_problem(lock: Lockfile, branch: str, today: date) -> str | No
 )
 def ansible_driver_branch_in_support(root: Path, ctx: Context) -> Iterator[Finding]:
     """The roles install whatever branch the lockfile (or an overlay the inventory selects) pins, EOL or not."""
-    # The gate's clock; a context that carries one (tests, a replayed check) fixes the day.
-    today: date = getattr(ctx, "today", None) or date.today()
+    today = ctx.day
     for inventory in inventory_dirs(root):
         selected = selected_overlays(inventory)
         if not selected:
