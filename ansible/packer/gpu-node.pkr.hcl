@@ -1,8 +1,11 @@
-# GPU node golden image: Debian 12 + golden_image.yml (driver, toolkits, MIG, DCGM, Fabric Manager),
-# then the clean-up and the image manifest. Versions come from the lockfile, never from here.
+# GPU node golden image: an Ubuntu 22.04/24.04 or RHEL 8/9 base AMI + golden_image.yml (driver, toolkits,
+# MIG, DCGM, Fabric Manager from NVIDIA's repository for that OS), then the clean-up and the image
+# manifest. Versions come from the lockfile, never from here. Debian 12 is not offered: its archive
+# has no R580 driver (the lockfile's package_availability.debian12), so the build would stop at
+# the driver role's preflight.
 #
-#   packer validate -var base_ami_id=ami-0123456789abcdef0 ansible/packer/gpu-node.pkr.hcl   (offline; lint.sh)
-#   packer build -var region=eu-west-1 -var base_ami_id=ami-... ansible/packer/gpu-node.pkr.hcl
+#   packer validate -var base_os=ubuntu2404 -var base_ami_id=ami-0123456789abcdef0 ansible/packer/gpu-node.pkr.hcl   (offline; lint.sh)
+#   packer build -var region=eu-west-1 -var base_os=ubuntu2204 -var base_ami_id=ami-... ansible/packer/gpu-node.pkr.hcl
 
 variable "region" {
   type        = string
@@ -16,14 +19,26 @@ variable "instance_type" {
   description = "Build instance; a GPU instance, so DKMS builds against the image's own kernel."
 }
 
+variable "base_os" {
+  type        = string
+  description = "OS of base_ami_id, as the lockfile's package_availability names it; the build's first task checks the instance really runs it."
+
+  # The lockfile's package_availability keys that publish the pinned driver branch and CUDA
+  # (tests/ansible/test_packer.py keeps this list equal to what the lockfile allows).
+  validation {
+    condition     = contains(["ubuntu2204", "ubuntu2404", "rhel8", "rhel9"], var.base_os)
+    error_message = "The base_os value must be one of ubuntu2204, ubuntu2404, rhel8, rhel9 (the OS of base_ami_id)."
+  }
+}
+
 variable "base_ami_id" {
   type        = string
-  description = "Debian 12 base AMI (ami-...) in var.region, chosen and recorded per build so a rebuild is reproducible; no default, nothing floats."
+  description = "Base AMI (ami-...) in var.region running var.base_os, chosen and recorded per build so a rebuild is reproducible; no default, nothing floats."
 
   # Packer 1.6's validation context has no regex functions; this spells out ^ami-([0-9a-f]{8}|[0-9a-f]{17})$.
   validation {
     condition     = substr(var.base_ami_id, 0, 4) == "ami-" && contains([12, 21], length(var.base_ami_id)) && trim(substr(var.base_ami_id, 4, -1), "0123456789abcdef") == ""
-    error_message = "The base_ami_id value must be an AMI id: ami- followed by 8 or 17 lowercase hex digits (aws ec2 describe-images --owners 136693071363 --filters Name=name,Values=debian-12-amd64-*)."
+    error_message = "The base_ami_id value must be an AMI id: ami- followed by 8 or 17 lowercase hex digits (Ubuntu: aws ec2 describe-images --owners 099720109477 --filters Name=name,Values=ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*; RHEL: --owners 309956199498 --filters Name=name,Values=RHEL-9.*_HVM-*-x86_64-*)."
   }
 }
 
@@ -31,17 +46,21 @@ variable "base_ami_id" {
 locals {
   versions  = yamldecode(file("${path.root}/../../infra/gpu_platform/data/versions.yaml"))
   timestamp = formatdate("YYYYMMDDhhmmss", timestamp())
+  # The login each vendor's AMIs create for the key pair (Canonical: ubuntu; Red Hat: ec2-user).
+  ssh_username = lookup({ ubuntu2204 = "ubuntu", ubuntu2404 = "ubuntu", rhel8 = "ec2-user", rhel9 = "ec2-user" }, var.base_os, "")
 }
 
 source "amazon-ebs" "gpu_node" {
   region        = var.region
   instance_type = var.instance_type
-  ssh_username  = "admin"
-  ami_name      = "gpu-platform-node-driver-${local.versions.nvidia_driver.version}-${local.timestamp}"
+  ssh_username  = local.ssh_username
+  ami_name      = "gpu-platform-node-${var.base_os}-driver-${local.versions.nvidia_driver.version}-${local.timestamp}"
   source_ami    = var.base_ami_id
 
+  # Grows the root volume: Canonical's and Red Hat's AMIs name their root device /dev/sda1 (a
+  # different name would attach a second, empty volume and leave the root at 8-10 GiB).
   launch_block_device_mappings {
-    device_name           = "/dev/xvda"
+    device_name           = "/dev/sda1"
     volume_size           = 60
     volume_type           = "gp3"
     throughput            = 125
@@ -52,6 +71,7 @@ source "amazon-ebs" "gpu_node" {
   tags = {
     Name                    = "gpu-platform-node"
     "gpu-platform/base-ami" = var.base_ami_id
+    "gpu-platform/base-os"  = var.base_os
     "gpu-platform/driver"   = local.versions.nvidia_driver.version
     "gpu-platform/cuda"     = local.versions.cuda.version
     "gpu-platform/toolkit"  = local.versions.container_toolkit.version
@@ -63,10 +83,16 @@ source "amazon-ebs" "gpu_node" {
 build {
   sources = ["source.amazon-ebs.gpu_node"]
 
+  # Cloud images run cloud-init (and on Ubuntu unattended-upgrades) at first boot; the roles' apt
+  # and dnf calls would race them for the package manager's lock.
+  provisioner "shell" {
+    inline = ["cloud-init status --wait"]
+  }
+
   provisioner "ansible" {
     playbook_file = "${path.root}/../golden_image.yml"
     groups        = ["golden_image"]
-    user          = "admin"
+    user          = local.ssh_username
     ansible_env_vars = [
       "ANSIBLE_CONFIG=${path.root}/../ansible.cfg",
       "ANSIBLE_ROLES_PATH=${path.root}/../roles",
@@ -74,7 +100,8 @@ build {
       # Every build is a new instance under the same inventory name: never reuse cached facts.
       "ANSIBLE_CACHE_PLUGIN=ansible.builtin.memory",
     ]
-    extra_arguments = ["--become"]
+    # golden_image.yml refuses to build when the instance does not run base_os.
+    extra_arguments = ["--become", "--extra-vars", "image_manifest_os=${var.base_os}"]
   }
 
   post-processor "manifest" {

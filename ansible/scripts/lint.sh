@@ -31,7 +31,7 @@ if ! command -v packer >/dev/null; then
 fi
 # An absolute path: packer 1.6 mis-resolves `..` in path.root for relative template paths.
 # base_ami_id is required and has no default; a well-formed placeholder, since validate is offline.
-packer validate -var base_ami_id=ami-0123456789abcdef0 "${ansible_dir}/packer/gpu-node.pkr.hcl"
+packer validate -var base_os=ubuntu2404 -var base_ami_id=ami-0123456789abcdef0 "${ansible_dir}/packer/gpu-node.pkr.hcl"
 echo "ok: packer/gpu-node.pkr.hcl"
 
 echo "== role READMEs"

@@ -1,4 +1,9 @@
-"""The golden-image Packer template validates (needs the `packer` apt package and ansible-playbook on PATH)."""
+"""The golden-image Packer template validates and builds only on an OS the lockfile's pins exist for.
+
+`packer validate` (the `packer` apt package, 1.6) evaluates the template's variable `validation`
+blocks and the Ansible provisioner's start-up (it runs `ansible-playbook --version`), as
+`packer build` does before it launches anything.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,13 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
-from tests.ansible.helpers import ANSIBLE_DIR, BIN
+from tests.ansible.helpers import ANSIBLE_DIR, BIN, DEBIAN_12, HERE, RHEL_9, UBUNTU_2204, UBUNTU_2404, failure_messages, load_lockfile, run_playbook
 
 TEMPLATE = ANSIBLE_DIR / "packer" / "gpu-node.pkr.hcl"
 PLACEHOLDER_AMI = "ami-0123456789abcdef0"
+BASE_OS = "ubuntu2404"
 AMI_ID = re.compile(r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$")
 needs_packer = pytest.mark.skipif(shutil.which("packer") is None, reason="packer not installed (apt-get install packer)")
 
@@ -25,22 +32,29 @@ def packer_validate(*args: str) -> subprocess.CompletedProcess[str]:
 
 @needs_packer
 def test_packer_validate():
-    result = packer_validate("-var", f"base_ami_id={PLACEHOLDER_AMI}")
+    result = packer_validate("-var", f"base_os={BASE_OS}", "-var", f"base_ami_id={PLACEHOLDER_AMI}")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 @needs_packer
 def test_base_ami_is_required():
-    result = packer_validate()
+    result = packer_validate("-var", f"base_os={BASE_OS}")
     assert result.returncode != 0
     assert 'Unset variable "base_ami_id"' in result.stdout + result.stderr
+
+
+@needs_packer
+def test_base_os_is_required():
+    result = packer_validate("-var", f"base_ami_id={PLACEHOLDER_AMI}")
+    assert result.returncode != 0
+    assert 'Unset variable "base_os"' in result.stdout + result.stderr
 
 
 @needs_packer
 @pytest.mark.parametrize("ami", ["ami-12345678", PLACEHOLDER_AMI])
 def test_base_ami_accepts_both_ami_id_lengths(ami: str):
     assert AMI_ID.match(ami)
-    result = packer_validate("-var", f"base_ami_id={ami}")
+    result = packer_validate("-var", f"base_os={BASE_OS}", "-var", f"base_ami_id={ami}")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -48,7 +62,7 @@ def test_base_ami_accepts_both_ami_id_lengths(ami: str):
 @pytest.mark.parametrize("ami", ["debian-12-amd64-*", "ami-123", "ami-0123456789ABCDEF0", "ami-0123456789abcdefg", "xami-12345678", "ami-1234 678"])
 def test_base_ami_rejects_anything_but_an_ami_id(ami: str):
     assert not AMI_ID.match(ami)
-    result = packer_validate("-var", f"base_ami_id={ami}")
+    result = packer_validate("-var", f"base_os={BASE_OS}", "-var", f"base_ami_id={ami}")
     assert result.returncode != 0
     assert "base_ami_id value must be an AMI id" in " ".join((result.stdout + result.stderr).split())
 
@@ -64,9 +78,9 @@ def test_base_image_is_pinned_not_searched():
 
 def test_lint_validates_with_a_well_formed_placeholder():
     lint = (ANSIBLE_DIR / "scripts" / "lint.sh").read_text()
-    found = re.findall(r"packer validate -var base_ami_id=(\S+) ", lint)
-    assert found == [PLACEHOLDER_AMI]
-    assert AMI_ID.match(found[0])
+    found = re.findall(r"packer validate -var base_os=(\S+) -var base_ami_id=(\S+) ", lint)
+    assert found == [(BASE_OS, PLACEHOLDER_AMI)]
+    assert AMI_ID.match(found[0][1])
 
 
 def test_template_reads_versions_from_the_lockfile_and_runs_golden_image():
@@ -74,3 +88,90 @@ def test_template_reads_versions_from_the_lockfile_and_runs_golden_image():
     assert 'yamldecode(file("${path.root}/../../infra/gpu_platform/data/versions.yaml"))' in text
     assert 'playbook_file = "${path.root}/../golden_image.yml"' in text
     assert 'groups        = ["golden_image"]' in text
+
+
+def minor(version: str) -> tuple[int, int]:
+    major, mnr = version.split(".")[:2]
+    return int(major), int(mnr)
+
+
+def oses_the_pins_exist_for() -> set[str]:
+    """package_availability keys whose repository publishes the pinned driver branch and CUDA minor."""
+    lock = load_lockfile()
+    branch, cuda = lock["nvidia_driver"]["branch"], minor(lock["cuda"]["version"])
+    found = set()
+    for key, avail in lock["package_availability"].items():
+        cuda_range = avail.get("cuda")
+        if branch in avail["driver_branches"] and cuda_range and minor(cuda_range["min"]) <= cuda <= minor(cuda_range["max"]):
+            found.add(key)
+    return found
+
+
+def template_base_os_choices() -> list[str]:
+    text = TEMPLATE.read_text()
+    match = re.search(r"condition\s*=\s*contains\(\[([^\]]*)\], var\.base_os\)", text)
+    assert match, "base_os has no validation list"
+    return re.findall(r'"([a-z0-9]+)"', match.group(1))
+
+
+def test_base_os_choices_are_the_oses_the_production_pins_exist_for():
+    """A Debian 12 base (Debian's archive has no R580) must be refused by `packer validate`, before a
+    build instance is paid for, and every OS NVIDIA publishes the pins for must be buildable."""
+    choices = template_base_os_choices()
+    assert set(choices) == oses_the_pins_exist_for()
+    assert "debian12" not in choices
+    logins = re.search(r"ssh_username = lookup\(\{([^}]*)\}, var\.base_os", TEMPLATE.read_text())
+    assert logins
+    assert dict(re.findall(r'(\w+) = "([\w-]+)"', logins.group(1))) == {key: "ubuntu" if key.startswith("ubuntu") else "ec2-user" for key in choices}
+
+
+@needs_packer
+@pytest.mark.parametrize("base_os", template_base_os_choices())
+def test_every_base_os_choice_validates(base_os: str):
+    result = packer_validate("-var", f"base_os={base_os}", "-var", f"base_ami_id={PLACEHOLDER_AMI}")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_packer
+@pytest.mark.parametrize("base_os", ["debian12", "ubuntu2004", "Ubuntu2404", ""])
+def test_a_base_os_the_pins_do_not_exist_for_is_refused(base_os: str):
+    result = packer_validate("-var", f"base_os={base_os}", "-var", f"base_ami_id={PLACEHOLDER_AMI}")
+    assert result.returncode != 0
+    assert "base_os value must be one of" in " ".join((result.stdout + result.stderr).split())
+
+
+def test_build_passes_the_declared_os_to_the_playbook():
+    text = TEMPLATE.read_text()
+    assert '"image_manifest_os=${var.base_os}"' in text
+    first = yaml.safe_load((ANSIBLE_DIR / "golden_image.yml").read_text())[0]["pre_tasks"][0]
+    assert first["ansible.builtin.include_role"] == {"name": "image_manifest", "tasks_from": "declared_os"}
+
+
+def image_os_check(facts: dict[str, str], **extra: str) -> tuple[int, str]:
+    result = run_playbook(HERE / "playbooks" / "image_os.yml", {"fake": facts, **extra})
+    return result.returncode, " | ".join(failure_messages(result))
+
+
+@pytest.mark.parametrize(
+    ("facts", "os_key"),
+    [(UBUNTU_2204, "ubuntu2204"), (UBUNTU_2404, "ubuntu2404"), (RHEL_9, "rhel9"), (DEBIAN_12, "debian12")],
+    ids=["ubuntu2204", "ubuntu2404", "rhel9", "debian12"],
+)
+def test_image_os_check_accepts_the_os_the_instance_runs(facts: dict[str, str], os_key: str):
+    rc, msg = image_os_check(facts, image_manifest_os=os_key)
+    assert rc == 0, msg
+
+
+def test_image_os_check_refuses_a_base_ami_of_another_os_in_one_line():
+    rc, msg = image_os_check(DEBIAN_12, image_manifest_os="ubuntu2404")
+    assert rc != 0
+    assert msg == (
+        "image_manifest: the build instance runs debian12 (Debian 12.8) but image_manifest_os is ubuntu2404; "
+        "set Packer's base_os (or -e image_manifest_os=...) to the OS of base_ami_id"
+    )
+
+
+def test_image_os_check_needs_the_declaration():
+    rc, msg = image_os_check(UBUNTU_2404)
+    assert rc != 0
+    assert "image_manifest_os is unset" in msg
