@@ -151,16 +151,36 @@ class Compatibility(_Frozen):
 
 
 class SupportEnd(_Frozen):
-    """End of standard support of one pinned version or branch, with the vendor page that states it."""
+    """End of standard support of one pinned version or branch, with the vendor page that states it.
 
-    ends: date
+    `ends` is null only where the vendor publishes no date; `policy` must then say what governs
+    support instead (e.g. "supported as an operand of the pinned GPU Operator release"), so a
+    missing date is a recorded fact, never an omission.
+    """
+
+    ends: date | None
     source: str = Field(pattern=r"^https://\S+$")
+    policy: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _dated_or_explained(self) -> SupportEnd:
+        if self.ends is None and not self.policy:
+            raise ValueError(
+                "ends is null without a policy; allowed: ends: YYYY-MM-DD, or ends: null with policy: <why the vendor publishes no date>"
+            )
+        return self
 
 
 # Components whose pinned version or branch must have a `support:` entry, and how each is keyed.
 SUPPORT_KUBERNETES = "kubernetes"  # by Kubernetes minor: EKS standard support
 SUPPORT_EKS_AMI = "eks_ami"  # by EKS AMI release version: the AMI is supported while its minor is
 SUPPORT_DRIVER_BRANCHES = "nvidia_driver_branches"  # by driver branch: NVIDIA's driver lifecycle
+# The bare-metal node stack the Ansible roles install, each keyed as its vendor versions support:
+SUPPORT_CUDA = "cuda"  # by CUDA minor
+SUPPORT_FABRIC_MANAGER = "fabric_manager"  # by driver branch (Fabric Manager is versioned as the driver)
+SUPPORT_DCGM = "dcgm"  # by DCGM minor ("each Y release is supported for a year")
+SUPPORT_CONTAINER_TOOLKIT = "container_toolkit"  # by toolkit minor
+SUPPORT_MIG_PARTED = "mig_parted"  # by mig-parted minor
 
 
 class CudaRange(_Frozen):
@@ -330,7 +350,9 @@ def check_compatibility(lock: Lockfile, file: str = LOCKFILE, prefix: str = "") 
     for key in REQUIRED_IMAGES:
         if key not in lock.images:
             problems.append(Problem(file, f"images.{key}", "missing", "every image the program sets must be pinned"))
-    problems.extend(check_support_recorded(lock, file))
+    # A pin that already contradicts the matrix is reported there, once: its missing support entry
+    # would only repeat the same mistake (a stack overriding cuda.version to a release too new).
+    problems.extend(check_support_recorded(lock, file, skip=frozenset(p.path.split(".")[0] for p in problems)))
     if not any(p.path.startswith(("nvidia_driver.", "cuda.")) for p in problems):
         # Which OS publishes a pair only means something once the pair itself is consistent;
         # otherwise one bad CUDA pin would also read as "not published" once per OS.
@@ -378,36 +400,56 @@ def support_end(lock: Lockfile, component: str, key: str) -> SupportEnd | None:
     return lock.support.get(component, {}).get(key)
 
 
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def node_support_keys(lock: Lockfile) -> list[tuple[str, str, str]]:
+    """(lockfile key path, support component, support key) of the bare-metal node stack's pins."""
+    return [
+        ("nvidia_driver.branch", SUPPORT_DRIVER_BRANCHES, lock.nvidia_driver.branch),
+        ("cuda.version", SUPPORT_CUDA, _minor(lock.cuda.version)),
+        ("fabric_manager.version", SUPPORT_FABRIC_MANAGER, lock.fabric_manager.version.split(".")[0]),
+        ("dcgm.version", SUPPORT_DCGM, _minor(lock.dcgm.version)),
+        ("container_toolkit.version", SUPPORT_CONTAINER_TOOLKIT, _minor(lock.container_toolkit.version)),
+        ("mig_parted.version", SUPPORT_MIG_PARTED, _minor(lock.mig_parted.version)),
+    ]
+
+
 def pinned_support_keys(lock: Lockfile) -> list[tuple[str, str, str]]:
     """(lockfile key path, support component, support key) of every pin that must have a support entry."""
     return [
         ("kubernetes.version", SUPPORT_KUBERNETES, lock.kubernetes.version),
         ("eks.ami_release_version", SUPPORT_EKS_AMI, lock.eks.ami_release_version),
         ("eks.ami_driver_branch", SUPPORT_DRIVER_BRANCHES, lock.eks.ami_driver_branch),
-        ("nvidia_driver.branch", SUPPORT_DRIVER_BRANCHES, lock.nvidia_driver.branch),
+        *node_support_keys(lock),
     ]
 
 
 def past_support(entry: SupportEnd | None, today: date) -> bool:
-    """True once `today` is after the last day of standard support (the `ends` day itself is still in)."""
-    return entry is not None and today > entry.ends
+    """True once `today` is after the last day of standard support (the `ends` day itself is still in).
+
+    An entry without a date (the vendor publishes none; its `policy` says why) never expires here.
+    """
+    return entry is not None and entry.ends is not None and today > entry.ends
 
 
-def check_support_recorded(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
-    """Every pinned Kubernetes minor, AMI release and driver branch has its end of support recorded.
+def check_support_recorded(lock: Lockfile, file: str = LOCKFILE, skip: frozenset[str] = frozenset()) -> list[Problem]:
+    """Every pinned Kubernetes minor, AMI release, driver branch and node component has its end of support recorded.
 
     Only presence is checked on load: whether a date has passed depends on the day the gate runs,
     which is the `versions-in-support` rule's job, so an old checkout still loads its lockfile.
     """
     problems = []
     for where, component, key in pinned_support_keys(lock):
-        if support_end(lock, component, key) is None:
+        if where.split(".")[0] not in skip and support_end(lock, component, key) is None:
             problems.append(
                 Problem(
                     file,
                     f"support.{component}",
                     f"no end-of-support entry for {key!r} (pinned at {where})",
-                    f'allowed: support.{component}."{key}": {{ends: YYYY-MM-DD, source: <vendor URL>}}',
+                    f'allowed: support.{component}."{key}": {{ends: YYYY-MM-DD, source: <vendor URL>}}'
+                    " (ends: null only with policy: <why the vendor publishes no date>)",
                 )
             )
     return problems
@@ -418,14 +460,30 @@ def overlay_data(data: Mapping[str, Any], name: str) -> dict[str, Any]:
     overlays = data.get("overlays") or {}
     if name not in overlays:
         raise KeyError(name)
-    merged = deep_merge(data, overlays[name]["overrides"])
-    return _drop_nulls(merged)
+    return _overlay_merge(data, overlays[name]["overrides"])
 
 
-def _drop_nulls(node: Any) -> Any:
-    if isinstance(node, Mapping):
-        return {k: _drop_nulls(v) for k, v in node.items() if v is not None}
-    return node
+def overlay_lockfile(lock: Lockfile, name: str) -> Lockfile:
+    """The pins `lock` holds with its overlay `name` laid over them (validated on load already)."""
+    data = lock.model_dump(by_alias=True)
+    return Lockfile.model_validate(_overlay_merge(data, lock.overlays[name].overrides))
+
+
+def _overlay_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `override` laid over it key by key; a null in `override` removes the key.
+
+    As the Ansible lookup plugin's `_merge` does; nulls in `base` itself (a support entry's
+    `ends: null`) are values and stay.
+    """
+    merged = dict(base)
+    for key, value in override.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _overlay_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _all_strings(node: Any, path: str = "") -> list[tuple[str, str]]:
@@ -468,10 +526,10 @@ def parse_lockfile(data: Mapping[str, Any], file: str = LOCKFILE) -> Lockfile:
         # a problem it inherits from the pins themselves is reported once, at the pin.
         merged = overlay_data(data, name)
         merged.pop("overlays", None)
-        prefix = f"overlays.{name}.overrides."
+        prefix = f"overlays.{name}.overrides"
         try:
             own = [q for q in check_compatibility(Lockfile.model_validate(merged), file) if (q.path, q.message) not in seen]
-            problems.extend(dataclasses.replace(q, path=prefix + q.path) for q in own)
+            problems.extend(dataclasses.replace(q, path=f"{prefix}.{q.path}") for q in own)
         except Exception as exc:  # pydantic.ValidationError from a malformed override
             problems.extend(problems_from_validation(exc, file, prefix=prefix))
     if problems:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpu_platform.errors import ConfigError
-from gpu_platform.versions import deep_merge, load_lockfile, overlay_data, parse_lockfile, raw_lockfile, support_end
+from gpu_platform.versions import deep_merge, load_lockfile, overlay_data, overlay_lockfile, parse_lockfile, past_support, raw_lockfile, support_end
 from tests.conftest import ROOT
 
 LOCKFILE = ROOT / "infra" / "gpu_platform" / "data" / "versions.yaml"
@@ -152,3 +152,46 @@ def test_production_driver_branch_is_in_support_with_its_source() -> None:
     }
     for component, key in release_lines.items():
         assert support_end(lock, component, key) is not None, f"support.{component}.{key} missing"
+
+
+@pytest.mark.parametrize(
+    ("component", "key", "pinned_at"),
+    [
+        ("cuda", "12.9", "cuda.version"),
+        ("fabric_manager", "580", "fabric_manager.version"),
+        ("dcgm", "4.6", "dcgm.version"),
+        ("container_toolkit", "1.17", "container_toolkit.version"),
+        ("mig_parted", "0.15", "mig_parted.version"),
+    ],
+)
+def test_every_node_component_needs_its_support_entry(component: str, key: str, pinned_at: str) -> None:
+    """Each component the Ansible roles install carries its end of support, or says why there is none."""
+    data = copy.deepcopy(raw_lockfile())
+    del data["support"][component][key]
+    with pytest.raises(ConfigError) as err:
+        parse_lockfile(data)
+    assert [str(p) for p in err.value.problems] == [
+        f"infra/gpu_platform/data/versions.yaml: support.{component}: no end-of-support entry for '{key}' (pinned at {pinned_at}); "
+        f'allowed: support.{component}."{key}": {{ends: YYYY-MM-DD, source: <vendor URL>}} '
+        "(ends: null only with policy: <why the vendor publishes no date>)"
+    ]
+
+
+def test_an_undated_support_entry_must_say_why() -> None:
+    data = copy.deepcopy(raw_lockfile())
+    data["support"]["dcgm"]["4.6"] = {"ends": None, "source": "https://github.com/NVIDIA/DCGM/blob/master/docs/support_EOL.md"}
+    with pytest.raises(ConfigError) as err:
+        parse_lockfile(data)
+    (problem,) = err.value.problems
+    assert problem.path == "support.dcgm.4.6"
+    assert "ends is null without a policy" in str(problem)
+
+
+def test_undated_entries_are_kept_through_an_overlay_and_never_expire() -> None:
+    """An overlay's null removes a key it names; the base's own `ends: null` is a value and stays."""
+    lock = load_lockfile()
+    lab = overlay_lockfile(lock, "debian12-lab")
+    toolkit = support_end(lab, "container_toolkit", ".".join(lab.container_toolkit.version.split(".")[:2]))
+    assert toolkit is not None and toolkit.ends is None and toolkit.policy
+    assert not past_support(toolkit, date(2099, 1, 1))
+    assert lab.cuda.packages == {} and lab.nvidia_driver.branch == "535"

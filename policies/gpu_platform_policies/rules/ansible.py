@@ -1,4 +1,4 @@
-"""Repository rules over the Ansible tree: inventories never override a pinned version, nor converge an unsupported driver."""
+"""Repository rules over the Ansible tree: inventories never override a pinned version, nor converge an unsupported driver or node component."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from gpu_platform.versions import Lockfile, past_support, support_end
+from gpu_platform.versions import SUPPORT_DRIVER_BRANCHES, Lockfile, node_support_keys, overlay_lockfile, past_support, support_end
 from gpu_platform_policies.model import Context, Finding, rule
 from gpu_platform_policies.view import walk
 
@@ -156,7 +156,7 @@ def branch_support_problem(lock: Lockfile, branch: str, today: date) -> str | No
         known = ", ".join(sorted(lock.support.get("nvidia_driver_branches", {}))) or "none"
         return f"driver branch {branch} has no end-of-support date in the lockfile; add support.nvidia_driver_branches.{branch} (recorded: {known})"
     if past_support(end, today):
-        return f"driver branch {branch} reached end of support on {end.ends.isoformat()} ({end.source}); pin a branch supported today"
+        return f"driver branch {branch} reached end of support on {end.ends} ({end.source}); pin a branch supported today"
     return None
 
 
@@ -189,4 +189,60 @@ def ansible_driver_branch_in_support(root: Path, ctx: Context) -> Iterator[Findi
             branch = str(overlay.overrides.get("nvidia_driver", {}).get("branch", ctx.lock.nvidia_driver.branch))
             problem = branch_support_problem(ctx.lock, branch, today)
             if problem:
+                yield Finding(rel, f"{OVERLAY_VAR}={name}: {problem}", file=rel)
+
+
+# What the roles call each node component in a finding.
+NODE_COMPONENT_NAMES = {
+    "cuda": "CUDA",
+    "fabric_manager": "Fabric Manager",
+    "dcgm": "DCGM",
+    "container_toolkit": "NVIDIA Container Toolkit",
+    "mig_parted": "mig-parted",
+}
+
+
+def node_support_problems(lock: Lockfile, today: date) -> list[str]:
+    """Why the node components `lock` pins (beyond the driver branch) may not be converged on `today`."""
+    problems = []
+    for where, component, key in node_support_keys(lock):
+        if component == SUPPORT_DRIVER_BRANCHES:
+            continue  # ansible-driver-branch-in-support
+        end = support_end(lock, component, key)
+        what = NODE_COMPONENT_NAMES.get(component, component)
+        if end is None:
+            problems.append(f'{what} {key} ({where}) has no end-of-support entry; add support.{component}."{key}" with its source')
+        elif past_support(end, today):
+            problems.append(f"{what} {key} ({where}) reached end of support on {end.ends} ({end.source}); pin a release supported today")
+    return problems
+
+
+@rule(
+    "ansible-node-stack-in-support",
+    "Every Ansible inventory converges CUDA, Fabric Manager, DCGM, the Container Toolkit and mig-parted at supported releases, overlays included.",
+    "mandatory",
+    "repository",
+    category="ansible",
+)
+def ansible_node_stack_in_support(root: Path, ctx: Context) -> Iterator[Finding]:
+    """The roles install whatever the lockfile (or an overlay the inventory selects) pins, EOL or not.
+
+    Dates come from the lockfile's `support:` section: CUDA and Fabric Manager end with the driver
+    branch that runs them (NVIDIA's "Supported Drivers and CUDA Toolkit Versions"), DCGM minors a
+    year after release (DCGM docs/support_EOL.md); the Container Toolkit and mig-parted have no
+    published date and their entries say what governs them instead.
+    """
+    for inventory in inventory_dirs(root):
+        selected = selected_overlays(inventory)
+        if not selected:
+            hosts = next((p for p in sorted(inventory.glob("hosts*")) if p.is_file()), inventory)
+            rel = hosts.relative_to(root).as_posix()
+            for problem in node_support_problems(ctx.lock, ctx.day):
+                yield Finding(rel, problem, file=rel)
+            continue
+        for path, name in selected:
+            if name not in ctx.lock.overlays:
+                continue  # ansible-driver-branch-in-support names the unknown overlay
+            rel = path.relative_to(root).as_posix()
+            for problem in node_support_problems(overlay_lockfile(ctx.lock, name), ctx.day):
                 yield Finding(rel, f"{OVERLAY_VAR}={name}: {problem}", file=rel)

@@ -251,7 +251,7 @@ def _support_message(what: str, component: str, key: str, ctx: Context) -> str |
     if entry is None:
         return f"{what} {key} has no end-of-support entry (support.{component}) in the lockfile; add one with its source"
     if past_support(entry, ctx.day):
-        return f"{what} {key} left standard support on {entry.ends.isoformat()} ({entry.source}); move to a supported one"
+        return f"{what} {key} left standard support on {entry.ends} ({entry.source}); move to a supported one"
     return None
 
 
