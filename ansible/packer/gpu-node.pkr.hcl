@@ -85,8 +85,11 @@ build {
 
   # Cloud images run cloud-init (and on Ubuntu unattended-upgrades) at first boot; the roles' apt
   # and dnf calls would race them for the package manager's lock.
+  # cloud-init >= 23.4 (RHEL 9, Ubuntu 24.04) exits 2 when it finished with recoverable errors
+  # ("status: done" with warnings): done all the same.
   provisioner "shell" {
-    inline = ["cloud-init status --wait"]
+    inline           = ["cloud-init status --wait"]
+    valid_exit_codes = [0, 2]
   }
 
   provisioner "ansible" {

@@ -44,7 +44,8 @@ UBUNTU_2404 = {
     "distribution_major_version": "24",
     "distribution_version": "24.04",
     "distribution_release": "noble",
-    "kernel": "6.8.0-1021-aws",
+    # Canonical's 24.04 cloud images boot the rolling hardware-enablement kernel.
+    "kernel": "6.17.0-1007-aws",
 }
 ROCKY_9 = {
     **DEBIAN_12,
@@ -56,6 +57,13 @@ ROCKY_9 = {
     "kernel": "5.14.0-427.13.1.el9_4.x86_64",
 }
 RHEL_9 = {**ROCKY_9, "distribution": "RedHat", "distribution_release": "Plow"}
+RHEL_8 = {
+    **RHEL_9,
+    "distribution_major_version": "8",
+    "distribution_version": "8.10",
+    "distribution_release": "Ootpa",
+    "kernel": "4.18.0-553.22.1.el8_10.x86_64",
+}
 
 
 def load_lockfile() -> dict[str, Any]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.ansible.helpers import DEBIAN_12, HERE, ROCKY_9, UBUNTU_2204, load_lockfile, run_playbook
 
@@ -78,3 +79,44 @@ def test_driver_task_files_pin_and_hold(task_file: str):
         assert "community.general.dnf_versionlock" in text and "_nvidia_driver_rpm_specs" in text
     else:
         assert "apt-preferences.pref.j2" in text and "'apt-mark', 'hold'" in text
+
+
+def test_rhel_driver_install_enables_epel_and_the_stream_then_locks_before_installing():
+    """What dnf does with each step on a fresh RHEL host.
+
+    - kmod-nvidia-latest-dkms `Requires: dkms` (NVIDIA yum-packaging-dkms-nvidia, dkms-nvidia.spec),
+      which only EPEL provides: EPEL must be added before the driver packages.
+    - `dnf install @stream` goes through ansible-core's dnf module `module_base.install()`
+      (lib/ansible/modules/dnf.py), which installs the stream's default profile at its newest build;
+      the stream must only be enabled (`dnf module enable`), and the exact NEVRAs installed.
+    - The versionlock is written before the install so the transaction cannot resolve another build.
+    """
+    tasks = yaml.safe_load((HERE.parents[1] / "ansible" / "roles" / "nvidia_driver" / "tasks" / "install-rhel.yml").read_text())
+    names = [t["name"] for t in tasks]
+
+    def index(fragment: str) -> int:
+        return next(i for i, name in enumerate(names) if fragment in name)
+
+    epel = tasks[index("Add EPEL")]["ansible.builtin.dnf"]["name"]
+    assert epel.endswith("/epel-release-latest-{{ ansible_facts['distribution_major_version'] }}.noarch.rpm")
+    stream = tasks[index("Enable the driver branch module stream")]
+    assert stream["ansible.builtin.command"]["argv"][:4] == ["dnf", "--assumeyes", "module", "enable"]
+    assert not any(str(t.get("ansible.builtin.dnf", {}).get("name", "")).startswith("@") for t in tasks), "no module profile install"
+    assert (
+        index("Trust EPEL") < index("Add EPEL") < index("Enable the driver branch") < index("Lock the driver") < index("Install the driver packages")
+    )
+
+
+def test_mig_role_masks_the_packaged_mig_manager_unit():
+    """nvidia-mig-manager's package enables its own unit, whose service.sh regenerates config.yaml
+    and applies `all-disabled` at every boot (mig-parted deployments/systemd/service.sh and
+    override.conf at the pinned tag); the role masks it. Molecule's verify reads LoadState=masked."""
+    tasks = yaml.safe_load((HERE.parents[1] / "ansible" / "roles" / "mig" / "tasks" / "configure.yml").read_text())
+    mask = next(t for t in tasks if "ansible.builtin.systemd_service" in t and t["ansible.builtin.systemd_service"].get("masked"))
+    assert mask["ansible.builtin.systemd_service"]["name"] == "{{ _mig_vendor_unit }}"
+    assert (
+        yaml.safe_load((HERE.parents[1] / "ansible" / "roles" / "mig" / "vars" / "main.yml").read_text())["_mig_vendor_unit"]
+        == "nvidia-mig-manager.service"
+    )
+    service = (HERE / "fixtures" / "mig-parted-nvidia-mig-manager.service").read_text()
+    assert "ExecStart=/bin/bash /etc/nvidia-mig-manager/service.sh" in service
