@@ -16,19 +16,20 @@ BRANCH = LOCK["nvidia_driver"]["branch"]
 DRIVER = LOCK["nvidia_driver"]["version"]
 
 
-def render(tmp_path: Path, facts: dict[str, str]) -> tuple[dict[str, Any], Path]:
+def render(tmp_path: Path, facts: dict[str, str], **role_vars: str) -> tuple[dict[str, Any], Path]:
     out = tmp_path / "out"
     out.mkdir()
-    result = run_playbook(HERE / "playbooks" / "render.yml", {"fake": facts, "out_dir": str(out)})
+    result = run_playbook(HERE / "playbooks" / "render.yml", {"fake": facts, "out_dir": str(out), **role_vars})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     return json.loads((out / "facts.json").read_text()), out
 
 
 def test_ubuntu_installs_the_branch_headless_set_from_nvidias_repository(tmp_path: Path):
     got, out = render(tmp_path, UBUNTU_2204)
+    # The open kernel modules by default (NVIDIA's driver installation guide, Ubuntu: the -open packages).
     assert got["driver_packages"] == [
-        f"nvidia-headless-{BRANCH}",
-        f"nvidia-dkms-{BRANCH}",
+        f"nvidia-headless-{BRANCH}-open",
+        f"nvidia-dkms-{BRANCH}-open",
         f"nvidia-utils-{BRANCH}",
         f"libnvidia-compute-{BRANCH}",
         f"nvidia-compute-utils-{BRANCH}",
@@ -49,10 +50,10 @@ def test_ubuntu_installs_the_branch_headless_set_from_nvidias_repository(tmp_pat
 
 def test_rhel_installs_exact_nevras_from_the_module_stream_and_locks_them(tmp_path: Path):
     got, out = render(tmp_path, ROCKY_9)
-    assert got["driver_module_stream"] == f"nvidia-driver:{BRANCH}-dkms"
+    assert got["driver_module_stream"] == f"nvidia-driver:{BRANCH}-open"
     assert got["driver_repo"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/"
     assert f"nvidia-driver-{LOCK['nvidia_driver']['packages']['rhel']}.el9" in got["driver_rpm_specs"]
-    assert f"kmod-nvidia-latest-dkms-{LOCK['nvidia_driver']['packages']['rhel']}.el9" in got["driver_rpm_specs"]
+    assert f"kmod-nvidia-open-dkms-{LOCK['nvidia_driver']['packages']['rhel']}.el9" in got["driver_rpm_specs"]
     assert all(DRIVER in spec for spec in got["driver_rpm_specs"])
     assert got["driver_headers_package"] == "kernel-devel-5.14.0-427.13.1.el9_4.x86_64"
     assert got["toolkit_rpm_specs"] == [
@@ -68,7 +69,10 @@ def test_rhel_installs_exact_nevras_from_the_module_stream_and_locks_them(tmp_pa
 def test_debian_uses_nvidias_debian12_repository_for_nvidia_only_packages(tmp_path: Path):
     got, out = render(tmp_path, DEBIAN_12)
     assert got["dcgm_repo"].endswith("/debian12/x86_64/")
-    assert "Package: src:nvidia-graphics-drivers\n" in (out / "nvidia_driver.pref").read_text()
+    pref = (out / "nvidia_driver.pref").read_text()
+    # Debian builds the open modules from their own source package: both are pinned to the build.
+    assert "Package: src:nvidia-graphics-drivers\n" in pref and "Package: src:nvidia-open-gpu-kernel-modules\n" in pref
+    assert got["driver_packages"][0] == "nvidia-open-kernel-dkms"
     assert got["cuda_package_version"] == "", "the lockfile has no cuda.packages.debian"
 
 
@@ -120,3 +124,29 @@ def test_mig_role_masks_the_packaged_mig_manager_unit():
     )
     service = (HERE / "fixtures" / "mig-parted-nvidia-mig-manager.service").read_text()
     assert "ExecStart=/bin/bash /etc/nvidia-mig-manager/service.sh" in service
+
+
+@pytest.mark.parametrize(
+    ("facts", "open_module", "proprietary_module"),
+    [
+        (DEBIAN_12, "nvidia-open-kernel-dkms", "nvidia-kernel-dkms"),
+        (UBUNTU_2204, f"nvidia-dkms-{BRANCH}-open", f"nvidia-dkms-{BRANCH}"),
+        (ROCKY_9, "kmod-nvidia-open-dkms", "kmod-nvidia-latest-dkms"),
+    ],
+    ids=["debian12", "ubuntu2204", "rhel9"],
+)
+def test_kernel_module_type_selects_the_flavour_each_repository_names(
+    tmp_path: Path, facts: dict[str, str], open_module: str, proprietary_module: str
+):
+    """The open and proprietary module builds are different packages in every repository (Debian:
+    src:nvidia-open-gpu-kernel-modules vs nvidia-graphics-drivers; NVIDIA's CUDA repositories:
+    `-open` packages and the `<branch>-open` dnf stream); the two cannot both be installed."""
+    got, _ = render(tmp_path, facts)
+    assert open_module in got["driver_packages"] and proprietary_module not in got["driver_packages"]
+    (tmp_path / "p").mkdir()
+    got, out = render(tmp_path / "p", facts, nvidia_driver_kernel_module_type="proprietary")
+    assert proprietary_module in got["driver_packages"] and open_module not in got["driver_packages"]
+    if facts is ROCKY_9:
+        assert got["driver_module_stream"] == f"nvidia-driver:{BRANCH}-dkms"
+    if facts is DEBIAN_12:
+        assert "nvidia-open-gpu-kernel-modules" not in (out / "nvidia_driver.pref").read_text()
