@@ -456,7 +456,7 @@ def main() -> None:
             rc, out, _err = module.run_command(argv)
             return rc, out
 
-        containerd = {**containerd, **read_containerd(run, lambda name: module.get_bin_path(name), str(containerd["cri_endpoint"]))}
+        containerd = {**containerd, **read_containerd(run, module.get_bin_path, str(containerd["cri_endpoint"]))}
     failures = evaluate(report, params["expected"], params["mig_config"], params["mig_config_name"], params["container_info"], containerd)
     module.exit_json(changed=False, report=report, failures=failures)
 
