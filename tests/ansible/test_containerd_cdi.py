@@ -68,6 +68,45 @@ def test_no_readable_configuration_is_a_failure_not_a_pass():
     ]
 
 
+def fake_node(answers: dict[str, tuple[int, str]]):
+    """`run` and `which` for read_containerd: the commands a node has and what each answers."""
+    calls: list[list[str]] = []
+
+    def run(argv: list[str]) -> tuple[int, str]:
+        calls.append(argv)
+        return answers[os.path.basename(argv[0])]
+
+    def which(name: str) -> str | None:
+        return f"/usr/bin/{name}" if name in answers else None
+
+    return run, which, calls
+
+
+def test_the_module_asks_the_cri_first_and_skips_the_dump_when_it_answers():
+    info = crictl_info(True, ["/etc/cdi", "/var/run/cdi"], 1)
+    run, which, calls = fake_node({"crictl": (0, info), "containerd": (0, OLD_DUMP)})
+    read = smi.read_containerd(run, which, "unix:///run/containerd/containerd.sock")
+    assert calls == [["/usr/bin/crictl", "--runtime-endpoint", "unix:///run/containerd/containerd.sock", "info"]]
+    assert smi.containerd_cdi(**read)["source"] == "crictl info"
+
+
+@pytest.mark.parametrize("crictl", [None, (1, "connect: connection refused")])
+def test_the_module_falls_back_to_containerd_config_dump(crictl: tuple[int, str] | None):
+    answers = {"containerd": (0, OLD_DUMP)} | ({"crictl": crictl} if crictl else {})
+    run, which, calls = fake_node(answers)
+    cdi = smi.containerd_cdi(**smi.read_containerd(run, which, "unix:///run/containerd/containerd.sock"))
+    assert calls[-1] == ["/usr/bin/containerd", "config", "dump"]
+    assert cdi == {"source": "containerd config dump", "enabled": False, "spec_dirs": ["/etc/cdi", "/var/run/cdi"]}
+
+
+def test_the_module_reports_an_unreadable_configuration_when_both_fail():
+    run, which, _ = fake_node({"crictl": (1, ""), "containerd": (1, "")})
+    cdi = smi.containerd_cdi(**smi.read_containerd(run, which, "unix:///run/containerd/containerd.sock"))
+    assert smi.containerd_failures(cdi, SPEC) == [
+        "containerd: effective configuration unreadable (crictl info and containerd config dump both failed)"
+    ]
+
+
 @pytest.mark.parametrize(("major", "table", "version"), [("1", "io.containerd.grpc.v1.cri", 2), ("2", "io.containerd.cri.v1.runtime", 3)])
 def test_drop_in_puts_cdi_where_that_major_reads_it(tmp_path: Path, major: str, table: str, version: int):
     out = tmp_path / "out"

@@ -42,6 +42,9 @@ options:
       containerd's effective configuration; keys crictl_info (C(crictl info) JSON), config_dump
       (C(containerd config dump) TOML, read when crictl cannot answer) and cdi_spec_path (where
       the CDI spec is generated). CDI must be on in the table containerd reads.
+      With cri_endpoint (the CRI socket) instead of the two outputs, the module runs
+      C(crictl --runtime-endpoint <cri_endpoint> info) on the node itself, and
+      C(containerd config dump) when crictl is missing or fails.
     type: dict
 author: gpu-platform
 """
@@ -64,6 +67,7 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from typing import Any
 
 NA = {"", "N/A", "n/a", "[N/A]", "Not Supported", "[Not Supported]"}
@@ -272,6 +276,24 @@ def containerd_cdi(crictl_info: str | None = None, config_dump: str | None = Non
     return {"source": "", "enabled": False, "spec_dirs": []}
 
 
+def read_containerd(run: Callable[[list[str]], tuple[int, str]], which: Callable[[str], str | None], endpoint: str) -> dict[str, str]:
+    """`crictl info` from the CRI, else `containerd config dump`: the outputs `containerd_cdi` reads.
+
+    The dump is only read when crictl is missing or fails, as an operator would fall back to it.
+    """
+    crictl = which("crictl")
+    if crictl:
+        rc, out = run([crictl, "--runtime-endpoint", endpoint, "info"])
+        if rc == 0:
+            return {"crictl_info": out, "config_dump": ""}
+    containerd = which("containerd")
+    if containerd:
+        rc, out = run([containerd, "config", "dump"])
+        if rc == 0:
+            return {"crictl_info": "", "config_dump": out}
+    return {"crictl_info": "", "config_dump": ""}
+
+
 def containerd_failures(cdi: dict[str, Any], spec_path: str | None) -> list[str]:
     """What stops GPUs from reaching containers through CDI (the GPU Operator's default from 25.10)."""
     if not cdi["source"]:
@@ -427,9 +449,15 @@ def main() -> None:
         report = parse(xml_text)
     except (OSError, subprocess.CalledProcessError, ET.ParseError) as exc:
         module.fail_json(msg=f"cannot read GPU state from nvidia-smi: {exc}")
-    failures = evaluate(
-        report, params["expected"], params["mig_config"], params["mig_config_name"], params["container_info"], params["containerd"]
-    )
+    containerd = params["containerd"]
+    if containerd is not None and containerd.get("cri_endpoint") and "crictl_info" not in containerd and "config_dump" not in containerd:
+        # Read on the node in this same call: one round trip instead of one per command.
+        def run(argv: list[str]) -> tuple[int, str]:
+            rc, out, _err = module.run_command(argv)
+            return rc, out
+
+        containerd = {**containerd, **read_containerd(run, module.get_bin_path, str(containerd["cri_endpoint"]))}
+    failures = evaluate(report, params["expected"], params["mig_config"], params["mig_config_name"], params["container_info"], containerd)
     module.exit_json(changed=False, report=report, failures=failures)
 
 
