@@ -460,30 +460,13 @@ def overlay_data(data: Mapping[str, Any], name: str) -> dict[str, Any]:
     overlays = data.get("overlays") or {}
     if name not in overlays:
         raise KeyError(name)
-    return _overlay_merge(data, overlays[name]["overrides"])
+    return deep_merge(data, overlays[name]["overrides"], null_removes=True)
 
 
 def overlay_lockfile(lock: Lockfile, name: str) -> Lockfile:
     """The pins `lock` holds with its overlay `name` laid over them (validated on load already)."""
     data = lock.model_dump(by_alias=True)
-    return Lockfile.model_validate(_overlay_merge(data, lock.overlays[name].overrides))
-
-
-def _overlay_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """`base` with `override` laid over it key by key; a null in `override` removes the key.
-
-    As the Ansible lookup plugin's `_merge` does; nulls in `base` itself (a support entry's
-    `ends: null`) are values and stay.
-    """
-    merged = dict(base)
-    for key, value in override.items():
-        if value is None:
-            merged.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _overlay_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
+    return Lockfile.model_validate(deep_merge(data, lock.overlays[name].overrides, null_removes=True))
 
 
 def _all_strings(node: Any, path: str = "") -> list[tuple[str, str]]:
@@ -494,12 +477,19 @@ def _all_strings(node: Any, path: str = "") -> list[tuple[str, str]]:
     return [(path, node)] if isinstance(node, str) else []
 
 
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """`base` with `override` laid over it, key by key (used for a stack's versions override)."""
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any], *, null_removes: bool = False) -> dict[str, Any]:
+    """`base` with `override` laid over it, key by key (a stack's versions override, an overlay).
+
+    With `null_removes` a null in `override` removes the key, as lockfile overlays and the Ansible
+    lookup plugin's `_merge` treat it; nulls in `base` itself (a support entry's `ends: null`) are
+    values and stay.
+    """
     merged = dict(base)
     for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge(merged[key], value)
+        if null_removes and value is None:
+            merged.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value, null_removes=null_removes)
         else:
             merged[key] = value
     return merged

@@ -16,17 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.versions import PackagePin, check_availability, parse_lockfile
+from gpu_platform.versions import PackagePin, check_availability, minor, parse_lockfile
 from tests.ansible.helpers import HERE, RHEL_8, RHEL_9, UBUNTU_2204, UBUNTU_2404, ansible_env, failure_messages, load_lockfile, run_playbook
 
 LOCK = load_lockfile()
 OSES = [(UBUNTU_2204, "ubuntu2204", "ubuntu"), (UBUNTU_2404, "ubuntu2404", "ubuntu"), (RHEL_8, "rhel8", "rhel"), (RHEL_9, "rhel9", "rhel")]
 IDS = ["ubuntu2204", "ubuntu2404", "rhel8", "rhel9"]
-
-
-def minor(version: str) -> tuple[int, int]:
-    major, mnr = version.split(".")[:2]
-    return int(major), int(mnr)
 
 
 def preflight(role: str, facts: dict[str, str], lockfile: Path | None = None, **role_vars: Any) -> tuple[int, str]:

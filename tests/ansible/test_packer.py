@@ -15,6 +15,7 @@ import subprocess
 import pytest
 import yaml
 
+from gpu_platform.versions import minor
 from tests.ansible.helpers import ANSIBLE_DIR, BIN, DEBIAN_12, HERE, RHEL_9, UBUNTU_2204, UBUNTU_2404, failure_messages, load_lockfile, run_playbook
 
 TEMPLATE = ANSIBLE_DIR / "packer" / "gpu-node.pkr.hcl"
@@ -88,11 +89,6 @@ def test_template_reads_versions_from_the_lockfile_and_runs_golden_image():
     assert 'yamldecode(file("${path.root}/../../infra/gpu_platform/data/versions.yaml"))' in text
     assert 'playbook_file = "${path.root}/../golden_image.yml"' in text
     assert 'groups        = ["golden_image"]' in text
-
-
-def minor(version: str) -> tuple[int, int]:
-    major, mnr = version.split(".")[:2]
-    return int(major), int(mnr)
 
 
 def oses_the_pins_exist_for() -> set[str]:
