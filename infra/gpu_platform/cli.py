@@ -18,8 +18,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "capacity": ("gpu_platform.commands.capacity", "run", "capacity, coverage, Spot exposure and cost of the stack"),
     "render": ("gpu_platform.commands.render", "run", "write every Kubernetes object and Helm values of the stack as YAML"),
     "check": ("gpu_platform.commands.check", "run", "run every policy over the offline plan; exit 1 on a mandatory violation"),
+    "diff": ("gpu_platform.commands.change", "run_diff", "plan the stack at a git revision and at the working tree, and diff them per resource"),
 }
-FORMATS = {"plan": ("table", "json"), "capacity": ("table", "json"), "check": ("text", "json", "github")}
+FORMATS = {
+    "plan": ("table", "json"),
+    "capacity": ("table", "json"),
+    "check": ("text", "json", "github", "markdown"),
+    "diff": ("text", "json", "markdown"),
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,11 +40,21 @@ def _parser() -> argparse.ArgumentParser:
             where.add_argument("--all", action="store_true", help="every stacks/Pulumi.*.yaml, in one process (CI runs this once)")
         if name in FORMATS:
             p.add_argument("--format", choices=FORMATS[name], default=FORMATS[name][0])
+        if name in ("check", "diff"):
+            _add_base(p, check=name == "check")
         if name == "render":
             p.add_argument("--out", type=Path, required=True, help="directory to write manifests and Helm values into")
         if name == "capacity":
             _add_capacity_plan(p)
     return parser
+
+
+def _add_base(p: argparse.ArgumentParser, check: bool) -> None:
+    """`--base` (gpu_platform.commands.change); for `check` also what the change rules may compare against."""
+    p.add_argument("--base", metavar="GIT_REF", required=not check, help="git revision to compare with (a pull request's target branch)")
+    if check:
+        p.add_argument("--usage", type=Path, metavar="FILE", help="with --base: Prometheus query_range export of per-tenant GPU use")
+        p.add_argument("--demand", type=Path, metavar="FILE", help="with --base: demand input, as `capacity plan --demand` reads it")
 
 
 def _add_capacity_plan(capacity: argparse.ArgumentParser) -> None:
@@ -70,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     module, func, _ = COMMANDS[args.command]
     if getattr(args, "capacity_command", None) == "plan":
         module, func = "gpu_platform.commands.capacity_plan", "run"
+    if args.command == "check" and getattr(args, "base", None) and not getattr(args, "all", False):
+        module, func = "gpu_platform.commands.change", "run_check"
     command: Callable[[argparse.Namespace, Path, str], int] = getattr(importlib.import_module(module), func)
     try:
         return command(args, path, stack)

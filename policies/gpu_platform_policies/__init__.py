@@ -5,6 +5,7 @@
 
 from gpu_platform_policies.evaluate import effective_level, evaluate, run_rule
 from gpu_platform_policies.model import (
+    CHANGE_RULES,
     LEVELS,
     RULES,
     THRESHOLD_DEFAULTS,
@@ -16,12 +17,14 @@ from gpu_platform_policies.model import (
     Rule,
     Violation,
 )
-from gpu_platform_policies.rules import ansible, capacity, controllers, demand, gpu, observability, rollout, security, versions
+from gpu_platform_policies.rules import ansible, capacity, change, controllers, demand, gpu, observability, rollout, security, versions
 
 CATEGORIES = (security, gpu, versions, capacity, demand, rollout, observability, controllers, ansible)
+CHANGE_CATEGORIES = (change,)  # registered into CHANGE_RULES: run by `check --base` only
 
 __all__ = [
     "CATEGORIES",
+    "CHANGE_RULES",
     "LEVELS",
     "RULES",
     "THRESHOLD_DEFAULTS",

@@ -18,7 +18,7 @@ from gpu_platform.catalog import Catalog
 from gpu_platform.versions import Lockfile
 
 Level = Literal["advisory", "mandatory", "disabled"]
-Scope = Literal["resource", "stack", "repository"]
+Scope = Literal["resource", "stack", "repository", "change"]
 LEVELS: tuple[Level, ...] = ("advisory", "mandatory", "disabled")
 # Environment names that mean production when a stack does not say (`policy.production`).
 PRODUCTION_WORDS = ("prod", "production", "prd", "live")
@@ -56,6 +56,7 @@ class Finding:
     resource: str
     message: str
     file: str | None = None
+    key: str | None = None  # the stack key path the user wrote (change rules), e.g. gpu-platform:nodePools[0].instanceTypes
 
 
 @dataclass(frozen=True)
@@ -67,12 +68,18 @@ class Violation:
     resource: str
     message: str
     file: str | None = None
+    key: str | None = None
+    line: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The `check --format json` shape."""
         out: dict[str, Any] = {"policy": self.policy, "level": self.level, "resource": self.resource, "message": self.message}
         if self.file:
             out["file"] = self.file
+        if self.key:
+            out["key"] = self.key
+        if self.line:
+            out["line"] = self.line
         return out
 
 
@@ -150,6 +157,9 @@ class Rule:
 
 THRESHOLD_DEFAULTS: dict[str, float] = {}
 RULES: dict[str, Rule] = {}
+# Rules over a change (base plan -> working tree plan), run only by `check --base`: kept apart so the
+# CrossGuard pack and the state gate, which see one plan, never meet them.
+CHANGE_RULES: dict[str, Rule] = {}
 
 
 def rule(
@@ -165,11 +175,12 @@ def rule(
     """Register a check function as a rule (names are unique; thresholds share one namespace)."""
 
     def register(fn: Callable[..., Iterable[Any]]) -> Callable[..., Iterable[Any]]:
-        assert name not in RULES, f"duplicate rule {name}"
+        assert name not in RULES and name not in CHANGE_RULES, f"duplicate rule {name}"
         for key, value in (thresholds or {}).items():
             assert THRESHOLD_DEFAULTS.get(key, value) == value, f"threshold {key} has two defaults"
             THRESHOLD_DEFAULTS[key] = value
-        RULES[name] = Rule(name, description, level, scope, fn, types, dict(thresholds or {}), category)
+        registry = CHANGE_RULES if scope == "change" else RULES
+        registry[name] = Rule(name, description, level, scope, fn, types, dict(thresholds or {}), category)
         return fn
 
     return register

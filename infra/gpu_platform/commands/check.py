@@ -18,17 +18,18 @@ from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.spec.loader import load_stack
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.versions import load_lockfile
-from gpu_platform_policies import RULES, THRESHOLD_DEFAULTS, Context, Resource, Violation, evaluate
+from gpu_platform_policies import CHANGE_RULES, RULES, THRESHOLD_DEFAULTS, Context, Resource, Rule, Violation, evaluate
 
 POLICY_KEY = "gpu-platform:policy"
 
 
 def check_policy_config(spec: PlatformSpec, file: str) -> list[Problem]:
     """Unknown rule or threshold names in the stack's policy section (typos would silently do nothing)."""
+    known = {**RULES, **CHANGE_RULES}  # change rules (check --base) take the same enforcement overrides
     problems = [
-        Problem(file, f"{POLICY_KEY}.enforcement.{name}", f"unknown rule '{name}'{did_you_mean(name, RULES)}", one_of(RULES))
+        Problem(file, f"{POLICY_KEY}.enforcement.{name}", f"unknown rule '{name}'{did_you_mean(name, known)}", one_of(known))
         for name in spec.policy.enforcement
-        if name not in RULES
+        if name not in known
     ]
     problems += [
         Problem(
@@ -38,6 +39,10 @@ def check_policy_config(spec: PlatformSpec, file: str) -> list[Problem]:
         if name not in THRESHOLD_DEFAULTS
     ]
     return problems
+
+
+def _rule(name: str) -> Rule:
+    return RULES.get(name) or CHANGE_RULES[name]
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class GateSettings:
             production=ctx.production,
             production_source=ctx.production_source,
             disabled=tuple(sorted(n for n, level in enforcement.items() if level == "disabled")),
-            levels=tuple(sorted((n, RULES[n].level, level) for n, level in enforcement.items() if level not in ("disabled", RULES[n].level))),
+            levels=tuple(sorted((n, _rule(n).level, level) for n, level in enforcement.items() if level not in ("disabled", _rule(n).level))),
             thresholds=tuple(sorted((n, THRESHOLD_DEFAULTS[n], v) for n, v in spec.policy.thresholds.items() if float(v) != THRESHOLD_DEFAULTS[n])),
         )
 
@@ -172,17 +177,41 @@ def render_github(file: str, violations: Sequence[Violation], gate: GateSettings
 
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point: 1 when any mandatory violation remains, 0 otherwise (bad input raises: exit 2)."""
+    if getattr(args, "base", None) and getattr(args, "all", False):
+        raise ConfigError([Problem(str(path), "--base", "cannot be combined with --all", "allowed: --base with one --stack or --config")])
     if getattr(args, "all", False):
         return run_all(args, Path(os.environ.get("GPU_PLATFORM_ROOT", ".")))
+    for option in ("usage", "demand"):
+        if getattr(args, option, None) is not None:
+            allowed = f"allowed: check --base GIT_REF --{option} FILE"
+            raise ConfigError([Problem(str(path), f"--{option}", "only means something with --base", allowed)])
     spec, violations = check_stack(path, stack)
     gate = GateSettings.of(spec, gate_context(spec))
     if args.format == "json":
         print(render_json(stack, str(path), violations, gate))
     elif args.format == "github":
         print(render_github(str(path), violations, gate))
+    elif args.format == "markdown":
+        print(render_markdown(stack, violations, gate))
     else:
         print(render_text(stack, violations, gate))
     return 1 if any(v.level == "mandatory" for v in violations) else 0
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(stack: str, violations: Sequence[Violation], gate: GateSettings | None = None) -> str:
+    """For a pull-request comment without --base: the verdict and one table row per violation."""
+    counts = _counts(violations)
+    verdict = f"{_rules_run(gate)}: {counts['mandatory']} mandatory, {counts['advisory']} advisory violation(s)."
+    lines = [f"### gpu-platform check: `{stack}`", "", verdict]
+    lines += [f"- {line}" for line in (gate.lines() if gate else [])]
+    if violations:
+        lines += ["", "| level | rule | resource | finding |", "|---|---|---|---|"]
+        lines += [f"| {v.level} | `{v.policy}` | `{v.resource}` | {_cell(v.message)} |" for v in violations]
+    return "\n".join(lines)
 
 
 def stack_files(root: Path) -> list[Path]:

@@ -1,0 +1,1 @@
+"""The change a revision makes: plan the base revision and the working tree offline, and diff them per resource."""

@@ -1,0 +1,135 @@
+"""`gpu-platform diff --base REF` and `gpu-platform check --base REF`: judge the change a revision makes, offline.
+
+The base revision is planned by its own program in a subprocess (gpu_platform.change.base) while the
+working tree is planned here; the two plans are diffed per resource and the change rules
+(gpu_platform_policies.rules.change) run over both, beside every state rule of `check`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpu_platform.catalog import load_catalog
+from gpu_platform.change.base import BasePlanJob, lock_facts, maintenance_trailers, repository_root
+from gpu_platform.change.diff import by_key, diff_plans
+from gpu_platform.change.inputs import demand_p95, usage_snapshot
+from gpu_platform.change.lines import key_line
+from gpu_platform.change.report import ChangeReport, Finding, render_github, render_markdown, render_text
+from gpu_platform.commands import check
+from gpu_platform.engine import run_program
+from gpu_platform.errors import ConfigError
+from gpu_platform.spec.loader import load_stack
+from gpu_platform_policies import Resource, Violation, evaluate
+from gpu_platform_policies.changeview import ChangeView, evaluate_change, tier_rows
+from gpu_platform_policies.model import PlanView
+
+
+@dataclass
+class Outcome:
+    """Everything one `--base` run found."""
+
+    report: ChangeReport
+    state: list[Violation]
+    change: list[Violation]
+
+
+def _resources(items: list[dict[str, Any]]) -> list[Resource]:
+    return [Resource(str(r["type"]), str(r["name"]), r.get("parent"), r.get("inputs") or {}) for r in items]
+
+
+def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Outcome:
+    """Plan base and working tree (in parallel), diff them, and run the change and state rules when `rules`."""
+    root = repository_root(path)
+    job = BasePlanJob(root, args.base, path, stack)
+    try:
+        config, spec = load_stack(path, stack)
+        if rules:
+            problems = check.check_policy_config(spec, str(path))
+            if problems:
+                raise ConfigError(problems)
+        catalog = load_catalog()
+        usage = usage_snapshot(args.usage, spec, catalog) if getattr(args, "usage", None) else None
+        demand = demand_p95(args.demand, spec, catalog, str(path)) if getattr(args, "demand", None) else None
+        plan = run_program(config, stack)
+    except BaseException:
+        if job.proc is not None:
+            job.proc.kill()
+        raise
+    base = job.result()
+    after = [r.to_json() for r in plan.resources]
+    changes = diff_plans(by_key(base.resources), by_key(after))
+    before_view, after_view = PlanView(_resources(base.resources)), PlanView(_resources(after))
+    ctx = check.gate_context(spec, root)
+    view = ChangeView(
+        before=before_view,
+        after=after_view,
+        changes=tuple(changes),
+        catalog=catalog,
+        before_config=base.config,
+        after_config=config,
+        before_lock=base.lock,
+        after_lock=lock_facts(spec.lock),
+        usage=usage,
+        demand_p95=demand,
+        maintenance=maintenance_trailers(root, base.commit),
+        production=ctx.production,
+    )
+    state: list[Violation] = []
+    change: list[Violation] = []
+    if rules:
+        state = evaluate(after_view.resources, ctx, spec.policy.enforcement)
+        change = [_placed(v, path, root) for v in evaluate_change(view, spec.policy.enforcement)]
+    findings = [Finding(v.policy, v.level, v.resource, v.message, v.file or str(path), v.key, v.line) for v in change]
+    report = ChangeReport(stack, str(path), args.base, base.commit, changes, list(tier_rows(view)), findings, view.maintenance)
+    return Outcome(report, state, change)
+
+
+def _placed(v: Violation, stack_file: Path, root: Path) -> Violation:
+    """The violation with its file (stack file, else the repository file it names) and the line of its key."""
+    if v.key is None:
+        return Violation(v.policy, v.level, v.resource, v.message, v.file or str(stack_file))
+    if v.file is None:
+        file, text, under = str(stack_file), stack_file.read_text(encoding="utf-8"), "config"
+    else:
+        target = root / v.file
+        file = os.path.relpath(target)
+        text, under = (target.read_text(encoding="utf-8") if target.is_file() else ""), None
+    return Violation(v.policy, v.level, v.resource, v.message, file, v.key, key_line(text, v.key, under=under))
+
+
+def run_diff(args: argparse.Namespace, path: Path, stack: str) -> int:
+    """`diff --base REF`: the resource changes and GPUs per tier; exit 0 (2 on bad input)."""
+    out = compare(args, path, stack, rules=False)
+    if args.format == "json":
+        print(json.dumps(out.report.to_json(), indent=2))
+    elif args.format == "markdown":
+        print(render_markdown(out.report))
+    else:
+        print(render_text(out.report))
+    return 0
+
+
+def run_check(args: argparse.Namespace, path: Path, stack: str) -> int:
+    """`check --base REF`: every state rule as `check` runs them, plus the change rules; exit 1 on a mandatory one."""
+    out = compare(args, path, stack, rules=True)
+    _, spec = load_stack(path, stack)
+    gate = check.GateSettings.of(spec, check.gate_context(spec))
+    if args.format == "json":
+        doc = json.loads(check.render_json(stack, str(path), out.state + out.change, gate))
+        doc["change"] = out.report.to_json()
+        print(json.dumps(doc, indent=2))
+    elif args.format == "github":
+        print(check.render_github(str(path), out.state, gate))
+        print("\n".join(render_github(out.report)))
+    elif args.format == "markdown":
+        print(render_markdown(out.report, out.state))
+    else:
+        print(check.render_text(stack, out.state, gate))
+        print()
+        print(render_text(out.report))
+    return 1 if any(v.level == "mandatory" for v in out.state + out.change) else 0

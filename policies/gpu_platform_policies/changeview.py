@@ -1,0 +1,135 @@
+"""The view change rules work on: both plans, the per-resource diff, both stack configs and lock facts.
+
+Built by `gpu-platform check --base` (gpu_platform.commands.change); rules stay pure functions of it.
+Findings name the stack key path the user wrote (`gpu-platform:nodePools[0].instanceTypes`); the
+command turns it into a file line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.change.diff import ResourceChange
+from gpu_platform.pools import LABEL_GPUS_PER_NODE
+from gpu_platform_policies.evaluate import effective_level
+from gpu_platform_policies.model import CHANGE_RULES, Finding, Level, PlanView, Violation
+from gpu_platform_policies.view import Pool, pools
+
+NS = "gpu-platform:"
+
+LOCKFILE = "infra/gpu_platform/data/versions.yaml"
+# Where a lock fact lives in the lockfile (and under `gpu-platform:versions` in a stack's override).
+LOCK_KEYS = {
+    "driverBranch": "nvidia_driver.branch",
+    "driverVersion": "nvidia_driver.version",
+    "cudaVersion": "cuda.version",
+    "amiDriverBranch": "eks.ami_driver_branch",
+    "amiRelease": "eks.ami_release_version",
+    "kubernetes": "kubernetes.version",
+}
+
+
+@dataclass(frozen=True)
+class ChangeView:
+    """Before and after of one stack: plans, resource changes, raw configs, lock facts and the change's context."""
+
+    before: PlanView
+    after: PlanView
+    changes: tuple[ResourceChange, ...]
+    catalog: Catalog
+    before_config: Mapping[str, Any] = field(default_factory=dict)
+    after_config: Mapping[str, Any] = field(default_factory=dict)
+    before_lock: Mapping[str, str | None] = field(default_factory=dict)
+    after_lock: Mapping[str, str | None] = field(default_factory=dict)
+    usage: Mapping[str, float] | None = None  # tenant -> physical GPUs in use now (a Prometheus export)
+    demand_p95: Mapping[str, float] | None = None  # workload class -> P95 demand in GPUs
+    maintenance: tuple[str, ...] = ()  # `GPU-Maintenance:` statements of the change's commits
+    production: bool = False
+
+    def change(self, type_token: str, name: str) -> ResourceChange | None:
+        """The change of one resource, if any."""
+        return next((c for c in self.changes if c.type == type_token and c.name == name), None)
+
+    def pools_before(self) -> dict[str, Pool]:
+        """GPU pools of the base plan by pool name."""
+        return {p.name: p for p in pools(self.before, self.catalog)}
+
+    def pools_after(self) -> dict[str, Pool]:
+        """GPU pools of the working tree's plan by pool name."""
+        return {p.name: p for p in pools(self.after, self.catalog)}
+
+    def entries(self, key: str, after: bool = True) -> list[Mapping[str, Any]]:
+        """The list under `gpu-platform:<key>` (nodePools, tenants) of one side's stack file."""
+        value = (self.after_config if after else self.before_config).get(NS + key)
+        return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
+
+    def key_of(self, key: str, name: str, *fields: str) -> str:
+        """Key path of a named entry (`gpu-platform:nodePools[2].capacity`), in the working tree's file; the list itself when gone."""
+        for i, e in enumerate(self.entries(key)):
+            if e.get("name") == name:
+                return ".".join([f"{NS}{key}[{i}]", *fields])
+        return NS + key
+
+    def lock_key(self, fact: str) -> tuple[str | None, str]:
+        """(file, key path) of a lock fact: the stack's `versions` override when it sets it, else the lockfile (file None: the stack)."""
+        path = LOCK_KEYS[fact]
+        node: Any = self.after_config.get(NS + "versions")
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        return (None, f"{NS}versions.{path}") if node is not None else (LOCKFILE, path)
+
+    def stated_maintenance(self, *subjects: str) -> str | None:
+        """The statement `GPU-Maintenance: <subject>[,<subject>...] <window, ticket>` naming one of `subjects` (a pool, `driver`) or `all`."""
+        for statement in self.maintenance:
+            head = statement.split(maxsplit=1)[0] if statement.split() else ""
+            if {s for s in head.split(",") if s} & {*subjects, "all"}:
+                return statement
+        return None
+
+
+def quota_total(tenant: Mapping[str, Any]) -> int:
+    """GPUs of a tenant's quotas as the user wrote them."""
+    return sum(int(q.get("gpus", 0) or 0) for q in tenant.get("quotas") or [] if isinstance(q, Mapping))
+
+
+def evaluate_change(view: ChangeView, enforcement: Mapping[str, Level] | None = None) -> list[Violation]:
+    """Violations of every enabled change rule, mandatory first."""
+    out: list[Violation] = []
+    for rule in CHANGE_RULES.values():
+        level = effective_level(rule, enforcement or {})
+        if level == "disabled":
+            continue
+        found: Iterable[Finding] = rule.check(view)
+        out += [Violation(rule.name, level, f.resource, f.message, f.file, f.key) for f in found]
+    return sorted(out, key=lambda v: (v.level != "mandatory", v.policy, v.resource, v.message))
+
+
+def tier_gpus(plan: PlanView, catalog: Catalog) -> dict[tuple[str, str], int]:
+    """(workload class, capacity tier) -> GPUs at maximum size, over every GPU pool of a plan."""
+    out: dict[tuple[str, str], int] = {}
+    for p in pools(plan, catalog):
+        key = (p.workload_class or "unknown", p.tier)
+        out[key] = out.get(key, 0) + pool_gpus(p)
+    return out
+
+
+def pool_gpus(p: Pool) -> int:
+    """Physical GPUs of a pool at maximum size.
+
+    A Capacity Block group names its type only in the launch template, so its node label
+    `gpu-platform.io/gpus-per-node` says how many GPUs a node has.
+    """
+    if p.max_gpus is not None:
+        return p.max_gpus
+    label = str(p.labels.get(LABEL_GPUS_PER_NODE, ""))
+    return p.nodes * int(label) if label.isdigit() else 0
+
+
+def tier_rows(view: ChangeView) -> Iterator[tuple[str, str, int, int]]:
+    """(class, tier, GPUs before, GPUs after) for every class and tier on either side."""
+    before, after = tier_gpus(view.before, view.catalog), tier_gpus(view.after, view.catalog)
+    for key in sorted(before.keys() | after.keys()):
+        yield key[0], key[1], before.get(key, 0), after.get(key, 0)

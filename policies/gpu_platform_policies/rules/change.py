@@ -1,0 +1,340 @@
+"""Change rules: what a pull request does to running GPU capacity, judged from the base and working-tree plans.
+
+Run only by `gpu-platform check --base REF`. Each is a pure function of a ChangeView and names the
+stack key path the user wrote (the command adds the line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpu_platform.behaviour.provider_diff import NODE_GROUP
+from gpu_platform_policies.changeview import ChangeView, pool_gpus, quota_total
+from gpu_platform_policies.model import Finding, Resource, rule
+from gpu_platform_policies.rules.rollout import FIXED_TIERS
+from gpu_platform_policies.view import get, kind_of, object_name
+
+MAINTENANCE_HINT = "state the maintenance in a commit trailer `GPU-Maintenance: {subject} <window, ticket>`"
+# Node group inputs -> the pool key that sets them (gpu_platform/aws/nodepools.py).
+POOL_FIELD_KEYS = {
+    "instanceTypes": "instanceTypes",
+    "subnetIds": "availabilityZones",
+    "capacityType": "capacity",
+    "nodeGroupName": "name",
+    "scalingConfig": "scaling",
+    "labels": "sharing",
+}
+# Launch template inputs -> the pool key that sets them.
+TEMPLATE_FIELD_KEYS = {
+    "blockDeviceMappings": "rootVolumeGiB",
+    "capacityReservationSpecification": "reservation",
+    "placement": "reservation",
+    "instanceType": "instanceTypes",
+    "networkInterfaces": "efa",
+    "userData": "efa",
+}
+ROLL_LOCK_FACTS = {"releaseVersion": "amiRelease", "version": "kubernetes"}
+
+
+def _node_group(view: ChangeView, name: str, after: bool = True) -> Resource | None:
+    plan = view.after if after else view.before
+    return next((r for r in plan.of_type(NODE_GROUP) if r.name == name), None)
+
+
+def _pool_key(view: ChangeView, pool: str, fields: tuple[str, ...], table: dict[str, str]) -> str:
+    for f in fields:
+        top = f.split(".", 1)[0]
+        if top in table:
+            return view.key_of("nodePools", pool, table[top])
+    return view.key_of("nodePools", pool)
+
+
+@rule(
+    "fixed-capacity-replaced",
+    "A reserved or Capacity Block node group is not replaced (a force-new field changed) without a stated maintenance.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def fixed_capacity_replaced(view: ChangeView) -> Iterator[Finding]:
+    """Pulumi creates the replacement before deleting the old group: a full reservation has no second set of instances."""
+    before = view.pools_before()
+    for c in view.changes:
+        if c.type != NODE_GROUP or c.action != "replace":
+            continue
+        pool = next((p for p in before.values() if p.resource == c.name), None)
+        if pool is None or pool.tier not in FIXED_TIERS or view.stated_maintenance(pool.name):
+            continue
+        why = ", ".join(c.replace_fields)
+        yield Finding(
+            c.name,
+            f"pool {pool.name} ({pool.tier}) is replaced: {why} changed, and EKS cannot change that in place "
+            f"(ForceNew in terraform-provider-aws eks/node_group.go); the new group is created before the old one is deleted "
+            f"and the reservation has no spare instances, so it waits for capacity while the old nodes still run; "
+            f"{MAINTENANCE_HINT.format(subject=pool.name)} and scale the old group down first",
+            key=_pool_key(view, pool.name, c.replace_fields, POOL_FIELD_KEYS),
+        )
+
+
+@rule(
+    "fixed-capacity-recycled",
+    "A reserved or Capacity Block node group whose nodes roll (AMI, launch template or Kubernetes version) updates MINIMAL in a stated maintenance.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def fixed_capacity_recycled(view: ChangeView) -> Iterator[Finding]:
+    """UpdateNodegroupVersion replaces every node; on a reservation only MINIMAL (terminate first) can proceed."""
+    before = view.pools_before()
+    for c in view.changes:
+        if c.type != NODE_GROUP or c.action != "update" or not c.rolls_nodes:
+            continue
+        pool = next((p for p in before.values() if p.resource == c.name), None)
+        if pool is None or pool.tier not in FIXED_TIERS:
+            continue
+        after = _node_group(view, c.name)
+        strategy = get(after.inputs if after else {}, "updateConfig", "updateStrategy") or "DEFAULT"
+        stated = view.stated_maintenance(pool.name)
+        if strategy == "MINIMAL" and stated:
+            continue
+        causes = [f for f in c.fields if f.split(".")[0] in ROLL_LOCK_FACTS or f.startswith("launchTemplate")]
+        file, key = None, view.key_of("nodePools", pool.name)
+        fact = next((ROLL_LOCK_FACTS[f] for f in causes if f in ROLL_LOCK_FACTS), None)
+        if fact:
+            file, key = view.lock_key(fact)
+        elif c.rolled_by:
+            template = view.change("aws:ec2/launchTemplate:LaunchTemplate", c.rolled_by)
+            key = _pool_key(view, pool.name, template.fields if template else (), TEMPLATE_FIELD_KEYS)
+        missing = [] if strategy == "MINIMAL" else [f"updateConfig.updateStrategy is {strategy}, not MINIMAL"]
+        if not stated:
+            missing.append(MAINTENANCE_HINT.format(subject=pool.name))
+        what = ", ".join(causes) or "launchTemplate.version"
+        yield Finding(
+            c.name,
+            f"every node of pool {pool.name} ({pool.tier}) is replaced ({what} changed: EKS UpdateNodegroupVersion); " + "; ".join(missing),
+            file=file,
+            key=key,
+        )
+
+
+@rule(
+    "stable-capacity-below-demand",
+    "A change does not cut a class's reserved or on-demand GPUs below its P95 demand.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def stable_capacity_below_demand(view: ChangeView) -> Iterator[Finding]:
+    """Spot is not a floor: below P95 the class queues at its busiest hours."""
+    if not view.demand_p95:
+        return
+    before, after = view.pools_before(), view.pools_after()
+    for cls, p95 in sorted(view.demand_p95.items()):
+        old = [p for p in before.values() if p.workload_class == cls and not p.spot]
+        new = [p for p in after.values() if p.workload_class == cls and not p.spot]
+        gpus_before, gpus_after = sum(pool_gpus(p) for p in old), sum(pool_gpus(p) for p in new)
+        if gpus_after >= gpus_before or gpus_after >= p95:
+            continue
+        cut = [p.name for p in old if p.name not in after or pool_gpus(after[p.name]) < pool_gpus(p) or after[p.name].spot]
+        key = view.key_of("nodePools", cut[0], "scaling") if cut and cut[0] in after else view.key_of("nodePools", "")
+        yield Finding(
+            (cut and before[cut[0]].resource) or cls,
+            f"class {cls}: reserved and on-demand GPUs {gpus_before} -> {gpus_after}, below its P95 demand of {p95:g} GPUs"
+            f" (cut in {', '.join(cut) or 'its pools'})",
+            key=key,
+        )
+
+
+@rule(
+    "quota-below-usage",
+    "A tenant's GPU quota is not cut below what it uses now (a usage snapshot from Prometheus).",
+    "mandatory",
+    "change",
+    category="change",
+)
+def quota_below_usage(view: ChangeView) -> Iterator[Finding]:
+    """Kueue does not evict admitted workloads for a smaller quota, but nothing new is admitted until use falls below it."""
+    if not view.usage:
+        return
+    before = {str(t.get("name")): t for t in view.entries("tenants", after=False)}
+    for i, t in enumerate(view.entries("tenants")):
+        name = str(t.get("name"))
+        old = before.get(name)
+        if old is None or name not in view.usage:
+            continue
+        quota, was, used = quota_total(t), quota_total(old), view.usage[name]
+        if quota >= was or quota >= used:
+            continue
+        old_quotas = {str(q.get("pool")): int(q.get("gpus", 0) or 0) for q in old.get("quotas") or []}
+        j = next((j for j, q in enumerate(t.get("quotas") or []) if int(q.get("gpus", 0) or 0) < old_quotas.get(str(q.get("pool")), 0)), None)
+        key = f"gpu-platform:tenants[{i}].quotas" + (f"[{j}].gpus" if j is not None else "")
+        yield Finding(
+            f"tenant {name}",
+            f"tenant {name}: quota {was} -> {quota} GPUs, below the {used:g} GPUs it uses now; "
+            "new workloads wait until running ones finish, and preempted ones cannot return",
+            key=key,
+        )
+
+
+@rule(
+    "driver-or-cuda-moved",
+    "The NVIDIA driver branch or the CUDA minor version does not move without a stated maintenance.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def driver_or_cuda_moved(view: ChangeView) -> Iterator[Finding]:
+    """A new driver branch reboots every GPU node; a CUDA minor changes what images may assume."""
+
+    def minor(v: str | None) -> str | None:
+        return ".".join(v.split(".")[:2]) if v else v
+
+    if view.stated_maintenance("driver"):
+        return
+    for fact, label, norm in (
+        ("driverBranch", "NVIDIA driver branch", lambda v: v),
+        ("amiDriverBranch", "driver branch of the EKS AMI", lambda v: v),
+        ("cudaVersion", "CUDA minor version", minor),
+    ):
+        old, new = norm(view.before_lock.get(fact)), norm(view.after_lock.get(fact))
+        if old is None or new is None or old == new:
+            continue
+        file, key = view.lock_key(fact)
+        yield Finding(
+            "lockfile",
+            f"{label} moves {old} -> {new}: every GPU node restarts its driver and running jobs die; " + MAINTENANCE_HINT.format(subject="driver"),
+            file=file,
+            key=key,
+        )
+
+
+def _has_nodes(r: Resource | None) -> bool:
+    if r is None:
+        return False
+    if r.type == NODE_GROUP:
+        sizes = (get(r.inputs, "scalingConfig", size, default=0) for size in ("desiredSize", "minSize"))
+        return any(int(s or 0) > 0 for s in sizes)
+    return True  # an on-prem node patch is a node
+
+
+@rule(
+    "sharing-layout-changed",
+    "The MIG or sharing layout of a pool that has nodes does not change in place.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def sharing_layout_changed(view: ChangeView) -> Iterator[Finding]:
+    """mig-manager repartitions only idle GPUs: with pods on them the node waits in `paused-for-mig-change`."""
+    after = view.pools_after()
+    for name, old in view.pools_before().items():
+        new = after.get(name)
+        if new is None:
+            continue
+        layout_old, layout_new = (old.sharing, old.mig_config, old.device_plugin_config), (new.sharing, new.mig_config, new.device_plugin_config)
+        resource = next((r for r in view.before if r.name == old.resource), None)
+        if layout_old == layout_new or not _has_nodes(resource):
+            continue
+        yield Finding(
+            new.resource,
+            f"pool {name} changes its GPU layout on running nodes ({old.sharing}/{old.mig_config or old.device_plugin_config} -> "
+            f"{new.sharing}/{new.mig_config or new.device_plugin_config}): mig-manager and the device plugin reconfigure every node, "
+            "GPUs with pods on them stay in paused-for-mig-change and their resources vanish; add a new pool and move tenants instead",
+            key=view.key_of("nodePools", name, "sharing"),
+        )
+
+
+@rule(
+    "moved-to-spot",
+    "Training and non-interruptible inference pools are not moved onto Spot.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def moved_to_spot(view: ChangeView) -> Iterator[Finding]:
+    """A Spot reclaim gives two minutes' notice: a training step or a serving replica is simply lost."""
+    declared = view.after_config.get("gpu-platform:demand") or []
+    interruptible = {str(d.get("workloadClass")) for d in declared if isinstance(d, dict) and d.get("interruptible")}
+    after = view.pools_after()
+    for name, old in view.pools_before().items():
+        new = after.get(name)
+        if new is None or old.spot or not new.spot:
+            continue
+        cls = new.workload_class or ""
+        if cls not in ("training", "inference") or cls in interruptible:
+            continue
+        yield Finding(
+            new.resource,
+            f"pool {name} ({cls}) moves from {old.tier} to spot: a reclaim kills {cls} work with two minutes' notice; keep it on "
+            "reserved or on-demand capacity, or declare the class interruptible in `demand`",
+            key=view.key_of("nodePools", name, "capacity"),
+        )
+
+
+REFERENCE_KEYS = {"clusterQueue", "cohortName", "parent", "queue", "gpu-platform.io/pool", "kubernetes.io/metadata.name"}
+REFERENCEABLE = {"ClusterQueue": "tenants", "LocalQueue": "tenants", "ResourceFlavor": "nodePools", "Queue": "tenants", "Namespace": "tenants"}
+
+
+def _references(value: object, name: str, key: str = "") -> bool:
+    """True when `value` names `name` under a reference key (a queue, cohort, pool label) or as a ClusterQueue flavor."""
+    if isinstance(value, dict):
+        return any(_references(v, name, str(k)) for k, v in value.items())
+    if isinstance(value, list):
+        if key == "flavors" and any(isinstance(f, dict) and f.get("name") == name for f in value):
+            return True
+        return any(_references(v, name, "" if isinstance(v, dict) else key) for v in value)
+    return key in REFERENCE_KEYS and value == name
+
+
+@rule(
+    "deleted-while-referenced",
+    "A tenant, pool or queue is not deleted while a resource that stays still refers to it.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def deleted_while_referenced(view: ChangeView) -> Iterator[Finding]:
+    """Kueue keeps workloads pointing at a deleted queue or flavor pending forever; nothing reports it."""
+    kept = {r.name for r in view.after}
+    for c in view.changes:
+        if c.action != "delete":
+            continue
+        gone = next((r for r in view.before if r.name == c.name and r.type == c.type), None)
+        kind = kind_of(gone) if gone else None
+        if gone is None or kind not in REFERENCEABLE:
+            continue
+        name = object_name(gone)
+        users = sorted(r.name for r in view.before if r.name in kept and r.name != gone.name and _references(dict(r.inputs), name))
+        if not users:
+            continue
+        yield Finding(
+            c.name,
+            f"{kind} {name} is deleted while {', '.join(users[:3])}{' and more' if len(users) > 3 else ''} still refer to it; "
+            "remove the references first (quotas, queues), then the object in a later change",
+            key=f"gpu-platform:{REFERENCEABLE[kind]}",
+        )
+
+
+@rule(
+    "priority-class-value-changed",
+    "A PriorityClass or WorkloadPriorityClass keeps its value.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def priority_class_value_changed(view: ChangeView) -> Iterator[Finding]:
+    """kube-apiserver refuses it (ValidatePriorityClassUpdate: value may not be changed); running pods keep the old value."""
+    before = {(r.type, r.name): r for r in view.before if kind_of(r) in ("PriorityClass", "WorkloadPriorityClass")}
+    for r in view.after:
+        old = before.get((r.type, r.name))
+        if old is None or old.inputs.get("value") == r.inputs.get("value"):
+            continue
+        name = object_name(r)
+        users = [i for i, t in enumerate(view.entries("tenants")) if name.removeprefix("gpu-") == t.get("priority")]
+        yield Finding(
+            r.name,
+            f"{kind_of(r)} {name} value {old.inputs.get('value')} -> {r.inputs.get('value')}: the API server refuses a changed value "
+            "(kubernetes pkg/apis/scheduling/validation ValidatePriorityClassUpdate), and pods already admitted keep the old one; "
+            "add a new class and move tenants to it",
+            key=f"gpu-platform:tenants[{users[0]}].priority" if users else None,
+        )
