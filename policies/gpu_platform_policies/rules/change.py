@@ -111,7 +111,8 @@ def fixed_capacity_recycled(view: ChangeView) -> Iterator[Finding]:
         what = ", ".join(causes) or "launchTemplate.version"
         yield Finding(
             c.name,
-            f"every node of pool {pool.name} ({pool.tier}) is replaced ({what} changed: EKS UpdateNodegroupVersion); " + "; ".join(missing),
+            f"every node of pool {pool.name} ({pool.tier}) is recycled ({what} changed: EKS UpdateNodegroupVersion replaces each node); "
+            + "; ".join(missing),
             file=file,
             key=key,
         )
@@ -271,7 +272,7 @@ def moved_to_spot(view: ChangeView) -> Iterator[Finding]:
         )
 
 
-REFERENCE_KEYS = {"clusterQueue", "cohortName", "parent", "queue", "gpu-platform.io/pool", "kubernetes.io/metadata.name"}
+REFERENCE_KEYS = {"clusterQueue", "cohortName", "parent", "queue", "kubernetes.io/metadata.name"}
 REFERENCEABLE = {"ClusterQueue": "tenants", "LocalQueue": "tenants", "ResourceFlavor": "nodePools", "Queue": "tenants", "Namespace": "tenants"}
 
 
