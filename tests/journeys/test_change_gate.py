@@ -149,7 +149,7 @@ def test_a_stated_maintenance_lets_the_ami_bump_through(repo: Path, capsys: pyte
             repo, lambda t: t.replace("  gpu-platform:tags:", AMI_OVERRIDE + "  gpu-platform:tags:"), trailer="all 2026-12-05T02:00Z/6h OPS-4711"
         )
     with stage("run check --base"):
-        code, doc = gate(repo, capsys)
+        _, doc = gate(repo, capsys)
     with stage("read the finding"):
         assert not [v for v in doc["violations"] if v["policy"] == "fixed-capacity-recycled"], doc["violations"]
         assert doc["change"]["maintenance"] == ["all 2026-12-05T02:00Z/6h OPS-4711"]
