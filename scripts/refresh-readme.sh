@@ -9,8 +9,13 @@ from pathlib import Path
 
 readme = Path("README.md")
 text = readme.read_text()
-for marker, module in (("config-reference", "gpu_platform.spec.reference"), ("policy-reference", "gpu_platform_policies.reference")):
-    table = subprocess.run([".venv/bin/python", "-m", module], capture_output=True, text=True, check=True).stdout.strip()
+generators = (
+    ("config-reference", ["gpu_platform.spec.reference"]),
+    ("policy-reference", ["gpu_platform_policies.reference"]),
+    ("change-reference", ["gpu_platform_policies.reference", "--change"]),
+)
+for marker, module in generators:
+    table = subprocess.run([".venv/bin/python", "-m", *module], capture_output=True, text=True, check=True).stdout.strip()
     pattern = re.compile(rf"(<!-- {marker}:start -->\n).*?(<!-- {marker}:end -->)", re.S)
     text = pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(2), text)
 readme.write_text(text)

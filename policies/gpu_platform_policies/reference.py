@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpu_platform_policies import CATEGORIES, RULES
+from gpu_platform_policies import CATEGORIES, CHANGE_RULES, RULES
 
 
 def markdown() -> str:
@@ -15,5 +15,14 @@ def markdown() -> str:
     return "\n".join(lines)
 
 
+def change_markdown() -> str:
+    """The change rules `check --base` runs: name, default level, description."""
+    lines = ["| change rule | default level | checks |", "|---|---|---|"]
+    lines += [f"| `{r.name}` | {r.level} | {r.description} |" for r in CHANGE_RULES.values()]
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    print(markdown())
+    import sys
+
+    print(change_markdown() if sys.argv[1:] == ["--change"] else markdown())

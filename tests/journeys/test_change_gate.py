@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,10 +17,9 @@ import pytest
 
 from gpu_platform import cli
 from gpu_platform.k8s.alerts import TENANT_ALLOCATED
-from tests.conftest import ROOT
+from tests.change.gitrepo import git, make_repo
 
 PROD = "stacks/Pulumi.prod.yaml"
-GIT = ["git", "-c", "user.name=gate test", "-c", "user.email=gate@example.invalid", "-c", "commit.gpgsign=false"]
 AMI = "1.35.7-20260812"
 AMI_OVERRIDE = f"""  gpu-platform:versions:
     eks: {{ami_release_version: "{AMI}"}}
@@ -53,24 +51,18 @@ def stage(name: str) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A git repository holding the landed program and stacks, its first commit tagged `base`."""
-    root = tmp_path_factory.mktemp("pull-request")
-    shutil.copytree(ROOT / "infra", root / "infra", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    shutil.copytree(ROOT / "stacks", root / "stacks")
-    (root / ".gitignore").write_text(".cache/\n")
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "landed stacks"], ["tag", "base"]):
-        subprocess.run([*GIT, *args], cwd=root, check=True, capture_output=True)
-    return root
+    return make_repo(tmp_path_factory.mktemp("pull-request"))
 
 
 def pull_request(repo: Path, edit: Callable[[str], str], trailer: str | None = None) -> str:
     """Reset to the base, change prod's stack file as the pull request does (committed with `trailer` if given)."""
-    subprocess.run([*GIT, "reset", "-q", "--hard", "base"], cwd=repo, check=True, capture_output=True)
+    git(repo, "reset", "-q", "--hard", "base")
     path = repo / PROD
     text = edit(path.read_text())
     assert text != path.read_text(), "the edit changed nothing"
     path.write_text(text)
     if trailer:
-        subprocess.run([*GIT, "commit", "-qam", f"change prod\n\nGPU-Maintenance: {trailer}"], cwd=repo, check=True, capture_output=True)
+        git(repo, "commit", "-qam", f"change prod\n\nGPU-Maintenance: {trailer}")
     return text
 
 

@@ -288,6 +288,16 @@ CASES: list[Case] = [
         "cluster-eks",
         "0.0.0.0/0",
     ),
+    Case(
+        "documentation-cidr",
+        "prod-placeholder-range",
+        "prod",
+        (),
+        "cluster-eks",
+        "vpcConfig.publicAccessCidrs[0] is 198.51.100.0/27 (gpu-platform:cluster.publicAccessCidrs), inside the documentation range 198.51.100.0/24",
+    ),
+    Case("documentation-cidr", "prod-real-egress", "prod", (set_in("cluster-eks", "vpcConfig.publicAccessCidrs", ["34.192.10.0/27"]),)),
+    Case("documentation-cidr", "staging-is-not-production", "staging"),
     Case("eks-api-reachable", "prod-public-to-deployers", "prod"),
     Case("eks-api-reachable", "onprem-existing-cluster", "onprem"),
     Case(

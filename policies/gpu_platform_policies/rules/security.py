@@ -257,3 +257,49 @@ def eks_api_reachable(plan: PlanView, ctx: Context) -> Iterator[Finding]:
             )
         elif not opened:
             yield Finding(r.name, "the API endpoint is private-only and no security-group rule opens TCP 443 to a deployer CIDR")
+
+
+# RFC 5737 section 3 (IPv4 TEST-NET-1/2/3) and RFC 3849 (IPv6): reserved for documentation, never routed
+# on the internet, so an allow-list holding one admits nobody real.
+DOCUMENTATION_RANGES = tuple(ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"))
+# Where a planned input came from in the stack file (resource type, input path prefix -> stack key).
+CIDR_KEYS = {
+    (EKS_CLUSTER, "vpcConfig.publicAccessCidrs"): "gpu-platform:cluster.publicAccessCidrs",
+    (SG_INGRESS_RULE, "cidrIpv4"): "gpu-platform:cluster.deployerCidrs",
+}
+
+
+def documentation_network(value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """The documentation range a CIDR lies inside, else None (0.0.0.0/0 contains one but is not one); non-CIDRs are None."""
+    if "/" not in value:
+        return None
+    try:
+        net = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return None
+    return next((d for d in DOCUMENTATION_RANGES if d.version == net.version and net.subnet_of(d)), None)  # type: ignore[arg-type]
+
+
+@rule(
+    "documentation-cidr",
+    "A production stack's CIDRs hold no documentation address range (RFC 5737 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24; RFC 3849).",
+    "mandatory",
+    "stack",
+    category="security",
+)
+def documentation_cidr(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A placeholder left in an allow-list: the API (or whatever it guards) is open to no real network."""
+    if not ctx.production:
+        return
+    for r in plan:
+        for path, _, value in walk(r.inputs):
+            for i, item in enumerate(value if isinstance(value, list) else [value]):
+                if not isinstance(item, str) or (doc := documentation_network(item)) is None:
+                    continue
+                key = next((k for (t, p), k in CIDR_KEYS.items() if r.type == t and path.startswith(p)), None)
+                at = f"{path}[{i}]" if isinstance(value, list) else path
+                yield Finding(
+                    r.name,
+                    f"{at} is {item}{f' ({key})' if key else ''}, inside the documentation range {doc} that no real network uses; "
+                    "put the real egress CIDR of whoever must reach it",
+                )

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The pull-request change gate: `gpu-platform check --base GIT_REF` for every stack in stacks/.
+# Prints GitHub annotations (each change finding on the stack file line of the key that caused it) and
+# appends each stack's markdown summary to MARKDOWN_FILE (the pull-request comment). Exit: the worst
+# stack's code (0 pass, 1 a mandatory violation, 2 bad input).
+# The base needs the target branch's history: check out with fetch-depth 0.
+set -uo pipefail
+base=${1:?usage: scripts/change-gate.sh GIT_REF [MARKDOWN_FILE]}
+out=${2:-/dev/null}
+cd "$(dirname "$0")/.."
+status=0
+: > "$out"
+for file in stacks/Pulumi.*.yaml; do
+  .venv/bin/gpu-platform check --config "$file" --base "$base" --format github || { code=$?; (( code > status )) && status=$code; }
+  # The base plan is cached by the first run (.cache/gpu-platform/base-plans), so this one costs one plan.
+  .venv/bin/gpu-platform check --config "$file" --base "$base" --format markdown >> "$out" || true
+  printf '\n' >> "$out"
+done
+exit "$status"

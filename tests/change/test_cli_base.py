@@ -1,0 +1,72 @@
+"""`diff --base` output and `check --base` bad input: one line, exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gpu_platform.cli import main
+from gpu_platform_policies.reference import change_markdown
+from tests.change.gitrepo import make_repo
+from tests.conftest import ROOT, stack_path
+
+PROD = "stacks/Pulumi.prod.yaml"
+
+
+def test_unknown_base_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    assert main(["check", "--config", str(repo / PROD), "--base", "no-such-branch"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == f"{repo / PROD}: --base: unknown git revision 'no-such-branch'; allowed: a branch, tag or commit of this clone (CI: fetch-depth 0)\n"
+    )
+
+
+def test_stack_outside_git_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stack = tmp_path / "Pulumi.prod.yaml"
+    stack.write_text(stack_path("prod").read_text())
+    assert main(["diff", "--config", str(stack), "--base", "main"]) == 2
+    assert capsys.readouterr().err == f"{stack}: --base: the stack file is not in a git repository; allowed: a stack file of a git clone\n"
+
+
+@pytest.mark.parametrize("option", ["--usage", "--demand"])
+def test_usage_and_demand_need_base(option: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["check", "--config", str(stack_path("dev")), option, str(tmp_path / "x.json")]) == 2
+    assert capsys.readouterr().err.endswith(f"{option}: only means something with --base; allowed: check --base GIT_REF {option} FILE\n")
+
+
+def test_base_and_all_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--all", "--base", "main"]) == 2
+    assert "--base: cannot be combined with --all" in capsys.readouterr().err
+
+
+def test_diff_prints_replacements_and_gpus_per_tier(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    stack = repo / PROD
+    ondemand = "- name: train-h100-ondemand\n      workloadClass: training\n      capacity: on-demand\n      instanceTypes: [p5.48xlarge]\n"
+    text = stack.read_text().replace(
+        ondemand + "      scaling: {min: 0, desired: 0, max: 2}", ondemand + "      scaling: {min: 0, desired: 0, max: 4}"
+    )
+    text = text.replace("instanceTypes: [p5.48xlarge]\n      scaling: {min: 4", "instanceTypes: [p5e.48xlarge]\n      scaling: {min: 4", 1)
+    stack.write_text(text)
+    assert main(["diff", "--config", str(stack), "--base", "base", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    replaced = {c["name"]: c for c in doc["changes"] if c["action"] == "replace"}
+    assert replaced["pool-train-h100-reserved-ng"]["replaceFields"] == ["instanceTypes"]
+    scaled = next(c for c in doc["changes"] if c["name"] == "pool-train-h100-ondemand-ng")
+    assert scaled["action"] == "update" and scaled["fields"] == ["scalingConfig.maxSize"] and "rollsNodes" not in scaled
+    gpus = {(g["workloadClass"], g["tier"]): (g["before"], g["after"]) for g in doc["gpus"]}
+    assert gpus[("training", "on-demand")] == (16, 32) and gpus[("training", "reserved")] == (32, 32)
+    assert main(["diff", "--config", str(stack), "--base", "base", "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "| training | on-demand | 16 | 32 | +16 |" in md
+    assert "| replace | `pool-train-h100-reserved-ng` | `aws:eks/nodeGroup:NodeGroup` | instanceTypes |" in md
+
+
+def test_readme_lists_every_change_rule() -> None:
+    readme = (ROOT / "README.md").read_text()
+    table = re.search(r"<!-- change-reference:start -->\n(.*?)<!-- change-reference:end -->", readme, re.S)
+    assert table is not None and table.group(1).strip() == change_markdown().strip(), "regenerate: scripts/refresh-readme.sh"
