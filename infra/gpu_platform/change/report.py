@@ -45,6 +45,7 @@ class ChangeReport:
     tiers: Sequence[TierRow]
     findings: Sequence[Finding] = ()
     maintenance: Sequence[str] = field(default_factory=tuple)
+    rules: int = 0  # change rules run (0: `diff`, which judges nothing)
 
     def headline(self) -> str:
         """`3 to create, 1 to update (1 rolls its nodes), 1 to replace, 0 to delete`."""
@@ -86,8 +87,10 @@ def render_text(report: ChangeReport) -> str:
     if report.maintenance:
         lines += ["", "Maintenance stated (GPU-Maintenance trailers): " + "; ".join(report.maintenance)]
     lines.append("")
-    if not report.findings:
-        lines.append("No change-rule violations.")
+    if report.rules and not report.findings:
+        lines.append(f"{report.rules} change rules: no violations.")
+    elif report.rules:
+        lines.append(f"{report.rules} change rules: {len(report.findings)} violation(s)")
     for f in report.findings:
         lines.append(f"  {f.level:<9}  {f.policy}: {f.where()}: {f.message}")
     return "\n".join(lines)

@@ -24,7 +24,7 @@ from gpu_platform.commands import check
 from gpu_platform.engine import run_program
 from gpu_platform.errors import ConfigError
 from gpu_platform.spec.loader import load_stack
-from gpu_platform_policies import Resource, Violation, evaluate
+from gpu_platform_policies import CHANGE_RULES, Resource, Violation, evaluate
 from gpu_platform_policies.changeview import ChangeView, evaluate_change, tier_rows
 from gpu_platform_policies.model import PlanView
 
@@ -85,7 +85,9 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         state = evaluate(after_view.resources, ctx, spec.policy.enforcement)
         change = [_placed(v, path, root) for v in evaluate_change(view, spec.policy.enforcement)]
     findings = [Finding(v.policy, v.level, v.resource, v.message, v.file or str(path), v.key, v.line) for v in change]
-    report = ChangeReport(stack, str(path), args.base, base.commit, changes, list(tier_rows(view)), findings, view.maintenance)
+    report = ChangeReport(
+        stack, str(path), args.base, base.commit, changes, list(tier_rows(view)), findings, view.maintenance, len(CHANGE_RULES) if rules else 0
+    )
     return Outcome(report, state, change)
 
 
@@ -121,6 +123,7 @@ def run_check(args: argparse.Namespace, path: Path, stack: str) -> int:
     gate = check.GateSettings.of(spec, check.gate_context(spec))
     if args.format == "json":
         doc = json.loads(check.render_json(stack, str(path), out.state + out.change, gate))
+        doc["summary"]["changeRules"] = len(CHANGE_RULES)
         doc["change"] = out.report.to_json()
         print(json.dumps(doc, indent=2))
     elif args.format == "github":
