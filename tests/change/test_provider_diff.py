@@ -80,3 +80,12 @@ def test_key_line_finds_the_line_the_user_wrote() -> None:
     assert at is not None and "pool: train-h100-reserved, gpus: 8" in lines[at - 1]
     gone = key_line(text, "gpu-platform:nodePools[0].noSuchKey")
     assert gone is not None and lines[gone - 1].strip() == "- name: train-h100-reserved", "a removed key lands on its parent"
+
+
+def test_kubernetes_objects_are_replaced_on_a_new_name_or_role_ref_only() -> None:
+    rb = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "a", "namespace": "t"}, "roleRef": {"name": "x"}}
+    assert decide("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", rb, {**rb, "roleRef": {"name": "y"}}).action == "replace"  # type: ignore[union-attr]
+    renamed = {**rb, "metadata": {"name": "b", "namespace": "t"}}
+    assert decide("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", rb, renamed).replace_fields == ("metadata.name",)  # type: ignore[union-attr]
+    labelled = {**rb, "metadata": {**rb["metadata"], "labels": {"a": "b"}}}
+    assert decide("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", rb, labelled).action == "update"  # type: ignore[union-attr]

@@ -3,7 +3,8 @@
 Pulumi's bridged AWS provider (pulumi-aws 7.51.1, the pinned SDK) takes ForceNew from the upstream
 terraform-provider-aws schema: a change to a ForceNew attribute is a replacement, any other change an
 update. The node group and launch template behaviour below is read from that upstream source; the
-Kubernetes provider replaces an object only when its identity (apiVersion/kind, name, namespace) changes.
+Kubernetes provider replaces an object when its identity (kind, name, namespace) or one of a few
+immutable fields changes.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ NODE_GROUP_ROLLING = ("launchTemplate.version", "releaseVersion", "version", "fo
 # launchTemplate.version then moves to it, which rolls the group (NODE_GROUP_ROLLING above).
 LAUNCH_TEMPLATE_FORCE_NEW = ("name", "namePrefix")
 
+# pulumi-kubernetes provider/pkg/provider/forcenew.go: metadataForceNewProperties (.metadata.name,
+# .metadata.namespace) for every kind, plus the `forceNew` table's entries for kinds this program creates
+# (RoleBinding .roleRef, which the API server also refuses to change; ResourceQuota .spec.scopes).
+K8S_FORCE_NEW_ALL = ("metadata.name", "metadata.namespace", "apiVersion", "kind")
+K8S_FORCE_NEW = {"RoleBinding": ("roleRef",), "ClusterRoleBinding": ("roleRef",), "ResourceQuota": ("spec.scopes",)}
+
 Action = Literal["create", "update", "replace", "delete"]
 
 
@@ -69,13 +76,13 @@ def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r + ".") for r in roots)
 
 
-def _k8s_identity(inputs: Mapping[str, Any]) -> tuple[Any, ...]:
-    meta = inputs.get("metadata") or {}
-    return (inputs.get("apiVersion"), inputs.get("kind"), meta.get("name"), meta.get("namespace"))
-
-
 def decide(type_token: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> Decision | None:
-    """The provider's action for inputs `before` -> `after` of one resource; None when nothing changed."""
+    """The provider's action for inputs `before` -> `after` of one resource; None when nothing changed.
+
+    Bridged AWS resources: terraform-plugin-sdk's schemaMap.Diff marks a change to a ForceNew attribute
+    RequiresNew, which Pulumi shows as a replacement (NODE_GROUP_FORCE_NEW, LAUNCH_TEMPLATE_FORCE_NEW);
+    node group rolls follow resourceNodeGroupUpdate(). Kubernetes: forceNewProperties() as cited above.
+    """
     fields = tuple(changed_paths(before, after))
     if not fields:
         return None
@@ -84,9 +91,10 @@ def decide(type_token: str, before: Mapping[str, Any], after: Mapping[str, Any])
         force = tuple(f for f in fields if _under(f, NODE_GROUP_FORCE_NEW))
     elif type_token == LAUNCH_TEMPLATE:
         force = tuple(f for f in fields if _under(f, LAUNCH_TEMPLATE_FORCE_NEW))
-    elif type_token.startswith("kubernetes:") and _k8s_identity(before) != _k8s_identity(after):
-        # pulumi-kubernetes provider/pkg/provider/provider.go Diff(): a new name, namespace or kind is a new object.
-        force = tuple(f for f in fields if f in ("apiVersion", "kind", "metadata.name", "metadata.namespace"))
+    elif type_token.startswith("kubernetes:"):
+        # pulumi-kubernetes forceNewProperties(): a new name, namespace or kind is a new object; some kinds more.
+        roots = K8S_FORCE_NEW_ALL + K8S_FORCE_NEW.get(str(after.get("kind", "")), ())
+        force = tuple(f for f in fields if _under(f, roots))
     if force:
         return Decision("replace", fields, force, rolls_nodes=type_token == NODE_GROUP)
     rolls = type_token == NODE_GROUP and any(_under(f, NODE_GROUP_ROLLING) for f in fields)
