@@ -10,7 +10,7 @@ import pytest
 
 from gpu_platform.cli import main
 from gpu_platform_policies.reference import change_markdown
-from tests.change.gitrepo import make_repo
+from tests.change.gitrepo import git, make_repo
 from tests.conftest import ROOT, stack_path
 
 PROD = "stacks/Pulumi.prod.yaml"
@@ -70,3 +70,26 @@ def test_readme_lists_every_change_rule() -> None:
     readme = (ROOT / "README.md").read_text()
     table = re.search(r"<!-- change-reference:start -->\n(.*?)<!-- change-reference:end -->", readme, re.S)
     assert table is not None and table.group(1).strip() == change_markdown().strip(), "regenerate: scripts/refresh-readme.sh"
+
+
+def test_bad_working_tree_stack_is_bad_input_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    stack = repo / PROD
+    stack.write_text(stack.read_text().replace("  gpu-platform:tags:", "  gpu-platform:tagz: {a: b}\n  gpu-platform:tags:"))
+    assert main(["check", "--config", str(stack), "--base", "base", "--format", "json"]) == 2
+    out = capsys.readouterr()
+    assert out.err.startswith(f"{stack}: gpu-platform:tagz: unknown key 'tagz' (did you mean 'tags'?)") and "Traceback" not in out.err
+    assert len(out.err.splitlines()) == 1
+
+
+def test_base_whose_stack_does_not_plan_names_the_base(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    stack = repo / PROD
+    good = stack.read_text()
+    stack.write_text(good.replace("  gpu-platform:tags:", "  gpu-platform:tagz: {a: b}\n  gpu-platform:tags:"))
+    git(repo, "commit", "-qam", "a broken stack lands")
+    git(repo, "tag", "broken")
+    stack.write_text(good)
+    assert main(["diff", "--config", str(stack), "--base", "broken"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{PROD}@broken: --base: the base revision's stack does not plan: {PROD}: gpu-platform:tagz: unknown key 'tagz'"), err

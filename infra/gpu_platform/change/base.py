@@ -148,6 +148,14 @@ class BasePlanJob:
         args = [sys.executable, "-c", _SCRIPT, f"{self.tmp.name}/{rel}", stack, json.dumps(LOCK_FACTS)]
         self.proc = subprocess.Popen(args, env=env, cwd=self.tmp.name, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
+    def cancel(self) -> None:
+        """Stop the base plan (the working tree turned out to be bad input) and remove its tree."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.tmp is not None:
+            self.tmp.cleanup()
+
     def result(self) -> BaseRevision:
         """Wait for the base plan; ConfigError (naming the base) when the base stack does not plan."""
         if self.proc is None:

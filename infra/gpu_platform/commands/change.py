@@ -24,6 +24,7 @@ from gpu_platform.commands import check
 from gpu_platform.engine import run_program
 from gpu_platform.errors import ConfigError
 from gpu_platform.spec.loader import load_stack
+from gpu_platform.spec.models import PlatformSpec
 from gpu_platform_policies import CHANGE_RULES, Resource, Violation, evaluate
 from gpu_platform_policies.changeview import ChangeView, evaluate_change, tier_rows
 from gpu_platform_policies.model import PlanView
@@ -36,6 +37,7 @@ class Outcome:
     report: ChangeReport
     state: list[Violation]
     change: list[Violation]
+    spec: PlatformSpec
 
 
 def _resources(items: list[dict[str, Any]]) -> list[Resource]:
@@ -57,8 +59,7 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         demand = demand_p95(args.demand, spec, catalog, str(path)) if getattr(args, "demand", None) else None
         plan = run_program(config, stack)
     except BaseException:
-        if job.proc is not None:
-            job.proc.kill()
+        job.cancel()
         raise
     base = job.result()
     after = [r.to_json() for r in plan.resources]
@@ -88,7 +89,7 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
     report = ChangeReport(
         stack, str(path), args.base, base.commit, changes, list(tier_rows(view)), findings, view.maintenance, len(CHANGE_RULES) if rules else 0
     )
-    return Outcome(report, state, change)
+    return Outcome(report, state, change, spec)
 
 
 def _placed(v: Violation, stack_file: Path, root: Path) -> Violation:
@@ -119,8 +120,7 @@ def run_diff(args: argparse.Namespace, path: Path, stack: str) -> int:
 def run_check(args: argparse.Namespace, path: Path, stack: str) -> int:
     """`check --base REF`: every state rule as `check` runs them, plus the change rules; exit 1 on a mandatory one."""
     out = compare(args, path, stack, rules=True)
-    _, spec = load_stack(path, stack)
-    gate = check.GateSettings.of(spec, check.gate_context(spec))
+    gate = check.GateSettings.of(out.spec, check.gate_context(out.spec))
     if args.format == "json":
         doc = json.loads(check.render_json(stack, str(path), out.state + out.change, gate))
         doc["summary"]["changeRules"] = len(CHANGE_RULES)
