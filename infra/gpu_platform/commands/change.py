@@ -56,7 +56,10 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
                 raise ConfigError(problems)
         catalog = load_catalog()
         usage = usage_snapshot(args.usage, spec, catalog) if getattr(args, "usage", None) else None
+        # A demand file wins; else the stack's own `demand` (what `capacity plan --write-stack` recorded).
         demand = demand_p95(args.demand, spec, catalog, str(path)) if getattr(args, "demand", None) else None
+        if demand is None and spec.demand:
+            demand = {d.workload_class: float(d.p95) for d in spec.demand}
         plan = run_program(config, stack)
     except BaseException:
         job.cancel()
