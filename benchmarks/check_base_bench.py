@@ -38,7 +38,7 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int]:
 
 def bench(label: str, argv: list[str], cwd: Path, env: dict[str, str]) -> float:
     times, codes = zip(*(timed(argv, cwd, env) for _ in range(RUNS)), strict=True)
-    print(f"{label:<52} best {min(times):6.2f} s   median {statistics.median(times):6.2f} s   exit {set(codes)}")
+    print(f"{label:<60} best {min(times):6.2f} s   median {statistics.median(times):6.2f} s   exit {set(codes)}")
     return min(times)
 
 
