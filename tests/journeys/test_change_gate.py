@@ -17,6 +17,7 @@ import pytest
 
 from gpu_platform import cli
 from gpu_platform.k8s.alerts import TENANT_ALLOCATED
+from gpu_platform_policies import CHANGE_RULES
 from tests.change.gitrepo import git, make_repo
 
 PROD = "stacks/Pulumi.prod.yaml"
@@ -195,7 +196,8 @@ def test_adding_a_tenant_produces_no_change_finding(repo: Path, capsys: pytest.C
     with stage("run check --base"):
         code, doc = gate(repo, capsys)
     with stage("read the finding"):
-        assert code == 0 and doc["violations"] == [], doc["violations"]
+        # prod's one advisory (its documentation-range placeholder CIDR) is a state finding, not the change's.
+        assert code == 0 and [v for v in doc["violations"] if v["policy"] in CHANGE_RULES or v["level"] == "mandatory"] == [], doc["violations"]
         created = {c["name"] for c in doc["change"]["changes"] if c["action"] == "create"}
         assert "tenant-recsys" in created or any("recsys" in n for n in created), created
         assert not [c for c in doc["change"]["changes"] if c["action"] in ("replace", "delete")]

@@ -1,6 +1,6 @@
 """What the providers do with a changed input: update in place, roll the nodes, or replace the resource.
 
-Pulumi's bridged AWS provider (pulumi-aws 7.51.1, the pinned SDK) takes ForceNew from the upstream
+Pulumi's bridged AWS provider (pulumi-aws, pinned in uv.lock) takes ForceNew from the upstream
 terraform-provider-aws schema: a change to a ForceNew attribute is a replacement, any other change an
 update. The node group and launch template behaviour below is read from that upstream source; the
 Kubernetes provider replaces an object when its identity (kind, name, namespace) or one of a few
