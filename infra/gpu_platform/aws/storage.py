@@ -49,7 +49,7 @@ class EbsCsiDriver(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-role", assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", session_tags=True), tags=args.tags, opts=child
         )
-        attachment = aws.iam.RolePolicyAttachment(f"{name}-policy", role=role.name, policy_arn=POLICY_ARN, opts=child)
+        attachment = aws.iam.RolePolicyAttachment(f"{name}-policy-ebs", role=role.name, policy_arn=POLICY_ARN, opts=child)
         self.addon = aws.eks.Addon(
             f"{name}-addon",
             cluster_name=args.cluster_name,

@@ -122,10 +122,14 @@ def priority_policy_binding() -> Manifest:
     return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(PRIORITY_POLICY), "spec": spec}
 
 
-def _owned(var: str) -> str:
-    """CEL: `var` (object or oldObject; null on CREATE/DELETE respectively) carries the platform's owner label."""
+def _owned(var: str, absent_on: str) -> str:
+    """CEL: `var` carries the platform's owner label.
+
+    `var` is null on `absent_on` (object on DELETE, oldObject on CREATE), which the operation test skips
+    (`&&` short-circuits; a field of null would be an evaluation error).
+    """
     labels = f"{var}.metadata.labels"
-    return f"{var} != null && has({labels}) && '{LABEL_OWNER}' in {labels} && {labels}['{LABEL_OWNER}'] == '{PLATFORM_OWNER}'"
+    return f"request.operation != '{absent_on}' && has({labels}) && '{LABEL_OWNER}' in {labels} && {labels}['{LABEL_OWNER}'] == '{PLATFORM_OWNER}'"
 
 
 def owned_policy(spec: PlatformSpec) -> Manifest:
@@ -156,7 +160,7 @@ def owned_policy(spec: PlatformSpec) -> Manifest:
         },
         "variables": [
             {"name": "tenant", "expression": tenant},
-            {"name": "owned", "expression": f"({_owned('object')}) || ({_owned('oldObject')})"},
+            {"name": "owned", "expression": f"({_owned('object', 'DELETE')}) || ({_owned('oldObject', 'CREATE')})"},
         ],
         "validations": [
             {
