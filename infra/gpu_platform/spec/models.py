@@ -202,11 +202,11 @@ class TenantResources(Model):
 class EgressRule(Model):
     """Egress a tenant's pods may open beyond the platform's always-on paths."""
 
-    cidrs: tuple[AnyCidr, ...] = Field(min_length=1)
+    cidrs: tuple[AnyCidr, ...] = ()
     """Destination networks, e.g. `[0.0.0.0/0]` or a partner's range."""
     except_: tuple[AnyCidr, ...] = Field(default=(), alias="except")
     """Networks carved out of `cidrs` (NetworkPolicy ipBlock `except`), e.g. the private ranges so `0.0.0.0/0` does not open other tenants' pods."""
-    ports: tuple[Port, ...] = Field(min_length=1)
+    ports: tuple[Port, ...] = ()
     """Destination ports (1..65535)."""
     protocol: Literal["TCP", "UDP"] = "TCP"
     """`TCP` or `UDP`."""
