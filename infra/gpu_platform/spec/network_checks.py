@@ -30,9 +30,7 @@ def check_network_and_storage(spec: PlatformSpec, file: str) -> list[Problem]:
             if not e.cidrs:
                 out.append(Problem(file, f"{at}.egress[{j}].cidrs", "no destination", "allowed: one or more CIDRs, e.g. [0.0.0.0/0]"))
             if not e.ports:
-                out.append(
-                    Problem(file, f"{at}.egress[{j}].ports", "no ports", "allowed: one or more of 1..65535")
-                )
+                out.append(Problem(file, f"{at}.egress[{j}].ports", "no ports", "allowed: one or more of 1..65535"))
         if not spec.is_eks and t.network.ingress.vpc:
             out.append(Problem(file, f"{at}.ingress.vpc", "a VPC CIDR exists only on EKS stacks", "allowed: false; use namespaces"))
         if t.network.ingress.ports and not (t.network.ingress.namespaces or t.network.ingress.vpc):
