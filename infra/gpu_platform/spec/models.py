@@ -227,7 +227,7 @@ class TenantNetwork(Model):
     """A tenant's NetworkPolicies beyond the platform's defaults (DNS, API server, Pod Identity agent, AWS endpoints)."""
 
     egress: tuple[EgressRule, ...] = ()
-    """Further egress: `[{cidrs, ports, protocol}]`."""
+    """Further egress: `[{cidrs, except, ports, protocol}]`."""
     ingress: TenantIngress = TenantIngress()
     """Further ingress: `{namespaces, vpc, ports}`."""
     s3: StrictBool = True
