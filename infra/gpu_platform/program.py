@@ -14,6 +14,7 @@ from gpu_platform.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from gpu_platform.aws.cluster import EksCluster, EksClusterArgs
 from gpu_platform.aws.network import Network, NetworkArgs
 from gpu_platform.aws.nodepools import GpuNodePool, GpuNodePoolArgs, node_group_plan
+from gpu_platform.aws.storage import POD_IDENTITY_AGENT_ADDON, EbsCsiDriver, EbsCsiDriverArgs
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError
 from gpu_platform.k8s.nodes import BareMetalPool, BareMetalPoolArgs
@@ -38,7 +39,7 @@ def stack_tags(spec: PlatformSpec) -> dict[str, str]:
 
 
 def build_aws(spec: PlatformSpec) -> Built:
-    """Network, EKS cluster, GPU node pools and the autoscaler of an EKS stack."""
+    """Network, EKS cluster, GPU node pools, the EBS CSI driver and the autoscaler of an EKS stack."""
     catalog = load_catalog()
     tags = stack_tags(spec)
     assert spec.region is not None
@@ -62,6 +63,11 @@ def build_aws(spec: PlatformSpec) -> Built:
                 plan=plan,
             ),
         )
+    agent = cluster.addons.get(POD_IDENTITY_AGENT_ADDON)
+    EbsCsiDriver(
+        "ebs-csi",
+        EbsCsiDriverArgs(lock=spec.lock, cluster_name=cluster.cluster.name, tags=tags, after=(agent,) if agent is not None else ()),
+    )
     provider = eks_provider("k8s", cluster.kubeconfig, pulumi.ResourceOptions(depends_on=[cluster]))
     if spec.cluster.autoscaler:
         ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs(spec=spec, cluster_name=cluster.cluster.name, provider=provider, tags=tags))

@@ -92,19 +92,30 @@ def _cel(expr: str, activation: dict[str, Any]) -> Any:
 
 
 def vap_validation_denial(
-    policy: dict[str, Any], request_kind: dict[str, str], obj: dict[str, Any], ns: dict[str, Any], operation: str = "CREATE"
+    policy: dict[str, Any],
+    request_kind: dict[str, str],
+    obj: dict[str, Any] | None,
+    ns: dict[str, Any],
+    operation: str = "CREATE",
+    old: dict[str, Any] | None = None,
+    user: dict[str, Any] | None = None,
 ) -> str | None:
     """The message of the first failing validation of a matched ValidatingAdmissionPolicy, or None.
 
     kubernetes v1.33 staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/validator.go
     `Validate`: variables evaluated in order, every validation must be true, an evaluation error under
     failurePolicy Fail denies (Ignore admits). Matching (rules, selectors) is the caller's.
+    `object` is null on DELETE and `oldObject` null on CREATE (admission/plugin/policy/validating
+    CEL activation); `request.userInfo` is the requester (username, groups), `request.namespace` the namespace's name.
     """
     spec = policy["spec"]
     activation: dict[str, Any] = {
         "object": celpy.json_to_cel(obj),
         "namespaceObject": celpy.json_to_cel(ns),
-        "request": celpy.json_to_cel({"kind": request_kind, "operation": operation}),
+        "oldObject": celpy.json_to_cel(old),
+        "request": celpy.json_to_cel(
+            {"kind": request_kind, "operation": operation, "namespace": ns["metadata"]["name"], "userInfo": user or {"username": "", "groups": []}}
+        ),
     }
     variables: dict[Any, Any] = {}
     try:

@@ -91,7 +91,11 @@ def test_every_tenant_has_namespace_quota_and_local_queue(stack: str) -> None:
         assert cq["cohortName"] == tenant.cohort
         assert cq["fairSharing"]["weight"] == tenant.fair_share_weight
         names = {n["metadata"]["name"] for n in objects(stack, "NetworkPolicy") if n["metadata"]["namespace"] == tenant.ns}
-        assert names == {"default-deny", "allow-same-namespace", "allow-dns", "allow-monitoring-scrape"}
+        want = {"default-deny", "allow-same-namespace", "allow-dns", "allow-monitoring-scrape", "allow-kubernetes-api"}
+        want |= {"allow-aws-services"} if spec.is_eks else set()
+        want |= {"allow-egress"} if tenant.network.egress else set()
+        want |= {"allow-ingress"} if tenant.network.ingress.namespaces or tenant.network.ingress.vpc else set()
+        assert names == want
         deny = one(stack, "NetworkPolicy", "default-deny", tenant.ns)["spec"]
         assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
         bindings = {b["subjects"][0]["name"] for b in objects(stack, "RoleBinding") if b["metadata"]["namespace"] == tenant.ns}

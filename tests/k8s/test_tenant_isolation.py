@@ -144,23 +144,75 @@ def rbac_allows(rules: list[dict[str, Any]], verb: str, group: str, resource: st
     )
 
 
-def test_tenants_are_bound_to_a_role_without_network_policy_write(stack: str) -> None:
+def test_tenants_are_bound_to_a_role_that_writes_their_own_network_policies(stack: str) -> None:
+    """Issue 16: tenants add their own NetworkPolicies (policies are additive); the platform's stay guarded by admission."""
     role = one(stack, "ClusterRole", "gpu-platform-tenant")
     for tenant in spec_for(stack).tenants:
         for group in tenant.groups:
             rb = one(stack, "RoleBinding", f"{group}-tenant", tenant.ns)
             assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpu-platform-tenant"}
     rules = role["rules"]
-    for verb in ("create", "delete", "deletecollection", "patch", "update"):
-        assert not rbac_allows(rules, verb, "networking.k8s.io", "networkpolicies"), verb
-    assert rbac_allows(rules, "list", "networking.k8s.io", "networkpolicies")
+    for verb in ("create", "delete", "patch", "update", "list"):
+        assert rbac_allows(rules, verb, "networking.k8s.io", "networkpolicies"), verb
     # What a tenant needs still works; the platform's quota, queue and namespace objects stay read-only.
     assert rbac_allows(rules, "create", "batch", "jobs") and rbac_allows(rules, "create", "", "pods")
     for group, resource in (("", "resourcequotas"), ("", "limitranges"), ("kueue.x-k8s.io", "localqueues"), ("", "namespaces")):
         assert not rbac_allows(rules, "update", group, resource), resource
     assert not rbac_allows(rules, "impersonate", "", "serviceaccounts")
-    # The built-in `edit` the tenants had before lets them delete their own default deny.
-    assert rbac_allows(BUILTIN_EDIT_NETWORKING, "delete", "networking.k8s.io", "networkpolicies")
+    assert not rbac_allows(rules, "create", "admissionregistration.k8s.io", "validatingadmissionpolicies")
+    assert not rbac_allows(rules, "delete", "admissionregistration.k8s.io", "validatingadmissionpolicybindings")
+
+
+NETPOL_KIND = {"group": "networking.k8s.io", "version": "v1", "kind": "NetworkPolicy"}
+DEPLOYER = {"username": "arn:aws:sts::123456789012:assumed-role/gpu-platform-deployer/ci", "groups": ["system:authenticated"]}
+
+
+def _tenant_user(group: str) -> dict[str, Any]:
+    return {"username": "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_ml/alice", "groups": [group, "system:authenticated"]}
+
+
+@pytest.mark.parametrize("stack", ["prod", "onprem"])
+def test_tenants_cannot_touch_the_platforms_network_policies_but_may_add_their_own(stack: str) -> None:
+    """The ValidatingAdmissionPolicy `gpu-platform-owned-objects` evaluated as kube-apiserver does (validator.go `Validate`,
+    CEL via cel-python): it matches NetworkPolicy CREATE/UPDATE/DELETE in tenant namespaces, binding Deny. A tenant user
+    (its group) or a tenant service account may not create, change (including dropping the label) or delete a policy
+    labelled gpu-platform.io/owner=platform; it may create, change and delete its own. The deployer may do everything."""
+    policy = one(stack, "ValidatingAdmissionPolicy", "gpu-platform-owned-objects")
+    binding = one(stack, "ValidatingAdmissionPolicyBinding", "gpu-platform-owned-objects")
+    assert binding["spec"] == {"policyName": "gpu-platform-owned-objects", "validationActions": ["Deny"]}
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    assert rules == [
+        {"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["networkpolicies"]}
+    ]
+    tenant = spec_for(stack).tenants[0]
+    ns = one(stack, "Namespace", tenant.ns)
+    assert selector_matches(policy["spec"]["matchConstraints"]["namespaceSelector"], ns["metadata"]["labels"])
+    platform = one(stack, "NetworkPolicy", "default-deny", tenant.ns)
+    assert platform["metadata"]["labels"]["gpu-platform.io/owner"] == "platform"
+    unlabelled = {**platform, "metadata": {**platform["metadata"], "labels": {"gpu-platform.io/tenant": tenant.name}}}
+    widened = {**platform, "spec": {"podSelector": {"matchLabels": {"never": "matches"}}, "policyTypes": ["Ingress"]}}
+    own = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-my-db", "namespace": tenant.ns},
+        "spec": {"podSelector": {}},
+    }
+    spoofed = {**own, "metadata": {**own["metadata"], "labels": {"gpu-platform.io/owner": "platform"}}}
+    sa = {"username": f"system:serviceaccount:{tenant.ns}:default", "groups": ["system:serviceaccounts", f"system:serviceaccounts:{tenant.ns}"]}
+
+    def verdict(op: str, new: Any, old: Any, user: dict[str, Any]) -> str | None:
+        return vap_validation_denial(policy, NETPOL_KIND, new, ns, op, old=old, user=user)
+
+    for who in (_tenant_user(tenant.groups[0]), sa):
+        assert "belong to the platform" in str(verdict("DELETE", None, platform, who)), who
+        assert "belong to the platform" in str(verdict("UPDATE", widened, platform, who)), who
+        assert "belong to the platform" in str(verdict("UPDATE", unlabelled, platform, who)), "dropping the label is a change too"
+        assert "belong to the platform" in str(verdict("CREATE", spoofed, None, who)), "a tenant cannot mint platform policies"
+        assert verdict("CREATE", own, None, who) is None
+        assert verdict("UPDATE", {**own, "spec": {"podSelector": {"matchLabels": {"app": "db"}}}}, own, who) is None
+        assert verdict("DELETE", None, own, who) is None
+    for op, new, old in (("CREATE", platform, None), ("UPDATE", widened, platform), ("DELETE", None, platform)):
+        assert verdict(op, new, old, DEPLOYER) is None, op
 
 
 # --- Per-pool GPUs: ResourceQuota cannot tell pools apart; Kueue flavors can ------------------------

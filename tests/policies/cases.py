@@ -895,3 +895,7 @@ CASES: list[Case] = [
 from tests.policies.cases_controllers import CONTROLLER_CASES  # noqa: E402
 
 CASES += CONTROLLER_CASES
+
+from tests.policies.cases_paths import PATH_CASES  # noqa: E402
+
+CASES += PATH_CASES

@@ -9,6 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from gpu_platform.aws.iam import CLUSTER_MANAGED_POLICIES, NODE_MANAGED_POLICIES, assume_role_policy
+from gpu_platform.aws.storage import COMPONENT_ADDONS
 from gpu_platform.spec.models import ClusterSpec
 from gpu_platform.versions import Lockfile
 
@@ -120,9 +121,12 @@ class EksCluster(pulumi.ComponentResource):
             aws.iam.RolePolicyAttachment(f"{name}-node-policy-{i}", role=self.node_role.name, policy_arn=arn, opts=child)
             for i, arn in enumerate(NODE_MANAGED_POLICIES)
         ]
+        self.addons: dict[str, aws.eks.Addon] = {}
         for addon, version in lock.eks.addons.items():
+            if addon in COMPONENT_ADDONS:
+                continue  # created with its IAM role by its own component (gpu_platform.aws.storage)
             values = addon_configuration(addon)
-            aws.eks.Addon(
+            self.addons[addon] = aws.eks.Addon(
                 f"{name}-addon-{addon}",
                 cluster_name=self.cluster.name,
                 addon_name=addon,

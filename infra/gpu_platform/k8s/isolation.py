@@ -3,6 +3,10 @@
 - `tenant_cluster_role`: what a tenant group may do in its namespace. The built-in `edit` role also
   writes NetworkPolicies (so a tenant could delete its own default deny) and impersonates service
   accounts; this role runs workloads and reads policies, nothing more.
+- `owned_policy` / `owned_policy_binding`: a ValidatingAdmissionPolicy that stops tenants (their groups and
+  their namespaces' service accounts) from creating, changing or deleting objects labelled
+  `gpu-platform.io/owner: platform` (the platform's NetworkPolicies), so they may write their own policies
+  but cannot delete the default deny or widen the platform's rules.
 - `priority_policy` / `priority_policy_binding`: a ValidatingAdmissionPolicy that lets a tenant's pods
   use only the PriorityClasses (and Kueue WorkloadPriorityClasses) at or below the tenant's tier,
   read from its namespace's `gpu-platform.io/priority` label, which a tenant cannot change.
@@ -13,10 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
+from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
 from gpu_platform.k8s.tenants import PRIORITY_VALUES, TENANT_ROLE
 from gpu_platform.pools import DOMAIN
+from gpu_platform.spec.models import PlatformSpec
 
 PRIORITY_POLICY = "gpu-platform-tenant-priority"
+OWNED_POLICY = "gpu-platform-owned-objects"
 LABEL_PRIORITY = f"{DOMAIN}/priority"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -37,7 +44,8 @@ TENANT_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
     (("ray.io",), ("rayjobs", "rayclusters"), (*READ, *WRITE)),
     (("batch.volcano.sh",), ("jobs",), (*READ, *WRITE)),
     (("kueue.x-k8s.io",), ("localqueues", "workloads"), tuple(READ)),
-    (("networking.k8s.io",), ("networkpolicies",), tuple(READ)),
+    # Tenants add their own policies (additive); the platform's, labelled, are guarded by OWNED_POLICY.
+    (("networking.k8s.io",), ("networkpolicies",), (*READ, *WRITE)),
     (("policy",), ("poddisruptionbudgets",), (*READ, *WRITE)),
 )
 
@@ -112,3 +120,63 @@ def priority_policy_binding() -> Manifest:
     """Binds the priority policy cluster-wide with Deny (its own namespaceSelector limits it to tenants)."""
     spec = {"policyName": PRIORITY_POLICY, "validationActions": ["Deny"]}
     return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(PRIORITY_POLICY), "spec": spec}
+
+
+def _owned(var: str, absent_on: str) -> str:
+    """CEL: `var` carries the platform's owner label.
+
+    `var` is null on `absent_on` (object on DELETE, oldObject on CREATE), which the operation test skips
+    (`&&` short-circuits; a field of null would be an evaluation error).
+    """
+    labels = f"{var}.metadata.labels"
+    return f"request.operation != '{absent_on}' && has({labels}) && '{LABEL_OWNER}' in {labels} && {labels}['{LABEL_OWNER}'] == '{PLATFORM_OWNER}'"
+
+
+def owned_policy(spec: PlatformSpec) -> Manifest:
+    """ValidatingAdmissionPolicy: tenants may not create, change or delete NetworkPolicies labelled as the platform's.
+
+    A tenant is a member of any tenant group of the stack, or a service account of the namespace the
+    request is in; the platform's deployer (and cluster admins) are neither. On DELETE `object` is null
+    and `oldObject` is the stored policy; on UPDATE both are set, so removing the label is caught too
+    (Kubernetes API reference, ValidatingAdmissionPolicy CEL variables `object`, `oldObject`, `request`).
+    """
+    groups = sorted({g for t in spec.tenants for g in t.groups})
+    tenant = (
+        f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {_cel_list(groups)})) || "
+        "(has(request.userInfo.username) && request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':'))"
+    )
+    body: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]},
+            "resourceRules": [
+                {
+                    "apiGroups": ["networking.k8s.io"],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE", "DELETE"],
+                    "resources": ["networkpolicies"],
+                }
+            ],
+        },
+        "variables": [
+            {"name": "tenant", "expression": tenant},
+            {"name": "owned", "expression": f"({_owned('object', 'DELETE')}) || ({_owned('oldObject', 'CREATE')})"},
+        ],
+        "validations": [
+            {
+                "expression": "!variables.tenant || !variables.owned",
+                "message": (
+                    f"NetworkPolicies labelled {LABEL_OWNER}={PLATFORM_OWNER} belong to the platform; "
+                    "tenants may add their own policies but not create, change or delete these"
+                ),
+                "reason": "Forbidden",
+            }
+        ],
+    }
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(OWNED_POLICY), "spec": body}
+
+
+def owned_policy_binding() -> Manifest:
+    """Binds the owned-objects policy cluster-wide with Deny (its namespaceSelector limits it to tenant namespaces)."""
+    spec = {"policyName": OWNED_POLICY, "validationActions": ["Deny"]}
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(OWNED_POLICY), "spec": spec}

@@ -180,6 +180,17 @@ def alertmanager_values(spec: PlatformSpec) -> dict[str, Any]:
     }
 
 
+def prometheus_claim(spec: PlatformSpec) -> dict[str, Any]:
+    """Prometheus's volume claim: named class (EKS: the stack's gp3; existing: `storage.className`), 200Gi, RWO.
+
+    EKS from 1.30 has no default StorageClass: a claim naming none would stay Pending for ever.
+    """
+    claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": PROMETHEUS_STORAGE}}}
+    if spec.storage_class is not None:
+        claim["storageClassName"] = spec.storage_class
+    return claim
+
+
 def prometheus_stack_values(spec: PlatformSpec) -> dict[str, Any]:
     """Helm values of kube-prometheus-stack: select every ServiceMonitor/rule, expose the platform's labels."""
     selector = controller_node_selector(spec)
@@ -195,9 +206,7 @@ def prometheus_stack_values(spec: PlatformSpec) -> dict[str, Any]:
                 "retention": "30d",
                 # Chargeback reads 30 days of per-tenant allocation: on an emptyDir (the chart's
                 # default, storageSpec {}) a restarted Prometheus pod would lose that history.
-                "storageSpec": {
-                    "volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": PROMETHEUS_STORAGE}}}}
-                },
+                "storageSpec": {"volumeClaimTemplate": {"spec": prometheus_claim(spec)}},
                 "nodeSelector": selector,
             }
         },
@@ -214,6 +223,8 @@ class MonitoringArgs:
 
     spec: PlatformSpec
     provider: k8s.Provider
+    after: tuple[pulumi.Resource, ...] = ()
+    """Resources the release waits for (the StorageClass its Prometheus claim names)."""
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -238,7 +249,9 @@ class Monitoring(pulumi.ComponentResource):
                 system_namespace(NODE_EXPORTER_NAMESPACE, privileged=True),
                 pulumi.ResourceOptions(parent=self, provider=args.provider),
             )
-            self.release = release_in_namespace(self, name, RELEASE, chart, spec.monitoring.namespace, values, args.provider, [exporter_ns])
+            self.release = release_in_namespace(
+                self, name, RELEASE, chart, spec.monitoring.namespace, values, args.provider, [exporter_ns, *args.after]
+            )
         self._deps: list[pulumi.Resource] = [self.release] if self.release is not None else []
         crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=self._deps)
         self._spec = spec

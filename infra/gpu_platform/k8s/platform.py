@@ -13,6 +13,9 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
 - `efa-device-plugin` gpu-platform:k8s:EfaDevicePlugin (only with EFA pools), child `efa-device-plugin-release`
   kubernetes:helm.sh/v3:Release (chart aws-efa-k8s-device-plugin in kube-system; nodeSelector
   `gpu-platform.io/efa: "true"`)
+- `platform-storageclass-<class>` kubernetes:storage.k8s.io/v1:StorageClass (EKS: `gp3`, default, encrypted,
+  provisioner `ebs.csi.aws.com` of the `ebs-csi-addon` add-on); `platform-owned-policy` /
+  `platform-owned-policy-binding` ValidatingAdmissionPolicy(Binding) `gpu-platform-owned-objects`
 - `platform-tenant-role` kubernetes:rbac.authorization.k8s.io/v1:ClusterRole `gpu-platform-tenant`;
   `platform-priority-policy` ...admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy and
   `platform-priority-policy-binding` ...:ValidatingAdmissionPolicyBinding, both `gpu-platform-tenant-priority`
@@ -20,7 +23,9 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
   `gpu-platform.io/tenant`), `-quota` (ResourceQuota `gpu-quota`), `-limits` (LimitRange `defaults`),
   `-rolebinding-<group>` (RoleBinding `<group>-tenant` to ClusterRole `gpu-platform-tenant`),
   `-netpol-<name>` kubernetes:networking.k8s.io/v1:NetworkPolicy
-  with names `default-deny`, `allow-same-namespace`, `allow-dns`, `allow-monitoring-scrape`
+  with names `default-deny`, `allow-same-namespace`, `allow-dns`, `allow-monitoring-scrape`, `allow-kubernetes-api`,
+  `allow-aws-services` (EKS), `allow-egress` and `allow-ingress` (where the tenant's `network` asks),
+  all labelled `gpu-platform.io/owner: platform`
 - `kueue` gpu-platform:k8s:Kueue (when enabled): `kueue-namespace`, `kueue-release`,
   `kueue-flavor-<pool>` kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor (object name = pool name; plus
   `kueue-flavor-default-cpu`), `kueue-clusterqueue-<tenant>` ...:ClusterQueue (object name = tenant),
@@ -58,12 +63,13 @@ from gpu_platform.efa import efa_pools
 from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs, gpu_operator_values
-from gpu_platform.k8s.isolation import priority_policy, priority_policy_binding, tenant_cluster_role
+from gpu_platform.k8s.isolation import owned_policy, owned_policy_binding, priority_policy, priority_policy_binding, tenant_cluster_role
 from gpu_platform.k8s.kueue import Kueue, KueueArgs, kueue_values
 from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs, prometheus_stack_values
 from gpu_platform.k8s.objects import create
 from gpu_platform.k8s.releases import MONITORING_GROUP, release_dependencies
 from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_jobs_policy
+from gpu_platform.k8s.storage import storage_classes
 from gpu_platform.k8s.tenants import TenantArgs, TenantSpace, priority_classes
 from gpu_platform.k8s.volcano import Volcano, VolcanoArgs, volcano_values
 from gpu_platform.spec.models import PlatformSpec
@@ -119,7 +125,10 @@ class GpuPlatform(pulumi.ComponentResource):
         create(
             f"{name}-priority-policy-binding", priority_policy_binding(), pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy])
         )
-        monitoring = Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider), child)
+        owned = create(f"{name}-owned-policy", owned_policy(spec), cluster_scoped)
+        create(f"{name}-owned-policy-binding", owned_policy_binding(), pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[owned]))
+        classes = tuple(create(f"{name}-storageclass-{sc['metadata']['name']}", sc, cluster_scoped) for sc in storage_classes(spec))
+        monitoring = Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider, after=classes), child)
         if monitoring.release is not None:
             built["kube-prometheus-stack"] = monitoring.release
         operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider, after=after("gpu-operator")), child)

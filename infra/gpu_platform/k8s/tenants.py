@@ -8,13 +8,13 @@ Queues, ResourceQuotas and tests all read these functions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.k8s.objects import LABEL_COHORT, LABEL_TENANT, Manifest, create, metadata
+from gpu_platform.k8s.tenant_network import network_policies
 from gpu_platform.pools import DOMAIN, max_gpus, pool_capacity, resources_for_gpus
 from gpu_platform.spec.models import PlatformSpec, Tenant, TenantQuota
 
@@ -121,36 +121,6 @@ def role_bindings(tenant: Tenant) -> list[Manifest]:
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
         }
         for group in tenant.groups
-    ]
-
-
-def network_policies(spec: PlatformSpec, tenant: Tenant) -> list[Manifest]:
-    """Default deny, then allow: traffic within the namespace, DNS, and the monitoring scrape."""
-    labels = {LABEL_TENANT: tenant.name}
-    same_ns: list[dict[str, Any]] = [{"podSelector": {}}]
-    dns_pods = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-    }
-    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": spec.monitoring.namespace}}}
-    specs = {
-        "default-deny": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
-        "allow-same-namespace": {
-            "podSelector": {},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": same_ns}],
-            "egress": [{"to": same_ns}],
-        },
-        "allow-dns": {
-            "podSelector": {},
-            "policyTypes": ["Egress"],
-            "egress": [{"to": [dns_pods], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
-        },
-        "allow-monitoring-scrape": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [monitoring]}]},
-    }
-    return [
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata(name, tenant.ns, labels), "spec": body}
-        for name, body in specs.items()
     ]
 
 

@@ -11,6 +11,7 @@ from gpu_platform.pools import RESERVED_LABEL_PREFIXES as RESERVED_PREFIXES
 from gpu_platform.spec import aws_values
 from gpu_platform.spec.labels import KEY_ALLOWED, VALUE_ALLOWED, kubelet_refuses, label_key_problem, label_value_problem
 from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
+from gpu_platform.spec.network_checks import check_network_and_storage
 
 P = "gpu-platform:"
 REPLICAS_MIN, REPLICAS_MAX = 2, 48
@@ -55,6 +56,7 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
     problems += _check_demand(spec, file)
     problems += _check_kueue_preemption(spec, file)
     problems += _check_alertmanager(spec, file)
+    problems += check_network_and_storage(spec, file)
     return problems
 
 

@@ -29,6 +29,7 @@ PROJECT_KEYS = (
     "tenants",
     "queueing",
     "monitoring",
+    "storage",
     "gpuOperator",
     "versions",
     "policy",

@@ -33,6 +33,7 @@ ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]
 WithinQueuePolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 Priority = Literal["production-training", "inference", "batch", "experiments"]
+Port = Annotated[StrictInt, Field(ge=1, le=65535)]
 
 
 class Model(BaseModel):
@@ -92,6 +93,10 @@ class ClusterSpec(Model):
     """Size of the system node group (EKS): `{instanceType, min, desired, max}`."""
     autoscaler: StrictBool = True
     """Install cluster-autoscaler with the priority expander (EKS)."""
+    api_server_cidrs: tuple[AnyCidr, ...] = ()
+    """Existing clusters: addresses of the API servers (the `kubernetes` Service's endpoints), which tenant pods may reach; EKS: the VPC CIDR."""
+    api_server_port: Port = 6443
+    """Existing clusters: the API servers' port behind the `kubernetes` Service (kubeadm: 6443); EKS: 443."""
 
 
 class NetworkSpec(Model):
@@ -194,6 +199,41 @@ class TenantResources(Model):
     """Pods the namespace may run."""
 
 
+class EgressRule(Model):
+    """Egress a tenant's pods may open beyond the platform's always-on paths."""
+
+    cidrs: tuple[AnyCidr, ...] = ()
+    """Destination networks, e.g. `[0.0.0.0/0]` or a partner's range."""
+    except_: tuple[AnyCidr, ...] = Field(default=(), alias="except")
+    """Networks carved out of `cidrs` (NetworkPolicy ipBlock `except`), e.g. the private ranges so `0.0.0.0/0` does not open other tenants' pods."""
+    ports: tuple[Port, ...] = ()
+    """Destination ports (1..65535)."""
+    protocol: Literal["TCP", "UDP"] = "TCP"
+    """`TCP` or `UDP`."""
+
+
+class TenantIngress(Model):
+    """Who may open connections to a tenant's pods besides its own namespace and the monitoring scrape."""
+
+    namespaces: tuple[DnsLabel, ...] = ()
+    """Namespaces (an ingress controller's) whose pods may connect, e.g. `[ingress-nginx]`."""
+    vpc: StrictBool = False
+    """EKS: admit the VPC CIDR (load balancers with IP targets; also admits anything else in the VPC on `ports`)."""
+    ports: tuple[Port, ...] = ()
+    """TCP ports admitted from those sources (empty: every port)."""
+
+
+class TenantNetwork(Model):
+    """A tenant's NetworkPolicies beyond the platform's defaults (DNS, API server, Pod Identity agent, AWS endpoints)."""
+
+    egress: tuple[EgressRule, ...] = ()
+    """Further egress: `[{cidrs, except, ports, protocol}]`."""
+    ingress: TenantIngress = TenantIngress()
+    """Further ingress: `{namespaces, vpc, ports}`."""
+    s3: StrictBool = True
+    """EKS: egress to S3 (TCP 443 to addresses outside the private ranges, where the S3 gateway endpoint routes)."""
+
+
 class Tenant(Model):
     """A team that shares the platform: namespace, groups, quotas and queue placement."""
 
@@ -213,6 +253,8 @@ class Tenant(Model):
     """GPU quotas per pool: `[{pool, gpus, borrowingLimit, lendingLimit}]`."""
     resources: TenantResources = TenantResources()
     """Non-GPU ceilings: `{cpu, memoryGiB, pods}`."""
+    network: TenantNetwork = TenantNetwork()
+    """Network paths beyond the defaults: `{egress, ingress, s3}`."""
 
     @property
     def ns(self) -> str:
@@ -369,6 +411,13 @@ class ClassDemand(Model):
     """The class's work survives losing a node, so it may run on Spot."""
 
 
+class Storage(Model):
+    """The StorageClass every volume claim of the stack names."""
+
+    class_name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)] | None = None
+    """EKS: the encrypted gp3 class the stack creates, made default (default `gp3`); existing clusters: a class the cluster has."""
+
+
 class PlatformSpec(Model):
     """Everything one stack declares, validated, with the lockfile it runs against."""
 
@@ -388,6 +437,8 @@ class PlatformSpec(Model):
     """Batch schedulers."""
     monitoring: Monitoring = Monitoring()
     """GPU monitoring and alerts."""
+    storage: Storage = Storage()
+    """Persistent volumes: `{className}`."""
     gpu_operator: GpuOperator = GpuOperator()
     """NVIDIA GPU Operator settings."""
     policy: PolicyConfig = PolicyConfig()
@@ -402,6 +453,13 @@ class PlatformSpec(Model):
     def is_eks(self) -> bool:
         """True when this stack creates AWS resources."""
         return self.cluster.provider == "eks"
+
+    @property
+    def storage_class(self) -> str | None:
+        """The StorageClass claims name: the stack's own gp3 class on EKS, the configured class elsewhere."""
+        if self.storage.class_name is not None:
+            return self.storage.class_name
+        return "gp3" if self.is_eks else None
 
     def pool(self, name: str) -> NodePool:
         """A node pool by name."""

@@ -13,6 +13,7 @@ import yaml
 
 from gpu_platform.k8s.admission import KIND_FRAMEWORK, kueue_config_errors, kueue_manages, selector_matches, volcano_queue_errors
 from gpu_platform.k8s.dcgm import CsvError, read_metrics_csv
+from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
 from gpu_platform.versions import OCI
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import HELM_RELEASE, get, helm_releases, namespace_of, object_name, objects, tenant_namespaces
@@ -184,19 +185,50 @@ NETPOL_WRITERS = frozenset({"edit", "admin", "cluster-admin"})
 NETPOL_WRITE_VERBS = ("create", "delete", "deletecollection", "patch", "update")
 
 
+def _netpol_guards(plan: PlanView) -> list[Any]:
+    """The namespace selectors of Deny-bound admission policies that check the owner label on NetworkPolicy writes.
+
+    UPDATE and DELETE must both be covered: an UPDATE could drop the label, a DELETE the default deny.
+    """
+    bound = {
+        str(get(b.inputs, "spec", "policyName"))
+        for b in objects(plan, "ValidatingAdmissionPolicyBinding", "admissionregistration.k8s.io")
+        if "Deny" in (get(b.inputs, "spec", "validationActions", default=[]) or [])
+    }
+    out = []
+    for p in objects(plan, "ValidatingAdmissionPolicy", "admissionregistration.k8s.io"):
+        rules = get(p.inputs, "spec", "matchConstraints", "resourceRules", default=[]) or []
+        ops = {
+            op
+            for r in rules
+            if "networking.k8s.io" in r.get("apiGroups", []) and "networkpolicies" in r.get("resources", [])
+            for op in r.get("operations", [])
+        }
+        checks_label = LABEL_OWNER in str(get(p.inputs, "spec", "variables", default=[])) + str(get(p.inputs, "spec", "validations", default=[]))
+        if ({"UPDATE", "DELETE"} <= ops or "*" in ops) and checks_label and object_name(p) in bound:
+            out.append(get(p.inputs, "spec", "matchConstraints", "namespaceSelector"))
+    return out
+
+
 @rule(
-    "tenant-role-no-netpol-write",
-    "Tenant groups are bound to a role that cannot write NetworkPolicies, so a tenant cannot delete its own default deny.",
+    "platform-netpols-protected",
+    "Where tenants may write NetworkPolicies, the platform's carry the owner label and a Deny-bound admission policy guards them.",
     "mandatory",
     "stack",
     category="controllers",
 )
-def tenant_role_no_netpol_write(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """RBAC RuleAllows (rbac/v1 evaluation_helpers.go) over the bound role's rules, for write verbs on networkpolicies."""
+def platform_netpols_protected(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A tenant who may write NetworkPolicies could delete its own default deny, unless admission refuses it.
+
+    RBAC RuleAllows (rbac/v1 evaluation_helpers.go) over the bound role's rules, for write verbs on networkpolicies.
+    """
     roles = {object_name(r): get(r.inputs, "rules", default=[]) or [] for r in objects(plan, "ClusterRole", "rbac.authorization.k8s.io")}
-    tenants = set(tenant_namespaces(plan))
+    namespaces = _namespace_labels(plan)
+    guards = _netpol_guards(plan)
+    guarded = {ns for ns, (_, labels) in namespaces.items() if any(selector_matches(sel, labels) for sel in guards)}
     for rb in objects(plan, "RoleBinding", "rbac.authorization.k8s.io"):
-        if namespace_of(rb) not in tenants:
+        ns = namespace_of(rb)
+        if ns not in namespaces or ns in guarded:
             continue
         role = str(get(rb.inputs, "roleRef", "name"))
         rules = roles.get(role)
@@ -209,5 +241,10 @@ def tenant_role_no_netpol_write(plan: PlanView, ctx: Context) -> Iterator[Findin
         if writes:
             yield Finding(
                 rb.name,
-                f"RoleBinding {object_name(rb)} grants {role!r}, which writes NetworkPolicies; allowed: a role with read-only networkpolicies",
+                f"RoleBinding {object_name(rb)} grants {role!r}, which writes NetworkPolicies, and no ValidatingAdmissionPolicy bound with Deny "
+                f"guards the platform's ({LABEL_OWNER}={PLATFORM_OWNER}) in {ns}; a tenant could delete its default deny",
             )
+    for np in objects(plan, "NetworkPolicy", "networking.k8s.io"):
+        labels = get(np.inputs, "metadata", "labels", default={}) or {}
+        if namespace_of(np) in namespaces and labels.get(LABEL_OWNER) != PLATFORM_OWNER:
+            yield Finding(np.name, f"NetworkPolicy {object_name(np)} lacks {LABEL_OWNER}={PLATFORM_OWNER}: the admission policy does not guard it")

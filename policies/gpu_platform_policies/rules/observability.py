@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gpu_platform.behaviour.alertmanager import match
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
 from gpu_platform_policies.view import get, helm_releases, object_name, objects, pools, truthy, walk
 
@@ -74,33 +75,12 @@ def critical_gpu_alerts(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 
 # The pinned kube-prometheus-stack chart's values.yaml `alertmanager.config.route`: everything to `null`.
 CHART_DEFAULT_ROUTE: dict[str, Any] = {"receiver": "null", "routes": [{"receiver": "null", "matchers": ['alertname = "Watchdog"']}]}
-MATCHER = re.compile(r"""^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"?(.*?)"?\s*$""")
 NOTIFIER_KEYS = re.compile(r"^\w+_configs$")
 
 
-def _matches(matcher: str, labels: Mapping[str, str]) -> bool:
-    """One Alertmanager matcher (pkg/labels/parse.go forms `l="v"`, `l!="v"`, `l=~"re"`, `l!~"re"`) against a label set."""
-    m = MATCHER.match(matcher)
-    if m is None:
-        return False
-    name, op, value = m.groups()
-    have = labels.get(name, "")
-    if op == "=":
-        return have == value
-    if op == "!=":
-        return have != value
-    full = re.fullmatch(value, have) is not None  # Alertmanager anchors regex matchers
-    return full if op == "=~" else not full
-
-
-def route_receiver(route: Mapping[str, Any], labels: Mapping[str, str], inherited: str = "") -> str:
-    """The receiver an alert reaches: Alertmanager dispatch/route.go Route.Match, first matching child without `continue`."""
-    receiver = str(route.get("receiver") or inherited)
-    for child in route.get("routes") or []:
-        matchers = list(child.get("matchers") or []) + [f'{k}="{v}"' for k, v in (child.get("match") or {}).items()]
-        if all(_matches(m, labels) for m in matchers):
-            return route_receiver(child, labels, receiver)
-    return receiver
+def route_receiver(route: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    """The first receiver an alert reaches (gpu_platform.behaviour.alertmanager `match`: route.go Route.Match)."""
+    return match(route, labels)[0]
 
 
 @rule(

@@ -1,0 +1,64 @@
+"""The EBS CSI driver as an EKS add-on, its controller's IAM role bound by EKS Pod Identity.
+
+EKS clusters from 1.23 on provision EBS volumes only through the CSI driver (the in-tree
+kubernetes.io/aws-ebs provisioner is migrated to it), and from 1.30 on EKS creates no default
+StorageClass (EKS user guide, "Store Kubernetes volumes with Amazon EBS"). Without the add-on a
+PersistentVolumeClaim naming `ebs.csi.aws.com`'s class stays Pending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from gpu_platform.aws.iam import assume_role_policy
+from gpu_platform.versions import Lockfile
+
+ADDON = "aws-ebs-csi-driver"
+PROVISIONER = "ebs.csi.aws.com"
+# The add-on's controller Deployment runs as this service account in kube-system (EKS user guide,
+# "Use Kubernetes volume storage with Amazon EBS", Pod Identity step); the node DaemonSet needs no AWS calls.
+SERVICE_ACCOUNT = "ebs-csi-controller-sa"
+NAMESPACE = "kube-system"
+# AWS managed policy for the driver: CreateVolume/AttachVolume/... scoped by the driver's own tags.
+POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
+# Pod Identity credentials come from the agent add-on; without it the controller gets none.
+POD_IDENTITY_AGENT_ADDON = "eks-pod-identity-agent"
+# Add-ons a component of their own creates (with their IAM role), not the cluster's plain add-on loop.
+COMPONENT_ADDONS = frozenset({ADDON})
+
+
+@dataclass(frozen=True)
+class EbsCsiDriverArgs:
+    """Inputs of the EbsCsiDriver component."""
+
+    lock: Lockfile
+    cluster_name: pulumi.Input[str]
+    tags: dict[str, str]
+    after: tuple[pulumi.Resource, ...] = ()
+
+
+class EbsCsiDriver(pulumi.ComponentResource):
+    """IAM role (trusted by pods.eks.amazonaws.com) with AmazonEBSCSIDriverPolicy, and the pinned EBS CSI add-on."""
+
+    def __init__(self, name: str, args: EbsCsiDriverArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:aws:EbsCsiDriver", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-role", assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", session_tags=True), tags=args.tags, opts=child
+        )
+        attachment = aws.iam.RolePolicyAttachment(f"{name}-policy-ebs", role=role.name, policy_arn=POLICY_ARN, opts=child)
+        self.addon = aws.eks.Addon(
+            f"{name}-addon",
+            cluster_name=args.cluster_name,
+            addon_name=ADDON,
+            addon_version=args.lock.eks.addons[ADDON],
+            # CreateAddon's podIdentityAssociations creates the association for the add-on's service account.
+            pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=SERVICE_ACCOUNT)],
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment, *args.after]),
+        )
+        self.register_outputs({"role_arn": role.arn})

@@ -1,0 +1,136 @@
+"""A tenant namespace's NetworkPolicies: default deny, then the paths a workload needs, then the stack's extras.
+
+Always on: the tenant's own namespace, DNS (kube-dns), the monitoring scrape, the Kubernetes API; on EKS
+also the Pod Identity agent, the VPC's interface endpoints (ECR, STS: private DNS resolves them to ENIs in
+the VPC on TCP 443) and S3. Per tenant (`tenants[].network`): egress to further CIDRs and ports, ingress from
+named namespaces (an ingress controller) or from the VPC CIDR (load balancers with IP targets).
+
+Every policy here carries `gpu-platform.io/owner: platform`; the admission policy in
+gpu_platform.k8s.isolation stops tenants from creating, changing or deleting objects with that label, while
+tenants may add their own NetworkPolicies (policies are additive: docs, "Network Policies").
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
+from gpu_platform.pools import DOMAIN
+from gpu_platform.spec.models import PlatformSpec, Tenant
+
+LABEL_OWNER = f"{DOMAIN}/owner"
+PLATFORM_OWNER = "platform"
+NAME_LABEL = "kubernetes.io/metadata.name"
+# EKS Pod Identity agent: a host-network DaemonSet on this link-local address, TCP 80 (EKS user guide,
+# "Understand how EKS Pod Identity works": 169.254.170.23 for IPv4, [fd00:ec2::23] for IPv6; IPv4 VPCs here).
+POD_IDENTITY_AGENT = "169.254.170.23/32"
+POD_IDENTITY_PORT = 80
+# RFC 1918 ranges: S3's addresses (where the gateway endpoint routes) are public; pod, node and endpoint
+# addresses are private, so excluding these keeps the S3 rule from opening other tenants' pods.
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+HTTPS = 443
+
+
+def _tcp(*ports: int) -> list[dict[str, Any]]:
+    return [{"protocol": "TCP", "port": p} for p in ports]
+
+
+def api_server_egress(spec: PlatformSpec) -> list[dict[str, Any]]:
+    """Egress rules to the Kubernetes API.
+
+    EKS's private endpoint ENIs live in the VPC (TCP 443); an existing cluster's API servers are
+    `cluster.apiServerCidrs` on `cluster.apiServerPort`.
+    """
+    if spec.is_eks:
+        if spec.cluster.endpoint_private_access:
+            return [{"to": [{"ipBlock": {"cidr": spec.network.cidr}}], "ports": _tcp(HTTPS)}]
+        # Public endpoint only: its addresses are AWS's and not published per cluster.
+        return [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": _tcp(HTTPS)}]
+    if not spec.cluster.api_server_cidrs:
+        return []  # an empty `to` would mean every destination; the spec check requires the CIDRs with tenants
+    return [{"to": [{"ipBlock": {"cidr": c}} for c in spec.cluster.api_server_cidrs], "ports": _tcp(spec.cluster.api_server_port)}]
+
+
+def aws_egress(spec: PlatformSpec, tenant: Tenant) -> list[dict[str, Any]]:
+    """EKS only: the Pod Identity agent (TCP 80), interface endpoints in the VPC (TCP 443) and S3 (TCP 443, public ranges)."""
+    if not spec.is_eks:
+        return []
+    rules: list[dict[str, Any]] = [
+        {"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}], "ports": _tcp(POD_IDENTITY_PORT)},
+        {"to": [{"ipBlock": {"cidr": spec.network.cidr}}], "ports": _tcp(HTTPS)},
+    ]
+    if tenant.network.s3:
+        # The S3 gateway endpoint is a route-table target for S3's prefix list: packets keep S3's public
+        # addresses, which NetworkPolicy cannot name (ipBlock takes CIDRs, not prefix lists, and S3's
+        # ranges in ip-ranges.json change weekly). So: any non-private address on 443, which also admits
+        # other HTTPS destinations where a NAT route exists (README, "Tenant network").
+        rules.append({"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(PRIVATE_RANGES)}}], "ports": _tcp(HTTPS)})
+    return rules
+
+
+def _block(cidr: str, excepted: tuple[str, ...]) -> dict[str, Any]:
+    """An ipBlock peer; `except` keeps only the carve-outs inside `cidr` (the API server rejects others)."""
+    net = ipaddress.ip_network(cidr)
+    inside = [e for e in excepted if ipaddress.ip_network(e).subnet_of(net) and ipaddress.ip_network(e) != net]  # type: ignore[arg-type]
+    return {"ipBlock": {"cidr": cidr, "except": inside}} if inside else {"ipBlock": {"cidr": cidr}}
+
+
+def extra_egress(tenant: Tenant) -> list[dict[str, Any]]:
+    """The stack's `network.egress` entries, one rule each."""
+    return [
+        {"to": [_block(c, e.except_) for c in e.cidrs], "ports": [{"protocol": e.protocol, "port": p} for p in e.ports]}
+        for e in tenant.network.egress
+    ]
+
+
+def extra_ingress(spec: PlatformSpec, tenant: Tenant) -> list[dict[str, Any]]:
+    """The stack's `network.ingress`: named namespaces and (EKS) the VPC CIDR, on the listed TCP ports or all."""
+    ing = tenant.network.ingress
+    peers: list[dict[str, Any]] = [{"namespaceSelector": {"matchLabels": {NAME_LABEL: ns}}} for ns in ing.namespaces]
+    if ing.vpc and spec.is_eks:
+        peers.append({"ipBlock": {"cidr": spec.network.cidr}})
+    if not peers:
+        return []
+    rule: dict[str, Any] = {"from": peers}
+    if ing.ports:
+        rule["ports"] = _tcp(*ing.ports)
+    return [rule]
+
+
+def network_policies(spec: PlatformSpec, tenant: Tenant) -> list[Manifest]:
+    """Default deny, then allow: own namespace, DNS, monitoring scrape, API server, AWS paths, the stack's extras."""
+    labels = {LABEL_TENANT: tenant.name, LABEL_OWNER: PLATFORM_OWNER}
+    same_ns: list[dict[str, Any]] = [{"podSelector": {}}]
+    dns_pods = {
+        "namespaceSelector": {"matchLabels": {NAME_LABEL: "kube-system"}},
+        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+    }
+    monitoring = {"namespaceSelector": {"matchLabels": {NAME_LABEL: spec.monitoring.namespace}}}
+    specs: dict[str, dict[str, Any]] = {
+        "default-deny": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+        "allow-same-namespace": {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": same_ns}],
+            "egress": [{"to": same_ns}],
+        },
+        "allow-dns": {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [dns_pods], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
+        },
+        "allow-monitoring-scrape": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [monitoring]}]},
+        "allow-kubernetes-api": {"podSelector": {}, "policyTypes": ["Egress"], "egress": api_server_egress(spec)},
+    }
+    if spec.is_eks:
+        specs["allow-aws-services"] = {"podSelector": {}, "policyTypes": ["Egress"], "egress": aws_egress(spec, tenant)}
+    if tenant.network.egress:
+        specs["allow-egress"] = {"podSelector": {}, "policyTypes": ["Egress"], "egress": extra_egress(tenant)}
+    ingress = extra_ingress(spec, tenant)
+    if ingress:
+        specs["allow-ingress"] = {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": ingress}
+    return [
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata(name, tenant.ns, labels), "spec": body}
+        for name, body in specs.items()
+    ]

@@ -1,0 +1,143 @@
+"""Paths a tenant's workload walks, evaluated with the components' own semantics (gpu_platform.behaviour).
+
+- `volume-claims-bind`: every claim the stack renders gets a StorageClass that exists and a provisioner that
+  is installed with its credentials (behaviour.storage: DefaultStorageClass admission, PV controller,
+  external-provisioner), the EBS CSI add-on's controller role on EKS included.
+- `tenant-data-egress`: a default-deny tenant namespace still reaches DNS and, on EKS, the Pod Identity agent,
+  STS/ECR interface endpoints and S3 (behaviour.networkpolicy: Kubernetes NetworkPolicy semantics).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpu_platform.aws.storage import ADDON as EBS_ADDON
+from gpu_platform.aws.storage import POD_IDENTITY_AGENT_ADDON, POLICY_ARN, PROVISIONER, SERVICE_ACCOUNT
+from gpu_platform.behaviour.networkpolicy import Endpoint, connection, selecting
+from gpu_platform.behaviour.storage import claim_binds
+from gpu_platform.engine import auto_name
+from gpu_platform_policies.model import Context, Finding, PlanView, rule
+from gpu_platform_policies.view import get, helm_releases, object_name, objects, tenant_namespaces, truthy
+
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+EKS_ADDON = "aws:eks/addon:Addon"
+IAM_ROLE = "aws:iam/role:Role"
+POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+VPC = "aws:ec2/vpc:Vpc"
+# An address of S3 in us-east-1 (ip-ranges.json, service S3: 52.216.0.0/15): what a pod's packets to S3
+# carry as destination when the gateway endpoint routes them. Any public S3 address tests the same rule.
+S3_ADDRESS = "52.216.8.10"
+POD_IDENTITY_AGENT = ("169.254.170.23", 80)
+DNS = Endpoint("kube-system", {"k8s-app": "kube-dns"})
+
+
+def _role_of(plan: PlanView, addon: Any) -> Any | None:
+    """The Role a Pod Identity association names: by ARN (`.../role/<name>` offline) or, if unknown, the add-on's sibling."""
+    assoc = [a for a in get(addon.inputs, "podIdentityAssociations", default=[]) or [] if a.get("serviceAccount") == SERVICE_ACCOUNT]
+    if not assoc:
+        return None
+    arn = str(assoc[0].get("roleArn") or "")
+    roles = plan.of_type(IAM_ROLE)
+    return next((r for r in roles if arn.endswith(f"role/{r.name}")), None) or next((r for r in roles if r.parent == addon.parent), None)
+
+
+def installed_drivers(plan: PlanView) -> dict[str, str | None] | None:
+    """Provisioner -> None if it can provision, else what it lacks; None off EKS (an existing cluster's drivers are its own)."""
+    if not plan.of_type(EKS_CLUSTER):
+        return None
+    addons = {str(a.inputs.get("addonName")): a for a in plan.of_type(EKS_ADDON)}
+    ebs = addons.get(EBS_ADDON)
+    if ebs is None:
+        return {}
+    if POD_IDENTITY_AGENT_ADDON not in addons:
+        return {PROVISIONER: f"the {POD_IDENTITY_AGENT_ADDON} add-on is missing, so the controller gets no credentials"}
+    role = _role_of(plan, ebs)
+    if role is None:
+        return {PROVISIONER: f"no Pod Identity association gives {SERVICE_ACCOUNT} an IAM role"}
+    attached = any(
+        a.inputs.get("policyArn") == POLICY_ARN and a.inputs.get("role") in (auto_name(IAM_ROLE, role.name), role.name)
+        for a in plan.of_type(POLICY_ATTACHMENT)
+    )
+    if not attached:
+        return {PROVISIONER: f"its IAM role {role.name} lacks {POLICY_ARN.rsplit('/', 1)[-1]}"}
+    return {PROVISIONER: None}
+
+
+def rendered_claims(plan: PlanView) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """(resource, what, claim spec) of every claim the stack renders: chart values that become claims, PVCs, StatefulSets."""
+    for r in helm_releases(plan, "kube-prometheus-stack"):
+        values = r.inputs.get("values") or {}
+        prom = get(values, "prometheus", "prometheusSpec", "storageSpec", "volumeClaimTemplate", "spec")
+        if isinstance(prom, Mapping):
+            yield r.name, "Prometheus's volumeClaimTemplate", prom
+        am = get(values, "alertmanager", "alertmanagerSpec", "storage", "volumeClaimTemplate", "spec")
+        if isinstance(am, Mapping):
+            yield r.name, "Alertmanager's volumeClaimTemplate", am
+        grafana = get(values, "grafana", "persistence", default={}) or {}
+        if truthy(grafana.get("enabled", False)):
+            yield r.name, "Grafana's persistence claim", {k: v for k, v in grafana.items() if k == "storageClassName"}
+    for pvc in objects(plan, "PersistentVolumeClaim", ""):
+        yield pvc.name, f"PersistentVolumeClaim {object_name(pvc)}", get(pvc.inputs, "spec", default={}) or {}
+    for sts in objects(plan, "StatefulSet", "apps"):
+        for t in get(sts.inputs, "spec", "volumeClaimTemplates", default=[]) or []:
+            yield sts.name, f"StatefulSet {object_name(sts)} claim {get(t, 'metadata', 'name')}", t.get("spec") or {}
+
+
+@rule(
+    "volume-claims-bind",
+    "Every claim the stack renders names a StorageClass that exists, served by an installed driver with its IAM role (EKS).",
+    "mandatory",
+    "stack",
+    category="paths",
+)
+def volume_claims_bind(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """EKS from 1.30 creates no default StorageClass and no EBS driver: Prometheus stays Pending, and no GPU alert fires."""
+    classes = [dict(c.inputs) for c in objects(plan, "StorageClass", "storage.k8s.io")]
+    drivers = installed_drivers(plan)
+    for resource, what, claim in rendered_claims(plan):
+        if drivers is None:  # an existing cluster: its classes and drivers are its own; the claim must name one
+            if not claim.get("storageClassName") and not any(c for c in classes):
+                yield Finding(resource, f"{what} names no StorageClass; set storage.className to a class the cluster has")
+            continue
+        binding = claim_binds(claim, classes, drivers)
+        if not binding.binds:
+            yield Finding(resource, f"{what} stays Pending: {binding.reason}")
+
+
+def _vpc_endpoint_address(plan: PlanView) -> str | None:
+    """An address inside the VPC (where interface endpoints' ENIs live), or None without a VPC in the plan."""
+    vpcs = plan.of_type(VPC)
+    if not vpcs:
+        return None
+    net = ipaddress.ip_network(str(vpcs[0].inputs.get("cidrBlock")))
+    return str(net.network_address + 10)
+
+
+@rule(
+    "tenant-data-egress",
+    "Default-deny tenant namespaces still reach DNS and, on EKS, the Pod Identity agent, the VPC endpoints and S3.",
+    "mandatory",
+    "stack",
+    category="paths",
+)
+def tenant_data_egress(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """NetworkPolicy semantics (behaviour.networkpolicy) from a tenant pod: a sealed namespace cannot read its data."""
+    manifests = [dict(r.inputs) for r in plan if r.type.startswith("kubernetes:") and "apiVersion" in r.inputs]
+    eks = bool(plan.of_type(EKS_CLUSTER))
+    endpoint = _vpc_endpoint_address(plan)
+    for ns, res_name in tenant_namespaces(plan).items():
+        pod = Endpoint(ns, {}, "10.255.255.254")
+        if not selecting(manifests, pod, "Egress"):
+            continue  # not isolated for egress: everything is reachable
+        probes: list[tuple[str, Endpoint, int, str]] = [("DNS (kube-dns, UDP 53)", DNS, 53, "UDP"), ("DNS (kube-dns, TCP 53)", DNS, 53, "TCP")]
+        if eks:
+            probes.append(("the EKS Pod Identity agent (169.254.170.23:80)", Endpoint(None, ip=POD_IDENTITY_AGENT[0]), POD_IDENTITY_AGENT[1], "TCP"))
+            probes.append((f"S3 ({S3_ADDRESS}:443 through the gateway endpoint)", Endpoint(None, ip=S3_ADDRESS), 443, "TCP"))
+            if endpoint is not None:
+                probes.append((f"the STS and ECR interface endpoints in the VPC ({endpoint}:443)", Endpoint(None, ip=endpoint), 443, "TCP"))
+        for what, dst, port, proto in probes:
+            decision = connection(manifests, pod, dst, port, proto)
+            if not decision.allowed:
+                yield Finding(res_name, f"pods in {ns} cannot reach {what}: {decision.reason}")

@@ -1,0 +1,116 @@
+"""Bad values of the tenant network and storage settings (issue 16): one line naming file and key path, exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_platform.cli import main
+from tests.conftest import stack_path
+
+
+def _tenant(doc: dict[str, Any], index: int) -> dict[str, Any]:
+    return doc["config"]["gpu-platform:tenants"][index]
+
+
+CASES: list[tuple[str, str, Any, str, str]] = [
+    (
+        "egress-bad-cidr",
+        "prod",
+        lambda d: _tenant(d, 0).__setitem__("network", {"egress": [{"cidrs": ["10.0.0.1/8"], "ports": [443]}]}),
+        "gpu-platform:tenants[0].network.egress[0].cidrs[0]",
+        "not an IPv4 network",
+    ),
+    (
+        "egress-port-zero",
+        "prod",
+        lambda d: _tenant(d, 0).__setitem__("network", {"egress": [{"cidrs": ["0.0.0.0/0"], "ports": [0]}]}),
+        "gpu-platform:tenants[0].network.egress[0].ports[0]",
+        "",
+    ),
+    (
+        "egress-no-ports",
+        "prod",
+        lambda d: _tenant(d, 0).__setitem__("network", {"egress": [{"cidrs": ["0.0.0.0/0"], "ports": []}]}),
+        "gpu-platform:tenants[0].network.egress[0].ports",
+        "no ports",
+    ),
+    (
+        "egress-protocol",
+        "prod",
+        lambda d: _tenant(d, 0).__setitem__("network", {"egress": [{"cidrs": ["0.0.0.0/0"], "ports": [443], "protocol": "ICMP"}]}),
+        "gpu-platform:tenants[0].network.egress[0].protocol",
+        "",
+    ),
+    (
+        "ingress-namespace-not-dns",
+        "prod",
+        lambda d: _tenant(d, 2).__setitem__("network", {"ingress": {"namespaces": ["Ingress_Nginx"]}}),
+        "gpu-platform:tenants[2].network.ingress.namespaces[0]",
+        "",
+    ),
+    (
+        "ingress-ports-without-source",
+        "prod",
+        lambda d: _tenant(d, 2).__setitem__("network", {"ingress": {"ports": [8080]}}),
+        "gpu-platform:tenants[2].network.ingress.ports",
+        "ports given but no source",
+    ),
+    (
+        "ingress-vpc-onprem",
+        "onprem",
+        lambda d: _tenant(d, 1).__setitem__("network", {"ingress": {"vpc": True}}),
+        "gpu-platform:tenants[1].network.ingress.vpc",
+        "only on EKS stacks",
+    ),
+    (
+        "onprem-without-api-servers",
+        "onprem",
+        lambda d: d["config"]["gpu-platform:cluster"].pop("apiServerCidrs"),
+        "gpu-platform:cluster.apiServerCidrs",
+        "required for tenants on an existing cluster",
+    ),
+    (
+        "api-servers-on-eks",
+        "prod",
+        lambda d: d["config"]["gpu-platform:cluster"].__setitem__("apiServerCidrs", ["10.40.0.10/32"]),
+        "gpu-platform:cluster.apiServerCidrs",
+        "only for cluster.provider existing",
+    ),
+    (
+        "onprem-prometheus-without-class",
+        "onprem",
+        lambda d: (d["config"].pop("gpu-platform:storage"), d["config"]["gpu-platform:monitoring"].__setitem__("prometheus", "install")),
+        "gpu-platform:storage.className",
+        "required where the stack installs Prometheus",
+    ),
+    (
+        "bad-class-name",
+        "prod",
+        lambda d: d["config"].__setitem__("gpu-platform:storage", {"className": "GP3 fast"}),
+        "gpu-platform:storage.className",
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "base", "mutate", "key", "fragment"), CASES, ids=[c[0] for c in CASES])
+def test_bad_value_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, base: str, mutate: Any, key: str, fragment: str
+) -> None:
+    doc = yaml.safe_load(stack_path(base).read_text())
+    mutate(doc)
+    path = tmp_path / f"Pulumi.{case}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code = main(["plan", "--config", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"{path}: {key}: "), lines[0]
+    assert fragment in lines[0]
+    assert "; " in lines[0], "every error says what is allowed"

@@ -1,0 +1,133 @@
+"""Journey: a tenant's pod reaches what it needs, and nothing of another tenant's (issue 16, item 7).
+
+Relies on Kubernetes NetworkPolicy semantics as the API reference and docs define them, evaluated by
+gpu_platform.behaviour.networkpolicy over the stack's rendered objects (a connection needs the source's
+egress AND the destination's ingress; isolation only where a policy selects the pod; rules are a union), and on:
+- CoreDNS on EKS (coredns add-on) and kubeadm clusters runs as pods labelled `k8s-app: kube-dns` in kube-system,
+  serving UDP and TCP 53 (coredns deployment manifests, kubernetes/kubernetes cluster/addons/dns);
+- the EKS Pod Identity agent answers on 169.254.170.23:80 (EKS user guide, "Understand how EKS Pod Identity works");
+- the EKS private API endpoint is ENIs in the cluster's subnets, TCP 443 (EKS user guide, "Cluster API server
+  endpoint"); an existing cluster's API servers are `cluster.apiServerCidrs` on `cluster.apiServerPort`;
+- S3 through a gateway endpoint keeps S3's public destination addresses (VPC user guide, "Gateway endpoints":
+  a route to the S3 prefix list); the route-table leg is the AWS side's (issue 16, integrator joins it).
+Pods get addresses from the VPC CIDR on EKS (VPC CNI) and from the pod network on-prem.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from itertools import permutations
+
+import pytest
+
+from gpu_platform.behaviour.networkpolicy import Endpoint, connection
+from tests.conftest import spec_for
+from tests.journeys.helpers import manifests, stage
+
+STACKS = ("prod", "onprem")
+DNS = Endpoint("kube-system", {"k8s-app": "kube-dns"}, "172.20.0.10")
+# An S3 address in us-east-1 (ip-ranges.json, service S3, 52.216.0.0/15).
+S3 = Endpoint(None, ip="52.216.8.10")
+POD_IDENTITY_AGENT = Endpoint(None, ip="169.254.170.23")
+ONPREM_POD_NETWORK = "10.244.0.0/16"
+
+
+def pod_network(stack: str) -> ipaddress.IPv4Network:
+    spec = spec_for(stack)
+    return ipaddress.IPv4Network(spec.network.cidr if spec.is_eks else ONPREM_POD_NETWORK)
+
+
+def tenant_pod(stack: str, index: int, labels: dict[str, str] | None = None) -> Endpoint:
+    """A pod of the index-th tenant, with an address of the pod network."""
+    tenant = spec_for(stack).tenants[index]
+    return Endpoint(tenant.ns, labels or {"app": "worker"}, str(pod_network(stack).network_address + 1000 + index))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_tenant_pod_resolves_dns(stack: str) -> None:
+    objs = manifests(stack)
+    for i, tenant in enumerate(spec_for(stack).tenants):
+        pod = tenant_pod(stack, i)
+        for proto in ("UDP", "TCP"):
+            d = connection(objs, pod, DNS, 53, proto)
+            stage(f"{tenant.name}: kube-dns {proto} 53", d.allowed, d.reason)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_tenant_pod_reaches_the_api_server(stack: str) -> None:
+    spec = spec_for(stack)
+    objs = manifests(stack)
+    if spec.is_eks:
+        # A private endpoint ENI: an address of one of the cluster's private subnets.
+        api, port = Endpoint(None, ip=str(ipaddress.IPv4Network(spec.network.cidr).network_address + 20)), 443
+    else:
+        api, port = Endpoint(None, ip=str(ipaddress.IPv4Network(spec.cluster.api_server_cidrs[0]).network_address)), spec.cluster.api_server_port
+    for i, tenant in enumerate(spec.tenants):
+        pod = tenant_pod(stack, i)
+        d = connection(objs, pod, DNS, 53, "UDP")
+        stage(f"{tenant.name}: resolve kubernetes.default", d.allowed, d.reason)
+        d = connection(objs, pod, api, port)
+        stage(f"{tenant.name}: API server {api.ip}:{port}", d.allowed, d.reason)
+
+
+def test_a_tenant_pod_reads_s3_with_its_pod_identity_on_eks() -> None:
+    """Stages in the order an SDK walks them: resolve the endpoint, fetch credentials from the agent, call S3."""
+    stack = "prod"
+    objs = manifests(stack)
+    for i, tenant in enumerate(spec_for(stack).tenants):
+        pod = tenant_pod(stack, i)
+        d = connection(objs, pod, DNS, 53, "UDP")
+        stage(f"{tenant.name}: resolve s3.us-east-1.amazonaws.com", d.allowed, d.reason)
+        d = connection(objs, pod, POD_IDENTITY_AGENT, 80)
+        stage(f"{tenant.name}: credentials from the Pod Identity agent", d.allowed, d.reason)
+        d = connection(objs, pod, S3, 443)
+        stage(f"{tenant.name}: S3 over HTTPS (NetworkPolicy leg)", d.allowed, d.reason)
+
+
+def test_an_onprem_tenant_reaches_the_data_its_stack_opens() -> None:
+    """On-prem the data lives where the stack's `network.egress` says (vision: the dataset mirror)."""
+    stack = "onprem"
+    spec = spec_for(stack)
+    objs = manifests(stack)
+    for i, tenant in enumerate(spec.tenants):
+        pod = tenant_pod(stack, i)
+        for rule in tenant.network.egress:
+            for cidr in rule.cidrs:
+                target = Endpoint(None, ip=str(ipaddress.IPv4Network(cidr).network_address + 5))
+                d = connection(objs, pod, DNS, 53, "UDP")
+                stage(f"{tenant.name}: resolve the mirror", d.allowed, d.reason)
+                for port in rule.ports:
+                    d = connection(objs, pod, target, port, rule.protocol)
+                    stage(f"{tenant.name}: {target.ip}:{port}", d.allowed, d.reason)
+    assert any(t.network.egress for t in spec.tenants), "the onprem stack declares a data path to walk"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_tenant_pod_cannot_reach_another_tenants_pods(stack: str) -> None:
+    """Every ordered pair of tenants, on the ports tenants open to the world (HTTPS, HTTP, serving, SSH, DNS)."""
+    objs = manifests(stack)
+    count = len(spec_for(stack).tenants)
+    for a, b in permutations(range(count), 2):
+        src, dst = tenant_pod(stack, a), tenant_pod(stack, b)
+        for port, proto in ((443, "TCP"), (80, "TCP"), (8080, "TCP"), (22, "TCP"), (53, "UDP"), (9000, "TCP")):
+            d = connection(objs, src, dst, port, proto)
+            stage(f"{src.namespace} -> {dst.namespace} {proto}/{port} is refused", not d.allowed, d.reason)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_serving_namespace_accepts_traffic_from_the_ingress_namespace(stack: str) -> None:
+    """The ingress controller's pods (in the namespace the stack names; not the stack's, so no policy isolates them)."""
+    spec = spec_for(stack)
+    objs = manifests(stack)
+    served = [(i, t) for i, t in enumerate(spec.tenants) if t.network.ingress.namespaces]
+    stage("a tenant names an ingress namespace", bool(served), f"no tenant of {stack} sets network.ingress.namespaces")
+    for i, tenant in served:
+        for ns in tenant.network.ingress.namespaces:
+            controller = Endpoint(ns, {"app.kubernetes.io/name": "ingress-nginx"}, str(pod_network(stack).network_address + 50))
+            for port in tenant.network.ingress.ports or (8080,):
+                d = connection(objs, controller, tenant_pod(stack, i, {"app": "model-server"}), port)
+                stage(f"{ns} -> {tenant.ns}:{port}", d.allowed, d.reason)
+            # Only the named namespace: another tenant's pod on the same port is still refused.
+            other = next(j for j in range(len(spec.tenants)) if j != i)
+            d = connection(objs, tenant_pod(stack, other), tenant_pod(stack, i), (tenant.network.ingress.ports or (8080,))[0])
+            stage(f"{spec.tenants[other].ns} -> {tenant.ns} stays refused", not d.allowed, d.reason)
