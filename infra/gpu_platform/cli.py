@@ -18,8 +18,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "capacity": ("gpu_platform.commands.capacity", "run", "capacity, coverage, Spot exposure and cost of the stack"),
     "render": ("gpu_platform.commands.render", "run", "write every Kubernetes object and Helm values of the stack as YAML"),
     "check": ("gpu_platform.commands.check", "run", "run every policy over the offline plan; exit 1 on a mandatory violation"),
+    "explain": ("gpu_platform.commands.explain", "run", "say what the platform does with one workload manifest, stage by stage"),
 }
-FORMATS = {"plan": ("table", "json"), "capacity": ("table", "json"), "check": ("text", "json", "github")}
+FORMATS = {"plan": ("table", "json"), "capacity": ("table", "json"), "check": ("text", "json", "github"), "explain": ("text", "json")}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--out", type=Path, required=True, help="directory to write manifests and Helm values into")
         if name == "capacity":
             _add_capacity_plan(p)
+        if name == "explain":
+            p.add_argument("--workload", type=Path, required=True, help="a workload manifest: Pod, Job, JobSet, PyTorchJob, Deployment, ...")
     return parser
 
 

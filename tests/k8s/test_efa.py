@@ -21,7 +21,7 @@ from gpu_platform import efa
 from gpu_platform.catalog import load_catalog
 from gpu_platform.efa import interface_layout
 from gpu_platform.engine import Plan
-from gpu_platform.k8s.admission import parse_quantity
+from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.pools import LABEL_EFA
 from tests.conftest import plan_for, spec_for
 

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from gpu_platform.catalog import load_catalog
-from gpu_platform.k8s.admission import kueue_config_errors, kueue_manages, selector_matches
+from gpu_platform.behaviour.apimachinery import selector_matches
+from gpu_platform.behaviour.kueue import kueue_config_errors, kueue_manages
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
 from gpu_platform.pools import node_labels
 from tests.conftest import spec_for

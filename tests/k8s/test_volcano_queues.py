@@ -2,7 +2,7 @@
 
 Reproduces volcano-sh/volcano v1.15.1 pkg/webhooks/admission/queues/validate/validate_queue.go
 (`AdmitQueues` -> `validateQueue` -> `validateResourceQuantityOfQueue`, `validateStateOfQueue`,
-`validateHierarchicalQueue`) in gpu_platform.k8s.admission.volcano_queue_errors; the unit cases below
+`validateHierarchicalQueue`) in gpu_platform.behaviour.volcano.queue_errors; the unit cases below
 are the resource cases of that file's validate_queue_test.go.
 """
 
@@ -13,7 +13,8 @@ from decimal import Decimal
 
 import pytest
 
-from gpu_platform.k8s.admission import parse_quantity, volcano_queue_errors
+from gpu_platform.behaviour.apimachinery import parse_quantity
+from gpu_platform.behaviour.volcano import queue_errors as volcano_queue_errors
 from tests.k8s.helpers import objects
 
 

@@ -11,7 +11,9 @@ from typing import Any
 
 import yaml
 
-from gpu_platform.k8s.admission import KIND_FRAMEWORK, kueue_config_errors, kueue_manages, selector_matches, volcano_queue_errors
+from gpu_platform.behaviour.apimachinery import selector_matches
+from gpu_platform.behaviour.kueue import KIND_FRAMEWORK, kueue_config_errors, kueue_manages
+from gpu_platform.behaviour.volcano import queue_errors as volcano_queue_errors
 from gpu_platform.k8s.dcgm import CsvError, read_metrics_csv
 from gpu_platform.versions import OCI
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
@@ -138,7 +140,8 @@ def tenant_workloads_managed(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     if not config.get("manageJobsWithoutQueueName"):
         yield Finding(release, "manageJobsWithoutQueueName is off: a tenant job without a queue-name label runs unmanaged; allowed: true")
     frameworks = set(get(config, "integrations", "frameworks", default=[]) or [])
-    missing = sorted(set(KIND_FRAMEWORK.values()) - {"jobset.x-k8s.io/jobset"} - frameworks)
+    # Built-in kinds only: CRD-based kinds (JobSet, Kubeflow, Ray) exist only where their operator runs.
+    missing = sorted({f for f in KIND_FRAMEWORK.values() if "." not in f.split("/")[0]} - frameworks)
     if missing:
         yield Finding(release, f"integrations.frameworks lacks {', '.join(missing)}: those kinds run unmanaged in tenant namespaces")
     for ns, (res_name, labels) in _namespace_labels(plan).items():
