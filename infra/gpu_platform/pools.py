@@ -20,6 +20,9 @@ LABEL_SHARING = f"{DOMAIN}/sharing"
 LABEL_GPUS_PER_NODE = f"{DOMAIN}/gpus-per-node"
 LABEL_INTERRUPTIBLE = f"{DOMAIN}/interruptible"
 LABEL_EFA = f"{DOMAIN}/efa"  # "true" on EFA pools: where the EFA device plugin runs
+# Spot and on-demand pools of one class, GPU model and sharing layout share this label's value: a
+# Spot flavor selects it, so pods admitted on Spot quota may also land on those on-demand nodes.
+LABEL_SPOT_FALLBACK = f"{DOMAIN}/spot-fallback"
 LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -111,6 +114,17 @@ def is_interruptible(pool: NodePool) -> bool:
     return pool.capacity == "spot"
 
 
+def fallback_group(pool: NodePool, catalog: Catalog) -> str | None:
+    """`<class>.<gpu>.<layout>` for Spot and on-demand pools (they back each other up), None for fixed capacity.
+
+    Reserved and Capacity Block pools are left out: their nodes back their own flavors' quota.
+    """
+    if pool.capacity not in ("spot", "on-demand"):
+        return None
+    layout = pool.sharing.mig_config if pool.sharing.mode == "mig" else sharing_config_name(pool)
+    return f"{pool.workload_class}.{gpu_of(pool, catalog).name}.{layout}"
+
+
 def node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
     """Labels every node of the pool carries (node group labels on EKS, node patches on-prem)."""
     gpu = gpu_of(pool, catalog)
@@ -134,6 +148,9 @@ def node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
         labels[LABEL_INTERRUPTIBLE] = "true"
     if pool.efa:
         labels[LABEL_EFA] = "true"
+    group = fallback_group(pool, catalog)
+    if group is not None:
+        labels[LABEL_SPOT_FALLBACK] = group
     return labels
 
 

@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from gpu_platform import efa
+from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.catalog import load_catalog
 from gpu_platform.efa import interface_layout
 from gpu_platform.engine import Plan
-from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.pools import LABEL_EFA
 from tests.conftest import plan_for, spec_for
 
@@ -118,7 +118,8 @@ def test_without_the_exclusion_kueue_keeps_the_pod_pending() -> None:
 
 
 def test_stacks_without_efa_leave_kueue_accounting_alone() -> None:
-    assert "resources" not in _kueue_config(plan_for("dev"))
+    """Without EFA pools only scratch disk and hugepages are left out of Kueue's accounting, never EFA devices or GPUs."""
+    assert _kueue_config(plan_for("dev"))["resources"] == {"excludeResourcePrefixes": ["ephemeral-storage", "hugepages-"]}
 
 
 def _node_of(plan: Plan, pool: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str, Decimal]]:

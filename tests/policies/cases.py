@@ -233,6 +233,7 @@ def declare_demand(stack: str, *entries: tuple[str, float, str, bool]) -> Edit:
 LT = "pool-train-h100-reserved-lt"
 NG = "pool-train-h100-reserved-ng"
 SPOT_NG = "pool-infer-l4-spot-ng"
+L4_OD_NG = "pool-infer-l4-ondemand-ng"
 BLOCK_NG = "pool-train-h100-block-ng"
 SG_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 A100_NG = "pool-infer-a100-mig-ng"
@@ -661,15 +662,35 @@ CASES: list[Case] = [
         SPOT_NG,
         "60% of P95 demand 40; cap is 30%",
     ),
-    Case("spot-fallback-for-non-interruptible", "fallback-covers-spot", "prod", (declare_demand("prod", ("inference", 40, "inference", False)),)),
+    # The L4 Spot flavor reaches the L4 on-demand group (its fallback group); raised to 24 GPUs it covers 24 on Spot.
+    Case(
+        "spot-fallback-for-non-interruptible",
+        "fallback-covers-spot",
+        "prod",
+        (declare_demand("prod", ("inference", 24, "inference", False)), set_in(L4_OD_NG, "scalingConfig.maxSize", 24)),
+    ),
     Case("spot-fallback-for-non-interruptible", "interruptible-needs-none", "prod", (declare_demand("prod", ("inference", 60, "inference", True)),)),
+    # Only reachable on-demand counts: the 32 H100/A100 MIG GPUs of the class are not where L4 Spot pods can go.
     Case(
         "spot-fallback-for-non-interruptible",
         "fallback-short",
         "prod",
-        (declare_demand("prod", ("inference", 60, "inference", False)),),
+        (declare_demand("prod", ("inference", 24, "inference", False)),),
         SPOT_NG,
-        "only 8 on-demand GPUs to fall back to",
+        "only 12 on-demand GPUs to fall back to",
+    ),
+    # The issue-17 regression: a Spot flavor pinned to its own pool certifies headroom no pod can reach.
+    Case(
+        "spot-fallback-for-non-interruptible",
+        "fallback-unreachable",
+        "prod",
+        (
+            declare_demand("prod", ("inference", 24, "inference", False)),
+            set_in(L4_OD_NG, "scalingConfig.maxSize", 24),
+            set_in("kueue-flavor-infer-l4-spot", "spec.nodeLabels", {"gpu-platform.io/pool": "infer-l4-spot"}),
+        ),
+        SPOT_NG,
+        "only 0 on-demand GPUs to fall back to",
     ),
     Case("kueue-quota-fits-pool", "prod-compliant", "prod"),
     Case(

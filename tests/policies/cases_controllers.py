@@ -8,7 +8,7 @@ from __future__ import annotations
 import yaml
 
 from gpu_platform_policies import Resource
-from tests.policies.cases import Case, Edit, drop, drop_in, set_in
+from tests.policies.cases import Case, Edit, drop, set_in
 
 L40S_PATCH = "pool-l40s-dev-l40s-01"
 A100_MIG_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
@@ -79,12 +79,19 @@ CONTROLLER_CASES += [
 QUEUE = "volcano-queue-students"
 CONTROLLER_CASES += [
     Case("volcano-queue-admitted", "onprem-compliant", "onprem"),
-    Case("volcano-queue-admitted", "guarantee-without-deserved", "onprem", (drop_in(QUEUE, "spec.deserved"),), QUEUE, "must be >= guarantee"),
+    Case(
+        "volcano-queue-admitted",
+        "guarantee-without-deserved",
+        "onprem",
+        (set_in(QUEUE, "spec.guarantee", {"resource": {"cpu": "1"}}),),
+        QUEUE,
+        "must be >= guarantee",
+    ),
     Case(
         "volcano-queue-admitted",
         "deserved-above-capability",
         "onprem",
-        (set_in(QUEUE, "spec.deserved.nvidia.com/gpu.shared", "65"),),
+        (set_in(QUEUE, "spec.deserved", {"cpu": "100000"}),),
         QUEUE,
         "must be <= capability",
     ),

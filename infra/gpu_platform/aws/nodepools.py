@@ -153,7 +153,13 @@ def node_template_tags(pool: NodePool, catalog: Catalog) -> dict[str, str]:
     for taint in node_taints(pool):
         tags[f"{AUTOSCALER}/node-template/taint/{taint.key}"] = f"{taint.value}:{taint.effect}"
     per_node = gpus_per_node(pool, catalog)
-    for resource, per_gpu in resources_per_gpu(pool, catalog).items():
+    offered = resources_per_gpu(pool, catalog)
+    if GPU_RESOURCE not in offered:
+        # aws_manager.go buildNodeFromTemplate sets nvidia.com/gpu to the instance type's GPU count
+        # before reading these tags; a MIG or renamed shared pool must say 0, or a pending pod asking
+        # for whole GPUs scales this group up and still never fits.
+        tags[f"{AUTOSCALER}/node-template/resources/{GPU_RESOURCE}"] = "0"
+    for resource, per_gpu in offered.items():
         tags[f"{AUTOSCALER}/node-template/resources/{resource}"] = str(per_gpu * per_node)
     # An EFA pool scaled to zero must still be known to offer EFA devices and hugepages, or a pending
     # training pod asking for them never triggers a scale-up.

@@ -74,7 +74,7 @@ def _listed(values: Sequence[str] | None, value: str) -> bool:
 
 
 def rule_matches(rules: Sequence[Mapping[str, Any]], req: Request) -> bool:
-    """apiserver pkg/admission/plugin/webhook/predicates/rules `Matcher.Matches`: group, version, operation and resource all listed."""
+    """Apiserver pkg/admission/plugin/webhook/predicates/rules `Matcher.Matches`: group, version, operation and resource all listed."""
     for r in rules:
         if (
             _listed(r.get("apiGroups"), req.group)
@@ -91,7 +91,7 @@ def _ns_labels(req: Request) -> dict[str, str]:
 
 
 def resources_match(match: Mapping[str, Any] | None, req: Request) -> bool:
-    """apiserver pkg/admission/plugin/policy/matching `Matcher.Matches`: resourceRules (none: all), excludeResourceRules, selectors."""
+    """Apiserver pkg/admission/plugin/policy/matching `Matcher.Matches`: resourceRules (none: all), excludeResourceRules, selectors."""
     if match is None:
         return True
     rules = match.get("resourceRules")

@@ -125,7 +125,7 @@ def _int(value: Any, default: int) -> int:
 
 
 def _job_pods(job_spec: Mapping[str, Any]) -> int:
-    """kueue pkg/controller/jobs/job/job_controller.go `podsCount`: parallelism (default 1), at most completions."""
+    """Kueue pkg/controller/jobs/job/job_controller.go `podsCount`: parallelism (default 1), at most completions."""
     n = _int(job_spec.get("parallelism"), 1)
     completions = job_spec.get("completions")
     return min(n, int(completions)) if completions is not None else n
@@ -176,8 +176,11 @@ def pod_sets(obj: Mapping[str, Any]) -> list[PodSet]:
 
 
 def priority_class(obj: Mapping[str, Any], sets: Sequence[PodSet]) -> tuple[str, str] | None:
-    """kueue pkg/controller/jobframework/reconciler.go `ExtractPriority`: the workload priority label first,
-    else the first pod set template's priorityClassName (`extractPriorityFromPodSets`)."""
+    """The priority class Kueue gives the Workload: the workload priority label, else a pod template's class.
+
+    kueue pkg/controller/jobframework/reconciler.go `ExtractPriority` and `extractPriorityFromPodSets`
+    (the first pod set template with a priorityClassName).
+    """
     labels = (obj.get("metadata") or {}).get("labels") or {}
     if labels.get(PRIORITY_LABEL):
         return ("WorkloadPriorityClass", str(labels[PRIORITY_LABEL]))
@@ -203,7 +206,15 @@ def workload_for(obj: Mapping[str, Any]) -> Workload:
             "Kueue's StatefulSet webhook (statefulset_webhook.go ValidateUpdate) refuses resizing while managed: "
             "scale to 0 and back up, never from N to M"
         )
-    return Workload(kind, str(meta.get("name", "")), str(meta.get("namespace", "default")), tuple(sets), labels.get(QUEUE_LABEL), priority_class(obj, sets), tuple(notes))
+    return Workload(
+        kind,
+        str(meta.get("name", "")),
+        str(meta.get("namespace", "default")),
+        tuple(sets),
+        labels.get(QUEUE_LABEL),
+        priority_class(obj, sets),
+        tuple(notes),
+    )
 
 
 def pod_requests(spec: Mapping[str, Any], excluded_prefixes: Sequence[str] = ()) -> dict[str, Decimal]:

@@ -30,8 +30,11 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
 
 
 def untolerated_taint(taints: Iterable[Mapping[str, Any]], tolerations: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """component-helpers scheduling/corev1 helpers.go `FindMatchingUntoleratedTaint` over NoSchedule/NoExecute taints
-    (TaintToleration plugin `Filter`); None when every such taint is tolerated."""
+    """The first NoSchedule/NoExecute taint no toleration tolerates, or None.
+
+    component-helpers scheduling/corev1 helpers.go `FindMatchingUntoleratedTaint`, as the
+    TaintToleration plugin's `Filter` calls it.
+    """
     for taint in taints:
         if taint.get("effect") in FILTERED_EFFECTS and not any(tolerates(t, taint) for t in tolerations):
             return taint
@@ -39,7 +42,7 @@ def untolerated_taint(taints: Iterable[Mapping[str, Any]], tolerations: Sequence
 
 
 def _requirement(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """apimachinery labels `Requirement.Matches` for a NodeSelectorRequirement (In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
+    """Apimachinery labels `Requirement.Matches` for a NodeSelectorRequirement (In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
     key, op, values = expr["key"], expr["operator"], expr.get("values") or []
     present = key in labels
     if op == "In":
@@ -82,8 +85,11 @@ def affinity_matches(spec: Mapping[str, Any], labels: Mapping[str, str], only_ke
 
 
 def insufficient(requests: Mapping[str, Decimal], allocatable: Mapping[str, Any]) -> list[str]:
-    """pkg/scheduler/framework/plugins/noderesources/fit.go `fitsRequest` on an empty node: each requested
-    resource (zero requests ignored) must be advertised in at least that amount; "Insufficient <name>" otherwise."""
+    """`Insufficient <name>` for each request an empty node does not advertise enough of.
+
+    pkg/scheduler/framework/plugins/noderesources/fit.go `fitsRequest`: zero requests are ignored, an
+    extended resource the node does not list counts as 0.
+    """
     out = []
     for name, want in sorted(requests.items()):
         if want <= 0:

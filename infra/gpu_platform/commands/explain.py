@@ -21,7 +21,7 @@ from gpu_platform.explain.stages import Explanation, explain
 from gpu_platform.explain.view import StackView
 from gpu_platform.spec.loader import load_stack
 
-KINDS = sorted(k for k in RESOURCES if k not in ("Workload", "PodGroup", "VolcanoJob", "CronJob")) + ["Job (batch.volcano.sh)"]
+KINDS = [*sorted(k for k in RESOURCES if k not in ("Workload", "PodGroup", "VolcanoJob", "CronJob")), "Job (batch.volcano.sh)"]
 
 
 def read_workload(path: Path) -> dict[str, Any]:

@@ -124,7 +124,12 @@ class Walk:
         ns = self.view.find("Namespace", self.out.namespace)
         tenants = sorted(t.ns for t in self.view.spec.tenants)
         if ns is None:
-            self.add("namespace", "blocked", f"{self.out.namespace} is not a tenant namespace of this stack; tenants: {', '.join(tenants)}", "gpu_platform.k8s.tenants.namespace")
+            self.add(
+                "namespace",
+                "blocked",
+                f"{self.out.namespace} is not a tenant namespace of this stack; tenants: {', '.join(tenants)}",
+                "gpu_platform.k8s.tenants.namespace",
+            )
         self.ns = ns or {}
         self.add("namespace", "ok", f"tenant namespace {self.out.namespace}", "gpu_platform.k8s.tenants.namespace")
 
@@ -145,14 +150,21 @@ class Walk:
             self.add("kueue-managed", "warning", "Kueue is not enabled on this stack: nothing gates GPU quota", src)
             return
         if self.out.kind not in kueue.KIND_FRAMEWORK:
-            self.add("kueue-managed", "blocked", f"Kueue has no integration for {self.out.kind}; allowed: {', '.join(sorted(kueue.KIND_FRAMEWORK))}", src)
+            self.add(
+                "kueue-managed", "blocked", f"Kueue has no integration for {self.out.kind}; allowed: {', '.join(sorted(kueue.KIND_FRAMEWORK))}", src
+            )
         self.workload = kueue.workload_for(self.obj)
         labels = ((self.ns.get("metadata") or {}).get("labels")) or {}
         if not kueue.kueue_manages(config, self.out.kind, labels, self.workload.queue_name):
             self.add("kueue-managed", "warning", f"Kueue does not manage this {self.out.kind} here: it runs outside every quota", src)
             return
         notes = "; ".join(self.workload.notes)
-        self.add("kueue-managed", "ok", f"Kueue manages it as a Workload of {len(self.workload.pod_sets)} pod set(s)" + (f"; {notes}" if notes else ""), src)
+        self.add(
+            "kueue-managed",
+            "ok",
+            f"Kueue manages it as a Workload of {len(self.workload.pod_sets)} pod set(s)" + (f"; {notes}" if notes else ""),
+            src,
+        )
 
     def local_queue(self) -> None:
         """LocalQueue (queue-name label, else the namespace's `default`) and its ClusterQueue."""
@@ -184,11 +196,14 @@ class Walk:
             if found is None:
                 self.add("priority", "blocked", f"{kind} {name} does not exist: Kueue cannot create the Workload", src)
             value = int(found["value"])  # type: ignore[index]
-        wl = {
+        wl: dict[str, Any] = {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "Workload",
             "metadata": {"name": self.out.name, "namespace": self.out.namespace},
-            "spec": {"podSets": [{"name": p.name, "count": p.count, "template": {"spec": dict(p.spec)}} for p in self.workload.pod_sets], "priority": value},
+            "spec": {
+                "podSets": [{"name": p.name, "count": p.count, "template": {"spec": dict(p.spec)}} for p in self.workload.pod_sets],
+                "priority": value,
+            },
         }
         if ref is not None:
             group = "kueue.x-k8s.io" if ref[0] == "WorkloadPriorityClass" else "scheduling.k8s.io"
@@ -235,17 +250,22 @@ class Walk:
                 and all(p.labels.get(k) == v for k, v in labels.items())
                 and scheduler.untolerated_taint(p.taints, tolerations) is None
             ]
-            src = "kueue ResourceFlavor nodeLabels (podset.go Merge into nodeSelector); cluster-autoscaler expander/priority, aws_manager.go isNodeGroupAvailable"
+            src = (
+                "kueue ResourceFlavor nodeLabels (podset.go Merge into nodeSelector); cluster-autoscaler expander/priority, "
+                "aws auto_scaling_groups.go isNodeGroupAvailable"
+            )
             if reach:
-                self.add("kueue-fallback", "ok", f"{c.flavor} ({pool.pool.capacity}) pods may also land on {', '.join(reach)}: the autoscaler scales those when {pool.pool.name} cannot", src)
-            else:
-                self.add(
-                    "kueue-fallback",
-                    "warning",
-                    f"{c.flavor} pins the pods to {pool.pool.capacity} pool {pool.pool.name}; no pool outside Spot/Capacity Blocks matches the flavor, so the pods wait for that capacity",
-                    src,
-                    capacity=True,
+                detail = (
+                    f"{c.flavor} ({pool.pool.capacity}) pods may also land on {', '.join(reach)}: "
+                    f"the autoscaler scales those when {pool.pool.name} cannot"
                 )
+                self.add("kueue-fallback", "ok", detail, src)
+            else:
+                detail = (
+                    f"{c.flavor} pins the pods to {pool.pool.capacity} pool {pool.pool.name}; "
+                    "no pool outside Spot/Capacity Blocks matches the flavor, so the pods wait for that capacity"
+                )
+                self.add("kueue-fallback", "warning", detail, src, capacity=True)
 
     def pod_admission(self) -> None:
         """The controller's pods meet the ValidatingAdmissionPolicies on pods."""
@@ -253,7 +273,12 @@ class Walk:
             return
         src = "apiserver plugin/policy/validating validator.go Validate on the pods the job controller creates"
         for ps in self.workload.pod_sets:
-            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{self.out.name}-{ps.name}", "namespace": self.out.namespace}, "spec": dict(ps.spec)}
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"{self.out.name}-{ps.name}", "namespace": self.out.namespace},
+                "spec": dict(ps.spec),
+            }
             refused = admission.denials(self.view.objects, admission.request_for(pod, self.ns))
             if refused:
                 detail = "; ".join(f"{d.policy} refuses pod set {ps.name}'s pods: {d.message}" for d in refused)
@@ -301,11 +326,23 @@ class Walk:
                 else:
                     ok.append(p)
             if not ok and _asks_gpu(spec):
-                self.add("node-pool", "blocked", f"pod set {name}: no GPU pool's nodes pass the filters: " + "; ".join(why), src)
+                self.add("node-pool", "blocked", self._no_pool(name, spec, why), src)
             out[name] = ok
         detail = "; ".join(f"pod set {n}: {', '.join(p.pool.name for p in ps) or 'system nodes only'}" for n, ps in out.items())
         self.add("node-pool", "ok", detail, src)
         return out
+
+    def _no_pool(self, name: str, spec: Mapping[str, Any], why: list[str]) -> str:
+        """Why no pool takes the pod set, naming the pools the tenant's own selector picked and what they advertise."""
+        own = next((dict(p.spec) for p in (self.workload.pod_sets if self.workload else ()) if p.name == name), dict(spec))
+        wanted = [p for p in self.view.pools if scheduler.affinity_matches(own, p.labels)]
+        asks = sorted(k for k, v in kueue.pod_requests(spec).items() if v > 0 and "/" in k)
+        if wanted and len(wanted) < len(self.view.pools):
+            picked = "; ".join(f"pool {p.pool.name}, which advertises {', '.join(sorted(k for k in p.allocatable if '/' in k))}" for p in wanted)
+            flavors = ", ".join(sorted({str(c.flavor) for c in self.choices if c.pod_set == name and c.flavor}))
+            held = f"; Kueue admitted it on flavor {flavors}, whose node labels exclude those pools: the pods stay pending" if flavors else ""
+            return f"pod set {name} asks {', '.join(asks)}; the pods select {picked}{held}"
+        return f"pod set {name}: no GPU pool's nodes pass the filters: " + "; ".join(why)
 
     def device_resources(self, pools: dict[str, list[PoolView]]) -> dict[str, list[PoolView]]:
         """NodeResourcesFit of each pod against what one node of each pool advertises, and room for the pod set."""
@@ -319,7 +356,7 @@ class Walk:
                 continue
             ok, why = [], []
             for p in pools.get(name, []):
-                short = scheduler.insufficient(requests, p.allocatable)
+                short = scheduler.insufficient(_checkable(requests, p.allocatable), p.allocatable)
                 if short:
                     why.append(f"{p.pool.name}: " + ", ".join(short))
                     continue
@@ -341,28 +378,32 @@ class Walk:
     def autoscaler(self, fitting: dict[str, list[PoolView]]) -> None:
         """Whether the pool has nodes up, or the autoscaler can scale it from zero for these pods."""
         src = "cluster-autoscaler cloudprovider/aws/aws_manager.go buildNodeFromTemplate + scheduler filters on the template node"
-        for name, count, spec in self.pod_sets():
+        lines: list[str] = []
+        for name, _, spec in self.pod_sets():
             if not _asks_gpu(spec):
                 continue
             requests = kueue.pod_requests(spec)
-            lines, scalable = [], False
+            found, scalable = [], False
             for p in fitting.get(name, []):
                 if p.template is None:
-                    lines.append(f"{p.pool.name}: on-prem, {p.max_nodes} fixed nodes")
+                    found.append(f"{p.pool.name}: on-prem, {p.max_nodes} fixed nodes")
                     scalable = True
                     continue
                 t = p.template
-                short = scheduler.insufficient(requests, t.allocatable)
-                if scheduler.untolerated_taint(t.taints, spec.get("tolerations") or []) is not None or not scheduler.affinity_matches(spec, t.labels) or short:
-                    lines.append(f"{p.pool.name}: the autoscaler's template node does not fit ({', '.join(short) or 'labels/taints'}), it never scales this group for these pods")
-                    if p.min_nodes > 0:
-                        scalable = True
+                short = scheduler.insufficient(_checkable(requests, t.allocatable), t.allocatable)
+                tainted = scheduler.untolerated_taint(t.taints, spec.get("tolerations") or []) is not None
+                if tainted or short or not scheduler.affinity_matches(spec, t.labels):
+                    why = ", ".join(short) or "labels/taints"
+                    found.append(f"{p.pool.name}: the autoscaler's template node does not fit ({why}), it never scales this group for these pods")
+                    scalable = scalable or p.min_nodes > 0
                     continue
-                lines.append(f"{p.pool.name}: {p.min_nodes} nodes always up, scales to {p.max_nodes} from the node-template tags")
+                found.append(f"{p.pool.name}: {p.min_nodes} nodes always up, scales to {p.max_nodes} from the node-template tags")
                 scalable = True
             if not scalable:
-                self.add("autoscaler", "blocked", f"pod set {name}: " + "; ".join(lines), src)
-            self.add("autoscaler", "ok", f"pod set {name}: " + "; ".join(lines), src)
+                self.add("autoscaler", "blocked", f"pod set {name}: " + "; ".join(found), src)
+            lines.append(f"pod set {name}: " + "; ".join(found))
+        if lines:
+            self.add("autoscaler", "ok", " | ".join(lines), src)
 
     def volcano(self) -> None:
         """For pods scheduled by Volcano: the PodGroup's queue and its capability."""
@@ -407,6 +448,15 @@ class Walk:
         return None
 
 
+def _checkable(requests: Mapping[str, Decimal], allocatable: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The requests whose node amount the view knows.
+
+    Extended resources and hugepages always (absent means 0); cpu, memory and scratch disk where the
+    instance type says (on-prem nodes' are unknown).
+    """
+    return {k: v for k, v in requests.items() if k in allocatable or "/" in k or k.startswith("hugepages-")}
+
+
 def _asks_gpu(spec: Mapping[str, Any]) -> bool:
     return any(k.startswith("nvidia.com/") and v > 0 for k, v in kueue.pod_requests(spec).items())
 
@@ -417,10 +467,13 @@ def _pods_per_node(requests: Mapping[str, Decimal], allocatable: Mapping[str, An
 
 
 def _fmt(requests: Mapping[str, Decimal]) -> str:
-    return "{" + ", ".join(f"{k}: {v.normalize():f}" for k, v in sorted(requests.items())) + "}"
+    def one(v: Decimal) -> str:
+        gib = v / 2**30
+        return f"{gib.normalize():f}Gi" if v >= 2**30 and gib == gib.to_integral_value() else f"{v.normalize():f}"
+
+    return "{" + ", ".join(f"{k}: {one(v)}" for k, v in sorted(requests.items())) + "}"
 
 
 def explain(view: StackView, obj: Mapping[str, Any]) -> Explanation:
     """Walk one workload manifest through every stage over a stack's objects."""
     return Walk(view, obj).run()
-

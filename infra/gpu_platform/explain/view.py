@@ -53,7 +53,8 @@ def pool_view(spec: PlatformSpec, catalog: Catalog, pool: NodePool) -> PoolView:
     template = None
     if pool.instance_types:
         instance = catalog.instance(pool.instance_types[0])
-        allocatable |= {"cpu": str(instance.vcpu), "memory": f"{instance.memory_gib}Gi"}
+        # Instance capacity; the kubelet's reservations take a few percent off (not modelled).
+        allocatable |= {"cpu": str(instance.vcpu), "memory": f"{instance.memory_gib}Gi", "ephemeral-storage": f"{pool.root_volume_gib}Gi"}
         labels = eks_node_labels(pool, catalog)
         template = template_node(instance.vcpu, instance.memory_gib * 1024, instance.gpus, node_template_tags(pool, catalog), labels, taints)
     else:

@@ -96,10 +96,14 @@ def kueue_present(plan: PlanView) -> bool:
 
 
 def flavor_pools(plan: PlanView) -> dict[str, str]:
-    """ResourceFlavor name -> pool it selects (by the pool label in spec.nodeLabels)."""
+    """ResourceFlavor name -> pool whose capacity backs its quota (pool label in spec.nodeLabels, else the object's own label).
+
+    A Spot flavor selects its fallback group rather than one pool (gpu_platform.k8s.kueue.flavor_node_labels)
+    and names its pool in metadata.labels.
+    """
     out = {}
     for r in objects(plan, "ResourceFlavor", KUEUE):
-        pool = get(r.inputs, "spec", "nodeLabels", LABEL_POOL)
+        pool = get(r.inputs, "spec", "nodeLabels", LABEL_POOL) or get(r.inputs, "metadata", "labels", LABEL_POOL)
         if pool:
             out[object_name(r)] = str(pool)
     return out
