@@ -228,11 +228,20 @@ class Walk:
         failed = [c for c in self.choices if c.flavor is None]
         if failed:
             detail = "; ".join(f"pod set {c.pod_set} ({', '.join(c.resources)}): " + "; ".join(c.tried) for c in failed)
-            self.add("kueue-flavor", "blocked", f"no flavor admits it: {detail}", src)
+            self.add("kueue-flavor", "blocked", f"{self._no_flavor_summary(failed)}no flavor admits it: {detail}", src)
         gpu = [c for c in self.choices if c.flavor != CPU_FLAVOR]
         self.out.flavor = (gpu or self.choices)[0].flavor if self.choices else None
         detail = "; ".join(f"pod set {c.pod_set} {'/'.join(c.resources)} -> {c.flavor}" + (" (borrowing)" if c.borrows else "") for c in self.choices)
         self.add("kueue-flavor", "ok", detail or "requests nothing Kueue counts", src)
+
+    def _no_flavor_summary(self, failed: list[kueue.FlavorChoice]) -> str:
+        """A plain reason first when every flavor was skipped for the pod's node selector: no quota for what it selects."""
+        if not all(c.tried and all("doesn't match node affinity" in t for t in c.tried) for c in failed):
+            return ""
+        wl = self.workload
+        selector = dict(wl.pod_sets[0].spec.get("nodeSelector") or {}) if wl and wl.pod_sets else {}
+        picked = ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+        return f"ClusterQueue {self.out.cluster_queue} has no quota for {picked or 'the node affinity asked'}: "
 
     def fallback(self) -> None:
         """Where pods admitted to a Spot or Capacity Block flavor go when that capacity does not come."""
