@@ -7,6 +7,7 @@ tests) reads these from here, so a pool means the same thing everywhere.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from gpu_platform.catalog import Catalog, GpuModel
 from gpu_platform.spec.models import NodePool
@@ -107,6 +108,14 @@ def resources_for_gpus(pool: NodePool, catalog: Catalog, gpus: int) -> dict[str,
 def pool_capacity(pool: NodePool, catalog: Catalog) -> dict[str, int]:
     """Every extended resource the pool offers at its maximum size."""
     return resources_for_gpus(pool, catalog, max_gpus(pool, catalog))
+
+
+def block_active(pool: NodePool, day: date) -> bool:
+    """False for a Capacity Block pool outside its declared dates (start inclusive, end exclusive); True otherwise."""
+    r = pool.reservation
+    if pool.capacity != "capacity-block" or r is None or r.start is None or r.end is None:
+        return True
+    return r.start <= day < r.end
 
 
 def is_interruptible(pool: NodePool) -> bool:

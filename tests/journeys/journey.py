@@ -125,4 +125,9 @@ def spot_batch(spec: PlatformSpec) -> dict[str, Any]:
     tenant, pool = find(spec, lambda p, gpus: p.capacity == "spot")
     resource = sorted(resources_per_gpu(pool, load_catalog()))[0]
     body = pod_spec(pool, {resource: "1"}, restartPolicy="OnFailure")
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "backfill", "namespace": tenant.ns}, "spec": {"parallelism": 2, "template": {"spec": body}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "backfill", "namespace": tenant.ns},
+        "spec": {"parallelism": 2, "template": {"spec": body}},
+    }

@@ -35,8 +35,14 @@ def above_tier(kind: str, ns: str) -> dict[str, Any]:
         "JobSet": ("jobset.x-k8s.io/v1alpha2", {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": t}}}]}),
         "PyTorchJob": ("kubeflow.org/v1", {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": t}}}),
         "MPIJob": ("kubeflow.org/v2beta1", {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": t}}}),
-        "RayJob": ("ray.io/v1", {"rayClusterSpec": {"headGroupSpec": {"template": t}, "workerGroupSpecs": [{"groupName": "g", "replicas": 1, "template": t}]}}),
-        "RayCluster": ("ray.io/v1", {"headGroupSpec": {"template": _template("gpu-experiments")}, "workerGroupSpecs": [{"groupName": "g", "template": t}]}),
+        "RayJob": (
+            "ray.io/v1",
+            {"rayClusterSpec": {"headGroupSpec": {"template": t}, "workerGroupSpecs": [{"groupName": "g", "replicas": 1, "template": t}]}},
+        ),
+        "RayCluster": (
+            "ray.io/v1",
+            {"headGroupSpec": {"template": _template("gpu-experiments")}, "workerGroupSpecs": [{"groupName": "g", "template": t}]},
+        ),
     }
     api, spec = specs[kind]
     return {"apiVersion": api, "kind": kind, "metadata": meta, "spec": spec}
@@ -119,6 +125,10 @@ def test_a_job_for_a_gpu_model_without_quota_is_refused(stack: str) -> None:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "elsewhere", "namespace": tenant.ns},
-        "spec": {"template": {"spec": {"nodeSelector": {LABEL_GPU_MODEL: others[0]}, "restartPolicy": "Never", "containers": [container({GPU_RESOURCE: "1"})]}}},
+        "spec": {
+            "template": {
+                "spec": {"nodeSelector": {LABEL_GPU_MODEL: others[0]}, "restartPolicy": "Never", "containers": [container({GPU_RESOURCE: "1"})]}
+            }
+        },
     }
     assert_refused(walk(stack, job), "kueue-flavor", f"has no quota for {LABEL_GPU_MODEL}={others[0]}")

@@ -234,6 +234,8 @@ LT = "pool-train-h100-reserved-lt"
 NG = "pool-train-h100-reserved-ng"
 SPOT_NG = "pool-infer-l4-spot-ng"
 L4_OD_NG = "pool-infer-l4-ondemand-ng"
+BLOCK_START = "gpu-platform:capacity-block-start"
+BLOCK_END = "gpu-platform:capacity-block-end"
 BLOCK_NG = "pool-train-h100-block-ng"
 SG_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 A100_NG = "pool-infer-a100-mig-ng"
@@ -691,6 +693,35 @@ CASES: list[Case] = [
         ),
         SPOT_NG,
         "only 0 on-demand GPUs to fall back to",
+    ),
+    Case("capacity-block-in-dates", "prod-compliant", "prod"),
+    Case("capacity-block-in-dates", "no-dates", "prod", (drop_in(BLOCK_NG, f"tags.{BLOCK_END}"),), BLOCK_NG, "declares no dates"),
+    Case(
+        "capacity-block-in-dates",
+        "block-ended",
+        "prod",
+        (set_in(BLOCK_NG, f"tags.{BLOCK_START}", "2025-01-06"), set_in(BLOCK_NG, f"tags.{BLOCK_END}", "2025-02-03")),
+        BLOCK_NG,
+        "ended on 2025-02-03",
+    ),
+    Case(
+        "capacity-block-in-dates",
+        "quota-before-start",
+        "prod",
+        (set_in(BLOCK_NG, f"tags.{BLOCK_START}", "2099-01-05"), set_in(BLOCK_NG, f"tags.{BLOCK_END}", "2099-02-02")),
+        BLOCK_NG,
+        "starts on 2099-01-05",
+    ),
+    # What the platform renders before a block starts: the flavor at 0 quota.
+    Case(
+        "capacity-block-in-dates",
+        "no-quota-before-start",
+        "prod",
+        (
+            set_in(BLOCK_NG, f"tags.{BLOCK_START}", "2099-01-05"),
+            set_in(BLOCK_NG, f"tags.{BLOCK_END}", "2099-02-02"),
+            set_in("kueue-clusterqueue-llm-training", "spec.resourceGroups.1.flavors.1.resources.0.nominalQuota", 0),
+        ),
     ),
     Case("kueue-quota-fits-pool", "prod-compliant", "prod"),
     Case(

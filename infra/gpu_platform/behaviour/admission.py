@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import celpy
@@ -105,9 +106,15 @@ def resources_match(match: Mapping[str, Any] | None, req: Request) -> bool:
     return selector_matches(match.get("objectSelector"), labels)
 
 
-def _cel(expr: str, activation: dict[str, Any]) -> Any:
+@cache
+def _program(expr: str) -> Any:
+    # The API server compiles each expression once (at policy creation); parsing is most of the cost here too.
     env = celpy.Environment()
-    return env.program(env.compile(expr)).evaluate(activation)
+    return env.program(env.compile(expr))
+
+
+def _cel(expr: str, activation: dict[str, Any]) -> Any:
+    return _program(expr).evaluate(activation)
 
 
 def _activation(req: Request) -> dict[str, Any]:

@@ -9,6 +9,7 @@ layouts) share a group and list every covered resource (0 where the pool offers 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 import pulumi
@@ -26,6 +27,7 @@ from gpu_platform.pools import (
     LABEL_SPOT_FALLBACK,
     LABEL_TIER,
     LABEL_WORKLOAD,
+    block_active,
     fallback_group,
     gpu_of,
     node_taints,
@@ -121,8 +123,14 @@ def preemption(spec: PlatformSpec) -> dict[str, Any]:
     return out
 
 
-def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest:
-    """The tenant's ClusterQueue: nominal quota per flavor, borrowing/lending limits, preemption, fair share."""
+def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant, today: date | None = None) -> Manifest:
+    """The tenant's ClusterQueue: nominal quota per flavor, borrowing/lending limits, preemption, fair share.
+
+    A Capacity Block flavor carries quota only inside the block's dates (`today` is the day `pulumi up`
+    runs): outside them it has none, so Kueue's flavor assigner (flavorassigner.go fitsResourceQuota)
+    moves on to the next flavor instead of pinning work to a node group that cannot launch.
+    """
+    day = today or date.today()
     quotas = {q.pool: q for q in tenant.quotas}
     cpu = {"name": "cpu", "nominalQuota": tenant.resources.cpu}
     mem = {"name": "memory", "nominalQuota": f"{tenant.resources.memory_gib}Gi"}
@@ -131,7 +139,7 @@ def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manif
         flavors = []
         for pool in pools:
             q = quotas[pool.name]
-            nominal = resources_for_gpus(pool, catalog, q.gpus)
+            nominal = resources_for_gpus(pool, catalog, q.gpus if block_active(pool, day) else 0)
             resources = []
             for name in covered:
                 entry: dict[str, Any] = {"name": name, "nominalQuota": nominal.get(name, 0)}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from datetime import date
 from typing import Any
 
+from gpu_platform.aws.nodepools import BLOCK_END_TAG, BLOCK_START_TAG
 from gpu_platform.pools import LABEL_POOL
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.rules.rollout import fixed_capacity_tier
@@ -220,3 +222,38 @@ def fixed_capacity_placement(r: Resource, ctx: Context) -> Iterator[str]:
     low = get(r.inputs, "scalingConfig", "minSize")
     if low not in (None, 0):
         yield f"scalingConfig.minSize is {low}; a Capacity Block group must be able to sit at 0 outside the block"
+
+
+@rule(
+    "capacity-block-in-dates",
+    "Capacity Block pools declare their dates, the block has not ended, and its flavor carries quota only inside the dates.",
+    "mandatory",
+    "stack",
+    category="capacity",
+)
+def capacity_block_in_dates(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Outside its dates a block's node group cannot launch: quota on it pins work to nodes that never come.
+
+    Kueue admits on quota alone (flavorassigner.go fitsResourceQuota) and then adds the flavor's node
+    labels to the pods; a block's flavor with quota outside the dates (or after the block ended, when
+    evicted pods come back) leaves them pending on an empty pool.
+    """
+    held = {flavor_pools(plan).get(f) for _, f, res, n in nominal_quotas(plan) if res.startswith("nvidia.com/") and (quantity(n) or 0) > 0}
+    for r in plan.of_type(NODE_GROUP):
+        if r.inputs.get("capacityType") != "CAPACITY_BLOCK":
+            continue
+        tags = r.inputs.get("tags") or {}
+        pool = str((r.inputs.get("labels") or {}).get(LABEL_POOL, r.name))
+        start, end = tags.get(BLOCK_START_TAG), tags.get(BLOCK_END_TAG)
+        if not start or not end:
+            yield Finding(r.name, f"Capacity Block pool {pool} declares no dates; allowed: reservation.start and reservation.end (YYYY-MM-DD)")
+            continue
+        try:
+            first, last = date.fromisoformat(str(start)), date.fromisoformat(str(end))
+        except ValueError:
+            yield Finding(r.name, f"Capacity Block pool {pool}: dates {start!r}..{end!r} are not YYYY-MM-DD")
+            continue
+        if last <= ctx.day:
+            yield Finding(r.name, f"Capacity Block of pool {pool} ended on {last}; remove the pool or declare the new block's dates")
+        elif ctx.day < first and pool in held:
+            yield Finding(r.name, f"Capacity Block of pool {pool} starts on {first} but its flavor carries quota now; allowed: 0 until then")
