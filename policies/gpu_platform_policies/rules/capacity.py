@@ -224,12 +224,19 @@ def fixed_capacity_placement(r: Resource, ctx: Context) -> Iterator[str]:
         yield f"scalingConfig.minSize is {low}; a Capacity Block group must be able to sit at 0 outside the block"
 
 
+def no_capacity_block(plan: PlanView, ctx: Context) -> str | None:
+    """Why capacity-block-in-dates has nothing to judge: no Capacity Block node group."""
+    blocks = [r for r in plan.of_type(NODE_GROUP) if r.inputs.get("capacityType") == "CAPACITY_BLOCK"]
+    return None if blocks else "the stack has no Capacity Block pool"
+
+
 @rule(
     "capacity-block-in-dates",
     "Capacity Block pools declare their dates, the block has not ended, and its flavor carries quota only inside the dates.",
     "mandatory",
     "stack",
     category="capacity",
+    not_applicable=no_capacity_block,
 )
 def capacity_block_in_dates(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """Outside its dates a block's node group cannot launch: quota on it pins work to nodes that never come.

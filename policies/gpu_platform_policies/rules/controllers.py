@@ -91,12 +91,18 @@ def kueue_manager_config(plan: PlanView) -> dict[str, Any] | None:
     return config if isinstance(config, dict) else None
 
 
+def no_kueue(plan: PlanView, ctx: Context) -> str | None:
+    """Why the Kueue rules have nothing to judge: no Kueue release."""
+    return "the stack does not run Kueue" if kueue_manager_config(plan) is None else None
+
+
 @rule(
     "kueue-preemption-enforced",
     "ClusterQueues set no borrowWithinCohort while Kueue fair sharing is on (Kueue ignores it there).",
     "mandatory",
     "stack",
     category="controllers",
+    not_applicable=no_kueue,
 )
 def kueue_preemption_enforced(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """Kueue's getTargets runs fairPreemptions when `fairSharing` is configured, which never reads borrowWithinCohort."""
@@ -128,6 +134,7 @@ def _namespace_labels(plan: PlanView) -> dict[str, tuple[str, dict[str, str]]]:
     "mandatory",
     "stack",
     category="controllers",
+    not_applicable=no_kueue,
 )
 def tenant_workloads_managed(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """A kind Kueue does not manage (or a job without a queue name) runs outside every quota Kueue keeps (jobframework WorkloadShouldBeSuspended)."""

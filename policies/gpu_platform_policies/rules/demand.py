@@ -39,6 +39,11 @@ def declared_demand(plan: PlanView) -> tuple[str, list[dict[str, Any]]] | None:
     return None
 
 
+def no_demand(plan: PlanView, ctx: Context) -> str | None:
+    """Why the demand rules have nothing to judge: the stack declares no `demand`."""
+    return "the stack declares no gpu-platform:demand" if declared_demand(plan) is None else None
+
+
 def reachable_fallback(plan: PlanView, spot: list[Pool], floor: list[Pool]) -> list[Pool]:
     """The non-Spot pools that pods admitted on the class's Spot flavors can be scheduled on.
 
@@ -101,6 +106,7 @@ def supplies(plan: PlanView, ctx: Context) -> Iterator[tuple[ClassSupply, str, s
     "stack",
     category="capacity",
     thresholds={"min-demand-coverage": DEFAULT_MIN_COVERAGE},
+    not_applicable=no_demand,
 )
 def demand_coverage(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """Stable capacity (reserved pools, on-demand minimums) below target leaves the SLA to a scale-up that may not come."""
@@ -117,6 +123,7 @@ def demand_coverage(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     "stack",
     category="capacity",
     thresholds={f"max-demand-spot-{c}": v for c, v in DEFAULT_SPOT_CAPS.items()},
+    not_applicable=no_demand,
 )
 def demand_spot_exposure(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """A reclaim wave takes every Spot GPU at once; beyond the cap the class loses too much of its P95."""
@@ -132,6 +139,7 @@ def demand_spot_exposure(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     "mandatory",
     "stack",
     category="capacity",
+    not_applicable=no_demand,
 )
 def spot_fallback(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """Work that cannot be interrupted loses its capacity at a reclaim unless on-demand can take it over.
