@@ -14,6 +14,7 @@ L40S_PATCH = "pool-l40s-dev-l40s-01"
 A100_MIG_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
 OPERATOR = "gpu-operator-release"
 
+POD_RULE = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}
 CONTROLLER_CASES: list[Case] = [
     Case("sharing-modes-exclusive", "onprem-compliant", "onprem"),
     Case(
@@ -166,6 +167,15 @@ CONTROLLER_CASES += [
         (set_in("platform-priority-policy-binding", "spec.validationActions", ["Audit"]),),
         "tenant-serving-namespace",
         "bound with Deny",
+    ),
+    # The issue-17 regression: pods checked, Workloads not; a Job's template priority is admitted by Kueue.
+    Case(
+        "tenant-priority-restricted",
+        "pods-only",
+        "prod",
+        (set_in("platform-priority-policy", "spec.matchConstraints.resourceRules", [POD_RULE]),),
+        "tenant-serving-namespace",
+        "Kueue Workload priorityClassRef",
     ),
     Case("tenant-role-no-netpol-write", "prod-compliant", "prod"),
     Case(

@@ -158,13 +158,18 @@ def tenant_workloads_managed(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 
 @rule(
     "tenant-priority-restricted",
-    "A ValidatingAdmissionPolicy, bound with Deny, checks the priority of every pod in each tenant namespace.",
+    "A ValidatingAdmissionPolicy, bound with Deny, checks the priority of every pod and every Kueue Workload in each tenant namespace.",
     "mandatory",
     "stack",
     category="controllers",
 )
 def tenant_priority_restricted(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """Without it any tenant may run at the highest PriorityClass and preempt production training."""
+    """Without it any tenant may run at the highest PriorityClass and preempt production training.
+
+    Pods alone are not enough: Kueue takes a Workload's priority from the job's pod template
+    (jobframework reconciler.go ExtractPriority) and admits it, preempting others, before any pod
+    exists; a policy on kueue.x-k8s.io workloads checking spec.priorityClassRef covers every integration.
+    """
     namespaces = _namespace_labels(plan)
     if not namespaces:
         return
@@ -177,15 +182,20 @@ def tenant_priority_restricted(plan: PlanView, ctx: Context) -> Iterator[Finding
     for p in objects(plan, "ValidatingAdmissionPolicy", "admissionregistration.k8s.io"):
         rules = get(p.inputs, "spec", "matchConstraints", "resourceRules", default=[]) or []
         on_pods = any("" in r.get("apiGroups", []) and "pods" in r.get("resources", []) and "CREATE" in r.get("operations", []) for r in rules)
-        checks_priority = any("priorityClassName" in str(v.get("expression", "")) for v in get(p.inputs, "spec", "validations", default=[]) or [])
-        if on_pods and checks_priority and object_name(p) in bound:
+        on_workloads = any(
+            "kueue.x-k8s.io" in r.get("apiGroups", []) and "workloads" in r.get("resources", []) and "CREATE" in r.get("operations", [])
+            for r in rules
+        )
+        expressions = " ".join(str(v.get("expression", "")) for v in get(p.inputs, "spec", "validations", default=[]) or [])
+        checks_priority = "priorityClassName" in expressions and "priorityClassRef" in expressions
+        if on_pods and on_workloads and checks_priority and object_name(p) in bound:
             policies.append(get(p.inputs, "spec", "matchConstraints", "namespaceSelector"))
     for ns, (res_name, labels) in namespaces.items():
         if not any(selector_matches(sel, labels) for sel in policies):
             yield Finding(
                 res_name,
-                f"no ValidatingAdmissionPolicy bound with Deny checks pod priorityClassName in tenant namespace {ns}; "
-                "any PriorityClass is usable there",
+                f"no ValidatingAdmissionPolicy bound with Deny checks pod priorityClassName and Kueue Workload priorityClassRef in tenant "
+                f"namespace {ns}; any PriorityClass is usable there",
             )
 
 
