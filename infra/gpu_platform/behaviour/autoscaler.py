@@ -1,6 +1,6 @@
 """cluster-autoscaler 1.35 (AWS provider): the node it imagines for an Auto Scaling group at zero nodes.
 
-kubernetes/autoscaler cluster-autoscaler-1.35.2, cloudprovider/aws/aws_manager.go `buildNodeFromTemplate`:
+kubernetes/autoscaler at the lockfile's cluster-autoscaler image tag, cloudprovider/aws/aws_manager.go `buildNodeFromTemplate`:
 capacity cpu, memory and `nvidia.com/gpu` from the instance type, then every
 `k8s.io/cluster-autoscaler/node-template/resources/<name>` tag (`extractAllocatableResourcesFromAsg`)
 overrides or adds a resource; labels from `.../node-template/label/<key>` tags (`extractLabelsFromAsg`)

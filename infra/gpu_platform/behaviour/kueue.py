@@ -1,6 +1,6 @@
-"""Kueue v0.19.2: which objects it manages, the Workload it builds from them, and flavor assignment.
+"""Kueue (the lockfile's release): which objects it manages, the Workload it builds from them, and flavor assignment.
 
-Sources (kubernetes-sigs/kueue at v0.19.2) are cited per function. Flavor assignment is evaluated
+Sources (kubernetes-sigs/kueue at the lockfile's tag) are cited per function. Flavor assignment is evaluated
 against idle quota (no other workload admitted): it answers whether the workload can be admitted
 at all and to which flavor first, not when.
 """
@@ -132,7 +132,7 @@ def _job_pods(job_spec: Mapping[str, Any]) -> int:
 
 
 def pod_sets(obj: Mapping[str, Any]) -> list[PodSet]:
-    """The Workload's pod sets, per integration's `PodSets` (kueue v0.19.2 pkg/controller/jobs/...).
+    """The Workload's pod sets, per integration's `PodSets` (kueue pkg/controller/jobs/...).
 
     - Pod: pod/pod_controller.go `constructPodSets`, one pod set `main` of 1.
     - Job: job/job_controller.go `PodSets`, `main` x podsCount.

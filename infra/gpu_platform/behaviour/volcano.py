@@ -1,6 +1,6 @@
-"""Volcano v1.15.1: the queue a pod's PodGroup lands in, and what the queue admission webhook refuses.
+"""Volcano (the lockfile's release): the queue a pod's PodGroup lands in, and what the queue admission webhook refuses.
 
-Sources: volcano-sh/volcano at v1.15.1, cited per function.
+Sources: volcano-sh/volcano at the tag of the lockfile's chart version, cited per function.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 DEFAULT_QUEUE = "default"
 SCHEDULER_NAME = "volcano"
 PODGROUP_MUTATE = "/podgroups/mutate"
-# The chart's values.yaml custom.enabled_admissions at 1.15.1 (podgroups mutate is off there).
+# The chart's values.yaml custom.enabled_admissions at the pinned chart version (podgroups mutate is off there).
 CHART_DEFAULT_ADMISSIONS = "/jobs/mutate,/jobs/validate,/podgroups/validate,/queues/mutate,/queues/validate,/hypernodes/validate,/cronjobs/validate"
 
 

@@ -245,7 +245,7 @@ REQUEUE_MAX_SECONDS = 1800
 def wait_for_pods_ready() -> dict[str, Any]:
     """Kueue's waitForPodsReady, explicit: a workload whose pods are not all ready in time is evicted and requeued.
 
-    kueue v0.19.2 apis/config/v1beta2/defaults.go `SetDefaults_Configuration` turns it on by default
+    kueue (the lockfile's release) apis/config/v1beta2/defaults.go `SetDefaults_Configuration` turns it on by default
     (30m, requeue from the eviction, backoff 60s doubling to 3600s, no limit); here the timeout outlasts
     the autoscaler's worst-case fallback, so a Spot workload is not evicted while on-demand nodes boot,
     and the backoff is capped at 30 min. blockAdmission stays off: one stuck workload must not hold
@@ -261,7 +261,7 @@ def wait_for_pods_ready() -> dict[str, Any]:
 def excluded_resources_config(spec: PlatformSpec) -> dict[str, Any]:
     """`resources.excludeResourcePrefixes`: what Kueue must not gate, on every stack.
 
-    Kueue v0.19.2 (default quotaCheckStrategy BlockUndeclared) leaves a workload pending with
+    Kueue (the lockfile's release; default quotaCheckStrategy BlockUndeclared) leaves a workload pending with
     "resource ephemeral-storage unavailable in ClusterQueue" when it requests a resource no resource
     group covers (pkg/scheduler/flavorassigner/flavorassigner.go, findFlavorForPodSets); excluded
     prefixes are dropped from the workload's requests first (pkg/workload/workload.go,
