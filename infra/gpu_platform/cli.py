@@ -19,12 +19,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "render": ("gpu_platform.commands.render", "run", "write every Kubernetes object and Helm values of the stack as YAML"),
     "check": ("gpu_platform.commands.check", "run", "run every policy over the offline plan; exit 1 on a mandatory violation"),
     "diff": ("gpu_platform.commands.change", "run_diff", "plan the stack at a git revision and at the working tree, and diff them per resource"),
+    "explain": ("gpu_platform.commands.explain", "run", "say what the platform does with one workload manifest, stage by stage"),
 }
 FORMATS = {
     "plan": ("table", "json"),
     "capacity": ("table", "json"),
     "check": ("text", "json", "github", "markdown"),
     "diff": ("text", "json", "markdown"),
+    "explain": ("text", "json"),
 }
 
 
@@ -46,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--out", type=Path, required=True, help="directory to write manifests and Helm values into")
         if name == "capacity":
             _add_capacity_plan(p)
+        if name == "explain":
+            p.add_argument("--workload", type=Path, required=True, help="a workload manifest: Pod, Job, JobSet, PyTorchJob, Deployment, ...")
     return parser
 
 

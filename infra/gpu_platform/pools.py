@@ -7,6 +7,7 @@ tests) reads these from here, so a pool means the same thing everywhere.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from gpu_platform.catalog import Catalog, GpuModel
 from gpu_platform.spec.models import NodePool
@@ -20,6 +21,9 @@ LABEL_SHARING = f"{DOMAIN}/sharing"
 LABEL_GPUS_PER_NODE = f"{DOMAIN}/gpus-per-node"
 LABEL_INTERRUPTIBLE = f"{DOMAIN}/interruptible"
 LABEL_EFA = f"{DOMAIN}/efa"  # "true" on EFA pools: where the EFA device plugin runs
+# Spot and on-demand pools of one class, GPU model and sharing layout share this label's value: a
+# Spot flavor selects it, so pods admitted on Spot quota may also land on those on-demand nodes.
+LABEL_SPOT_FALLBACK = f"{DOMAIN}/spot-fallback"
 LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -106,9 +110,28 @@ def pool_capacity(pool: NodePool, catalog: Catalog) -> dict[str, int]:
     return resources_for_gpus(pool, catalog, max_gpus(pool, catalog))
 
 
+def block_active(pool: NodePool, day: date) -> bool:
+    """False for a Capacity Block pool outside its declared dates (start inclusive, end exclusive); True otherwise."""
+    r = pool.reservation
+    if pool.capacity != "capacity-block" or r is None or r.start is None or r.end is None:
+        return True
+    return r.start <= day < r.end
+
+
 def is_interruptible(pool: NodePool) -> bool:
     """Spot capacity can be reclaimed by AWS with two minutes' notice."""
     return pool.capacity == "spot"
+
+
+def fallback_group(pool: NodePool, catalog: Catalog) -> str | None:
+    """`<class>.<gpu>.<layout>` for Spot and on-demand pools (they back each other up), None for fixed capacity.
+
+    Reserved and Capacity Block pools are left out: their nodes back their own flavors' quota.
+    """
+    if pool.capacity not in ("spot", "on-demand"):
+        return None
+    layout = pool.sharing.mig_config if pool.sharing.mode == "mig" else sharing_config_name(pool)
+    return f"{pool.workload_class}.{gpu_of(pool, catalog).name}.{layout}"
 
 
 def node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
@@ -134,6 +157,9 @@ def node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
         labels[LABEL_INTERRUPTIBLE] = "true"
     if pool.efa:
         labels[LABEL_EFA] = "true"
+    group = fallback_group(pool, catalog)
+    if group is not None:
+        labels[LABEL_SPOT_FALLBACK] = group
     return labels
 
 

@@ -23,6 +23,19 @@ def run_rule(rule: Rule, plan: PlanView, ctx: Context) -> list[Finding]:
     return list(rule.check(root, ctx))
 
 
+def not_applicable(resources: Iterable[Resource], ctx: Context, enforcement: Mapping[str, Level] | None = None) -> list[tuple[str, str]]:
+    """(rule, reason) of every enabled rule whose input the stack does not have: it judged nothing, so it did not pass."""
+    plan = PlanView(resources)
+    out = []
+    for rule in RULES.values():
+        if rule.not_applicable is None or effective_level(rule, enforcement or {}) == "disabled":
+            continue
+        reason = rule.not_applicable(plan, ctx)
+        if reason:
+            out.append((rule.name, reason))
+    return out
+
+
 def evaluate(
     resources: Iterable[Resource],
     ctx: Context,

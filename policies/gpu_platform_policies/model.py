@@ -149,6 +149,8 @@ class Rule:
     types: tuple[str, ...] = ()
     thresholds: Mapping[str, float] = field(default_factory=dict)
     category: str = ""
+    not_applicable: Callable[[PlanView, Context], str | None] | None = None
+    """Stack rules whose input may be absent: the reason the rule has nothing to judge, else None."""
 
     def applies_to(self, resource: Resource) -> bool:
         """Resource rules run on their type tokens only (every type when none are listed)."""
@@ -171,6 +173,7 @@ def rule(
     category: str,
     types: tuple[str, ...] = (),
     thresholds: Mapping[str, float] | None = None,
+    not_applicable: Callable[[PlanView, Context], str | None] | None = None,
 ) -> Callable[[Callable[..., Iterable[Any]]], Callable[..., Iterable[Any]]]:
     """Register a check function as a rule (names are unique; thresholds share one namespace)."""
 
@@ -180,7 +183,7 @@ def rule(
             assert THRESHOLD_DEFAULTS.get(key, value) == value, f"threshold {key} has two defaults"
             THRESHOLD_DEFAULTS[key] = value
         registry = CHANGE_RULES if scope == "change" else RULES
-        registry[name] = Rule(name, description, level, scope, fn, types, dict(thresholds or {}), category)
+        registry[name] = Rule(name, description, level, scope, fn, types, dict(thresholds or {}), category, not_applicable)
         return fn
 
     return register

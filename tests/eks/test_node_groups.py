@@ -9,9 +9,9 @@ import botocore.session
 import pytest
 
 from gpu_platform.aws.nodepools import ACCELERATOR_LABEL, launch_template_plan, node_group_plan, update_strategy
+from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import Plan, PlannedResource
-from gpu_platform.k8s.admission import parse_quantity
 from gpu_platform.pools import GPU_RESOURCE
 from tests.conftest import plan_for, spec_for
 

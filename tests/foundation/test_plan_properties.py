@@ -199,7 +199,9 @@ def test_gpu_pools_can_scale_from_zero(stack: str) -> None:
         per_node = gpus_per_node(pool, catalog)
         resources = {k.rsplit("/resources/", 1)[1]: v for k, v in asg_tags.items() if "/resources/" in k}
         gpu_resources = {name: str(n * per_node) for name, n in resources_per_gpu(pool, catalog).items()}
-        assert resources == {**gpu_resources, **efa.node_resources(pool, catalog)}
+        # MIG and shared pools say 0 whole GPUs: the autoscaler's AWS template starts from the instance's GPU count.
+        whole = {} if "nvidia.com/gpu" in gpu_resources else {"nvidia.com/gpu": "0"}
+        assert resources == {**whole, **gpu_resources, **efa.node_resources(pool, catalog)}
         if pool.efa:  # a zero-node EFA pool must still be known to offer EFA devices and hugepages
             assert resources[efa.EFA_RESOURCE] == str(efa.efa_devices(catalog.instance(pool.instance_types[0])))
             assert resources[efa.HUGEPAGES_RESOURCE] == "10240Mi"
@@ -211,13 +213,13 @@ def test_shared_and_mig_pools_advertise_their_slices_for_scale_up() -> None:
         for r in plan_for("dev").children("pool-dev-a10g-spot")
         if r.type == "aws:autoscaling/tag:Tag" and "/resources/" in r.inputs["tag"]["key"]
     }
-    assert dev == {"nvidia.com/gpu.shared": "4"}  # 1 A10G x 4 time-slicing replicas
+    assert dev == {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "4"}  # 1 A10G x 4 time-slicing replicas, no whole GPU
     prod = {
         r.inputs["tag"]["key"].split("/resources/", 1)[1]: r.inputs["tag"]["value"]
         for r in plan_for("prod").children("pool-infer-h100-mig")
         if r.type == "aws:autoscaling/tag:Tag" and "/resources/" in r.inputs["tag"]["key"]
     }
-    assert prod == {"nvidia.com/mig-3g.40gb": "16"}  # 8 H100 x all-3g.40gb (2 each)
+    assert prod == {"nvidia.com/gpu": "0", "nvidia.com/mig-3g.40gb": "16"}  # 8 H100 x all-3g.40gb (2 each), no whole GPU
 
 
 def test_inference_pools_span_every_zone_unless_bound_to_a_reservation() -> None:

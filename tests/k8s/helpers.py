@@ -7,11 +7,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import celpy
 import yaml
 
+from gpu_platform.behaviour.admission import vap_validation_denial
 from gpu_platform.commands.render import render_plan
 from tests.conftest import plan_for
+
+# Re-exported: other test modules import the evaluator from here; it lives in the product package.
+__all__ = ["crd_schemas", "helm_values", "is_builtin", "objects", "one", "rendered", "strict_schema", "vap_validation_denial"]
 
 
 @cache
@@ -84,49 +87,3 @@ def crd_schemas(root: Path) -> dict[tuple[str, str], dict[str, Any]]:
             for version in doc["spec"]["versions"]:
                 out[(f"{group}/{version['name']}", kind)] = strict_schema(version["schema"]["openAPIV3Schema"])
     return out
-
-
-def _cel(expr: str, activation: dict[str, Any]) -> Any:
-    env = celpy.Environment()
-    return env.program(env.compile(expr)).evaluate(activation)
-
-
-def vap_validation_denial(
-    policy: dict[str, Any],
-    request_kind: dict[str, str],
-    obj: dict[str, Any] | None,
-    ns: dict[str, Any],
-    operation: str = "CREATE",
-    old: dict[str, Any] | None = None,
-    user: dict[str, Any] | None = None,
-) -> str | None:
-    """The message of the first failing validation of a matched ValidatingAdmissionPolicy, or None.
-
-    kubernetes v1.33 staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/validator.go
-    `Validate`: variables evaluated in order, every validation must be true, an evaluation error under
-    failurePolicy Fail denies (Ignore admits). Matching (rules, selectors) is the caller's.
-    `object` is null on DELETE and `oldObject` null on CREATE (admission/plugin/policy/validating
-    CEL activation); `request.userInfo` is the requester (username, groups), `request.namespace` the namespace's name.
-    """
-    spec = policy["spec"]
-    activation: dict[str, Any] = {
-        "object": celpy.json_to_cel(obj),
-        "namespaceObject": celpy.json_to_cel(ns),
-        "oldObject": celpy.json_to_cel(old),
-        "request": celpy.json_to_cel(
-            {"kind": request_kind, "operation": operation, "namespace": ns["metadata"]["name"], "userInfo": user or {"username": "", "groups": []}}
-        ),
-    }
-    variables: dict[Any, Any] = {}
-    try:
-        for v in spec.get("variables", []):
-            activation["variables"] = celpy.celtypes.MapType(variables)
-            variables[celpy.celtypes.StringType(v["name"])] = _cel(v["expression"], activation)
-        activation["variables"] = celpy.celtypes.MapType(variables)
-        for check in spec["validations"]:
-            result = _cel(check["expression"], activation)
-            if not (isinstance(result, celpy.celtypes.BoolType) and bool(result)):
-                return str(check["message"])
-    except celpy.CELEvalError as exc:
-        return f"evaluation error: {exc}" if spec.get("failurePolicy", "Fail") == "Fail" else None
-    return None

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from gpu_platform.behaviour.volcano import podgroup_queue
 from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s.tenants import ceiling_resources, nominal_resources
 from gpu_platform.pools import node_labels, node_taints, pool_capacity, resources_per_gpu
 from tests.conftest import spec_for
-from tests.k8s.helpers import objects, one
+from tests.k8s.helpers import helm_values, objects, one
 
 
 def _gpu_flavors(cq: dict) -> dict[str, dict[str, dict]]:
@@ -147,9 +148,13 @@ def test_volcano_queues_match_tenant_quotas(stack: str) -> None:
     for tenant in spec.tenants:
         q = queues[tenant.name]
         hard = one(stack, "ResourceQuota", "gpu-quota", tenant.ns)["spec"]["hard"]
-        # Every GPU resource, zeros included: Volcano reads a resource missing from capability as unlimited.
-        gpu_hard = {k.removeprefix("requests."): v for k, v in hard.items() if k.startswith("requests.nvidia.com/")}
-        assert {k: v for k, v in q["capability"].items() if k.startswith("nvidia.com/")} == gpu_hard
+        # No GPU resource: Kueue admits GPUs (its ClusterQueue), Volcano only gang-places what Kueue admitted.
+        assert not [k for k in q["capability"] if k.startswith("nvidia.com/")]
+        assert "guarantee" not in q and "deserved" not in q
+        # The namespace routes its PodGroups to this queue (podgroups mutate webhook, enabled in the chart values).
+        ns = one(stack, "Namespace", tenant.ns)
+        admissions = helm_values(stack, "volcano")["custom"]["enabled_admissions"]
+        assert podgroup_queue({}, ns["metadata"]["annotations"], admissions)[0] == tenant.name
         assert q["capability"]["cpu"] == hard["requests.cpu"] and q["capability"]["memory"] == hard["requests.memory"]
         assert q["weight"] == tenant.fair_share_weight
         assert q["reclaimable"] is (tenant.priority != "production-training")
@@ -157,8 +162,6 @@ def test_volcano_queues_match_tenant_quotas(stack: str) -> None:
 
 def test_volcano_scheduler_has_gang_and_drf() -> None:
     import yaml
-
-    from tests.k8s.helpers import helm_values
 
     config = yaml.safe_load(helm_values("prod", "volcano")["custom"]["scheduler_config_override"])
     assert [a.strip() for a in config["actions"].split(",")] == ["enqueue", "allocate", "preempt", "reclaim", "backfill"]

@@ -18,10 +18,11 @@ import pytest
 import yaml
 
 from gpu_platform import efa
+from gpu_platform.behaviour import kueue, scheduler
+from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.catalog import load_catalog
 from gpu_platform.efa import interface_layout
 from gpu_platform.engine import Plan
-from gpu_platform.k8s.admission import parse_quantity
 from gpu_platform.pools import LABEL_EFA
 from tests.conftest import plan_for, spec_for
 
@@ -36,58 +37,29 @@ TRAINING_POD: dict[str, Any] = {
 
 
 def tolerated(taint: Mapping[str, str], tolerations: list[Mapping[str, str]]) -> bool:
-    """k8s.io/component-helpers scheduling/corev1 Toleration.ToleratesTaint for one taint."""
-    for t in tolerations:
-        if t.get("effect") and t["effect"] != taint["effect"]:
-            continue
-        if t.get("operator") == "Exists" and (not t.get("key") or t["key"] == taint["key"]):
-            return True
-        if t.get("key") == taint["key"] and t.get("operator", "Equal") == "Equal" and t.get("value", "") == taint.get("value", ""):
-            return True
-    return False
+    """k8s.io/component-helpers scheduling/corev1 Toleration.ToleratesTaint for one taint (gpu_platform.behaviour.scheduler)."""
+    return any(scheduler.tolerates(t, taint) for t in tolerations)
 
 
 def kueue_admit(pod: Mapping[str, Any], cluster_queue: Mapping[str, Any], flavors: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, str]:
-    """Flavor per requested resource, as Kueue's scheduler assigns it to a one-pod workload on an empty cluster.
+    """Flavor per requested resource, as Kueue's scheduler assigns it to a one-pod workload with the quota idle.
 
-    Reproduces, at the pinned Kueue release: pkg/workload/workload.go dropExcludedResources (requests
-    whose name starts with a `resources.excludeResourcePrefixes` entry are not accounted);
-    pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets ("resource X unavailable in
-    ClusterQueue" when no resource group covers a requested resource, under the default
-    BlockUndeclared strategy), checkFlavorForPodSets (the flavor's NoSchedule/NoExecute nodeTaints
-    tolerated by the pod's plus the flavor's tolerations; the pod's nodeSelector on the flavor's own
-    label keys matching its nodeLabels) and the quota fit (request within nominalQuota; an empty
-    cluster has no usage). Raises AssertionError with Kueue's message when the workload stays pending.
+    gpu_platform.behaviour.kueue.assign_flavors (flavorassigner.go findFlavorForPodSets, checkFlavorForPodSets,
+    fitsResourceQuota) after pod_requests' dropExcludedResources. Raises AssertionError with Kueue's
+    message when the workload stays pending.
     """
     excluded = tuple((config.get("resources") or {}).get("excludeResourcePrefixes") or ())
-    requests = {name: parse_quantity(v) for name, v in pod["requests"].items() if not name.startswith(excluded)}
-    groups = cluster_queue["spec"]["resourceGroups"]
-    assigned: dict[str, str] = {}
-    for name, amount in requests.items():
-        group = next((g for g in groups if name in g["coveredResources"]), None)
-        if group is None:
-            raise AssertionError(f"resource {name} unavailable in ClusterQueue")
-        reasons = []
-        for entry in group["flavors"]:
-            flavor = flavors[entry["name"]]["spec"]
-            tolerations = list(pod["tolerations"]) + list(flavor.get("tolerations") or [])
-            taints = [t for t in flavor.get("nodeTaints") or [] if t["effect"] in ("NoSchedule", "NoExecute")]
-            if not all(tolerated(t, tolerations) for t in taints):
-                reasons.append(f"untolerated taint in flavor {entry['name']}")
-                continue
-            labels = flavor.get("nodeLabels") or {}
-            if any(labels.get(k) != v for k, v in pod["nodeSelector"].items() if k in labels):
-                reasons.append(f"flavor {entry['name']} doesn't match node affinity")
-                continue
-            quota = {r["name"]: parse_quantity(r["nominalQuota"]) for r in entry["resources"]}
-            if amount > quota.get(name, Decimal(0)):
-                reasons.append(f"insufficient quota for {name} in flavor {entry['name']}")
-                continue
-            assigned[name] = entry["name"]
-            break
-        else:
-            raise AssertionError("; ".join(reasons))
-    return assigned
+    spec = {
+        "nodeSelector": dict(pod["nodeSelector"]),
+        "tolerations": list(pod["tolerations"]),
+        "containers": [{"resources": {"requests": dict(pod["requests"])}}],
+    }
+    workload = kueue.Workload("Pod", "training", TENANT, (kueue.PodSet("main", 1, spec),), None)
+    choices = kueue.assign_flavors(workload, cluster_queue, flavors, [cluster_queue], excluded)
+    failed = [t for c in choices if c.flavor is None for t in c.tried]
+    if failed:
+        raise AssertionError("; ".join(failed))
+    return {name: str(c.flavor) for c in choices for name in c.resources}
 
 
 def _objects(plan: Plan, kind: str) -> dict[str, Any]:
@@ -118,7 +90,8 @@ def test_without_the_exclusion_kueue_keeps_the_pod_pending() -> None:
 
 
 def test_stacks_without_efa_leave_kueue_accounting_alone() -> None:
-    assert "resources" not in _kueue_config(plan_for("dev"))
+    """Without EFA pools only scratch disk and hugepages are left out of Kueue's accounting, never EFA devices or GPUs."""
+    assert _kueue_config(plan_for("dev"))["resources"] == {"excludeResourcePrefixes": ["ephemeral-storage", "hugepages-"]}
 
 
 def _node_of(plan: Plan, pool: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str, Decimal]]:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpu_platform.behaviour.apimachinery import selector_matches
 from gpu_platform.catalog import load_catalog
-from gpu_platform.k8s.admission import selector_matches
 from gpu_platform.k8s.routing import DEFAULT_QUEUE, POLICY, both_schedulers, gpu_resources
 from tests.conftest import plan_for, spec_for
 from tests.k8s.helpers import objects, vap_validation_denial

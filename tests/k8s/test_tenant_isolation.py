@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from gpu_platform.behaviour.apimachinery import selector_matches
+from gpu_platform.behaviour.kueue import kueue_config_errors, kueue_manages
 from gpu_platform.catalog import load_catalog
-from gpu_platform.k8s.admission import kueue_config_errors, kueue_manages, selector_matches
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
 from gpu_platform.pools import node_labels
 from tests.conftest import spec_for
@@ -267,18 +268,27 @@ def test_a_pool_without_quota_is_out_of_reach_although_the_resource_quota_allows
     assert quota_scope_errors(per_pool) == ["unsupported scope NodePool"]
     flavors = {f["metadata"]["name"]: f for f in objects("prod", "ResourceFlavor")}
     cq = one("prod", "ClusterQueue", "data-platform")
-    assert admissible_flavors(cq, flavors, "nvidia.com/gpu", {"gpu-platform.io/pool": "train-h100-reserved"}) == []
-    assert admissible_flavors(cq, flavors, "nvidia.com/gpu", {"gpu-platform.io/pool": "batch-l40s-spot"}) == ["batch-l40s-spot"]
+    # Pods select a GPU model (or nothing): the Spot flavor selects its fallback group, not one pool.
+    assert admissible_flavors(cq, flavors, "nvidia.com/gpu", {"gpu-platform.io/gpu-model": "H100-80GB"}) == []
+    assert admissible_flavors(cq, flavors, "nvidia.com/gpu", {"gpu-platform.io/gpu-model": "L40S"}) == ["batch-l40s-spot", "batch-l40s-ondemand"]
     assert kueue_manages(kueue_config("prod"), "Pod", namespace_labels("prod", "data-platform"))
 
 
 def test_each_flavor_selects_exactly_its_pool(stack: str) -> None:
-    """A flavor's nodeLabels match its own pool's node labels and no other pool's, so quota per flavor is quota per pool."""
+    """A flavor's nodeLabels match its own pool's node labels and no other pool's, so quota per flavor is quota per pool;
+    a Spot flavor also reaches the on-demand pools of its class, GPU model and layout (its fallback), never fixed capacity."""
     catalog = load_catalog()
     spec = spec_for(stack)
     for flavor in objects(stack, "ResourceFlavor"):
         selector = flavor["spec"].get("nodeLabels") or {}
         if not selector:
             continue  # default-cpu: cpu and memory only
+        name = flavor["metadata"]["name"]
         matching = [p.name for p in spec.node_pools if all(node_labels(p, catalog).get(k) == v for k, v in selector.items())]
-        assert matching == [flavor["metadata"]["name"]], (flavor["metadata"]["name"], matching)
+        if spec.pool(name).capacity != "spot":
+            assert matching == [name], (name, matching)
+            continue
+        assert name in matching and flavor["metadata"]["labels"]["gpu-platform.io/pool"] == name
+        for other in (spec.pool(m) for m in matching if m != name):
+            assert other.capacity in ("spot", "on-demand"), (name, other.name)
+            assert other.workload_class == spec.pool(name).workload_class, (name, other.name)

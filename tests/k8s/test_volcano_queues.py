@@ -2,7 +2,7 @@
 
 Reproduces volcano-sh/volcano v1.15.1 pkg/webhooks/admission/queues/validate/validate_queue.go
 (`AdmitQueues` -> `validateQueue` -> `validateResourceQuantityOfQueue`, `validateStateOfQueue`,
-`validateHierarchicalQueue`) in gpu_platform.k8s.admission.volcano_queue_errors; the unit cases below
+`validateHierarchicalQueue`) in gpu_platform.behaviour.volcano.queue_errors; the unit cases below
 are the resource cases of that file's validate_queue_test.go.
 """
 
@@ -13,7 +13,8 @@ from decimal import Decimal
 
 import pytest
 
-from gpu_platform.k8s.admission import parse_quantity, volcano_queue_errors
+from gpu_platform.behaviour.apimachinery import parse_quantity
+from gpu_platform.behaviour.volcano import queue_errors as volcano_queue_errors
 from tests.k8s.helpers import objects
 
 
@@ -61,11 +62,21 @@ def test_every_rendered_queue_is_admitted(stack: str) -> None:
             assert parse_quantity(g) <= parse_quantity(spec["deserved"][name]) <= parse_quantity(spec["capability"][name])
 
 
+def test_tenant_queues_leave_gpus_to_kueue(stack: str) -> None:
+    """Kueue owns GPU quota: a tenant Queue lists no GPU resource anywhere (a second ledger could only disagree)."""
+    for q in objects(stack, "Queue"):
+        if q["metadata"]["name"] == "default":
+            continue
+        spec = q["spec"]
+        listed = set(spec.get("capability", {})) | set(spec.get("deserved", {})) | set(spec.get("guarantee", {}).get("resource", {}))
+        assert not {n for n in listed if n.startswith("nvidia.com/")}, (stack, q["metadata"]["name"], listed)
+        # cpu and memory stay capped at the ResourceQuota's, which the API server enforces anyway.
+        assert set(spec["capability"]) == {"cpu", "memory"}
+
+
 def test_the_old_rendering_is_refused() -> None:
-    """Before the fix, queues carried a guarantee and no deserved: the webhook refused all of them at `pulumi up`."""
-    queues = [q for q in objects("onprem", "Queue") if "guarantee" in q["spec"]]  # the tenants' queues
-    assert queues
-    for q in queues:
+    """Queues once carried a guarantee and no deserved: the webhook refused all of them at `pulumi up`."""
+    for q in [q for q in objects("onprem", "Queue") if q["metadata"]["name"] != "default"]:
         old = copy.deepcopy(q)
-        del old["spec"]["deserved"]
+        old["spec"]["guarantee"] = {"resource": {"nvidia.com/gpu": "8"}}
         assert any("must be >= guarantee" in e for e in volcano_queue_errors(old))

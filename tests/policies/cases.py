@@ -233,6 +233,9 @@ def declare_demand(stack: str, *entries: tuple[str, float, str, bool]) -> Edit:
 LT = "pool-train-h100-reserved-lt"
 NG = "pool-train-h100-reserved-ng"
 SPOT_NG = "pool-infer-l4-spot-ng"
+L4_OD_NG = "pool-infer-l4-ondemand-ng"
+BLOCK_START = "gpu-platform:capacity-block-start"
+BLOCK_END = "gpu-platform:capacity-block-end"
 BLOCK_NG = "pool-train-h100-block-ng"
 SG_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 A100_NG = "pool-infer-a100-mig-ng"
@@ -671,15 +674,64 @@ CASES: list[Case] = [
         SPOT_NG,
         "60% of P95 demand 40; cap is 30%",
     ),
-    Case("spot-fallback-for-non-interruptible", "fallback-covers-spot", "prod", (declare_demand("prod", ("inference", 40, "inference", False)),)),
+    # The L4 Spot flavor reaches the L4 on-demand group (its fallback group); raised to 24 GPUs it covers 24 on Spot.
+    Case(
+        "spot-fallback-for-non-interruptible",
+        "fallback-covers-spot",
+        "prod",
+        (declare_demand("prod", ("inference", 24, "inference", False)), set_in(L4_OD_NG, "scalingConfig.maxSize", 24)),
+    ),
     Case("spot-fallback-for-non-interruptible", "interruptible-needs-none", "prod", (declare_demand("prod", ("inference", 60, "inference", True)),)),
+    # Only reachable on-demand counts: the 32 H100/A100 MIG GPUs of the class are not where L4 Spot pods can go.
     Case(
         "spot-fallback-for-non-interruptible",
         "fallback-short",
         "prod",
-        (declare_demand("prod", ("inference", 60, "inference", False)),),
+        (declare_demand("prod", ("inference", 24, "inference", False)),),
         SPOT_NG,
-        "only 8 on-demand GPUs to fall back to",
+        "only 12 on-demand GPUs to fall back to",
+    ),
+    # The issue-17 regression: a Spot flavor pinned to its own pool certifies headroom no pod can reach.
+    Case(
+        "spot-fallback-for-non-interruptible",
+        "fallback-unreachable",
+        "prod",
+        (
+            declare_demand("prod", ("inference", 24, "inference", False)),
+            set_in(L4_OD_NG, "scalingConfig.maxSize", 24),
+            set_in("kueue-flavor-infer-l4-spot", "spec.nodeLabels", {"gpu-platform.io/pool": "infer-l4-spot"}),
+        ),
+        SPOT_NG,
+        "only 0 on-demand GPUs to fall back to",
+    ),
+    Case("capacity-block-in-dates", "prod-compliant", "prod"),
+    Case("capacity-block-in-dates", "no-dates", "prod", (drop_in(BLOCK_NG, f"tags.{BLOCK_END}"),), BLOCK_NG, "declares no dates"),
+    Case(
+        "capacity-block-in-dates",
+        "block-ended",
+        "prod",
+        (set_in(BLOCK_NG, f"tags.{BLOCK_START}", "2025-01-06"), set_in(BLOCK_NG, f"tags.{BLOCK_END}", "2025-02-03")),
+        BLOCK_NG,
+        "ended on 2025-02-03",
+    ),
+    Case(
+        "capacity-block-in-dates",
+        "quota-before-start",
+        "prod",
+        (set_in(BLOCK_NG, f"tags.{BLOCK_START}", "2099-01-05"), set_in(BLOCK_NG, f"tags.{BLOCK_END}", "2099-02-02")),
+        BLOCK_NG,
+        "starts on 2099-01-05",
+    ),
+    # What the platform renders before a block starts: the flavor at 0 quota.
+    Case(
+        "capacity-block-in-dates",
+        "no-quota-before-start",
+        "prod",
+        (
+            set_in(BLOCK_NG, f"tags.{BLOCK_START}", "2099-01-05"),
+            set_in(BLOCK_NG, f"tags.{BLOCK_END}", "2099-02-02"),
+            set_in("kueue-clusterqueue-llm-training", "spec.resourceGroups.1.flavors.1.resources.0.nominalQuota", 0),
+        ),
     ),
     Case("kueue-quota-fits-pool", "prod-compliant", "prod"),
     Case(

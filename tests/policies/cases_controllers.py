@@ -8,12 +8,13 @@ from __future__ import annotations
 import yaml
 
 from gpu_platform_policies import Resource
-from tests.policies.cases import Case, Edit, drop, drop_in, set_in
+from tests.policies.cases import Case, Edit, drop, set_in
 
 L40S_PATCH = "pool-l40s-dev-l40s-01"
 A100_MIG_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
 OPERATOR = "gpu-operator-release"
 
+POD_RULE = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}
 CONTROLLER_CASES: list[Case] = [
     Case("sharing-modes-exclusive", "onprem-compliant", "onprem"),
     Case(
@@ -79,12 +80,19 @@ CONTROLLER_CASES += [
 QUEUE = "volcano-queue-students"
 CONTROLLER_CASES += [
     Case("volcano-queue-admitted", "onprem-compliant", "onprem"),
-    Case("volcano-queue-admitted", "guarantee-without-deserved", "onprem", (drop_in(QUEUE, "spec.deserved"),), QUEUE, "must be >= guarantee"),
+    Case(
+        "volcano-queue-admitted",
+        "guarantee-without-deserved",
+        "onprem",
+        (set_in(QUEUE, "spec.guarantee", {"resource": {"cpu": "1"}}),),
+        QUEUE,
+        "must be >= guarantee",
+    ),
     Case(
         "volcano-queue-admitted",
         "deserved-above-capability",
         "onprem",
-        (set_in(QUEUE, "spec.deserved.nvidia.com/gpu.shared", "65"),),
+        (set_in(QUEUE, "spec.deserved", {"cpu": "100000"}),),
         QUEUE,
         "must be <= capability",
     ),
@@ -162,6 +170,15 @@ CONTROLLER_CASES += [
     ),
     Case("platform-netpols-protected", "prod-compliant", "prod"),
     Case("platform-netpols-protected", "builtin-edit-guarded", "prod", (set_in(SERVING_RB, "roleRef.name", "edit"),)),
+    # The issue-17 regression: pods checked, Workloads not; a Job's template priority is admitted by Kueue.
+    Case(
+        "tenant-priority-restricted",
+        "pods-only",
+        "prod",
+        (set_in("platform-priority-policy", "spec.matchConstraints.resourceRules", [POD_RULE]),),
+        "tenant-serving-namespace",
+        "Kueue Workload priorityClassRef",
+    ),
     Case(
         "platform-netpols-protected",
         "no-guard",

@@ -279,7 +279,8 @@ def weakened_gate(cfg: Doc) -> None:
 def test_disabled_and_changed_rules_are_printed_in_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run_check(capsys, "--config", str(broken_copy(tmp_path, "prod", weakened_gate)))
     head = out.splitlines()[:5]
-    assert head[0].startswith(f"Stack prod: {len(RULES) - 1} of {len(RULES)} rules, "), head
+    idle = sum(line.startswith("  not applicable: ") for line in out.splitlines())  # rules with nothing to judge (no demand)
+    assert idle and head[0].startswith(f"Stack prod: {len(RULES) - 1 - idle} of {len(RULES)} rules ({idle} not applicable), "), head
     assert "  disabled by the stack: production-capacity-floor" in head
     assert "  level changed by the stack: charts-pinned mandatory -> advisory, spot-exposure advisory -> mandatory" in head
     assert "  threshold changed by the stack: max-spot-share-inference 0.5 -> 0.95" in head
@@ -291,7 +292,7 @@ def test_disabled_and_changed_rules_are_in_json(tmp_path: Path, capsys: pytest.C
     assert doc["gate"]["disabled"] == ["production-capacity-floor"]
     assert {"policy": "charts-pinned", "default": "mandatory", "level": "advisory"} in doc["gate"]["levels"]
     assert doc["gate"]["thresholds"] == [{"name": "max-spot-share-inference", "default": 0.5, "value": 0.95}]
-    assert doc["summary"]["rulesRun"] == len(RULES) - 1
+    assert doc["summary"]["rulesRun"] == len(RULES) - 1 - doc["summary"]["notApplicable"] == len(RULES) - 1 - len(doc["gate"]["notApplicable"])
 
 
 def test_disabled_and_changed_rules_are_annotated_on_github(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

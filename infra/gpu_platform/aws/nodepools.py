@@ -94,8 +94,8 @@ def launch_template_plan(pool: NodePool, catalog: Catalog) -> LaunchTemplatePlan
 
 
 def cost_tags(environment: str, stack: str, pool: NodePool, extra: dict[str, str]) -> dict[str, str]:
-    """Tags that let finance split the bill by environment, pool and capacity tier."""
-    return {
+    """Tags that let finance split the bill by environment, pool and capacity tier (and a Capacity Block's dates, which the gate reads)."""
+    tags = {
         **extra,
         "gpu-platform:environment": environment,
         "gpu-platform:stack": stack,
@@ -103,9 +103,16 @@ def cost_tags(environment: str, stack: str, pool: NodePool, extra: dict[str, str
         "gpu-platform:tier": pool.capacity,
         "gpu-platform:workload-class": pool.workload_class,
     }
+    r = pool.reservation
+    if pool.capacity == "capacity-block" and r is not None and r.start is not None and r.end is not None:
+        tags |= {BLOCK_START_TAG: r.start.isoformat(), BLOCK_END_TAG: r.end.isoformat()}
+    return tags
 
 
 AUTOSCALER = "k8s.io/cluster-autoscaler"
+# A Capacity Block's dates on its node group, for the gate's `capacity-block-in-dates`.
+BLOCK_START_TAG = "gpu-platform:capacity-block-start"
+BLOCK_END_TAG = "gpu-platform:capacity-block-end"
 
 
 def autoscaler_tags(cluster_name: str) -> dict[str, str]:
@@ -153,7 +160,13 @@ def node_template_tags(pool: NodePool, catalog: Catalog) -> dict[str, str]:
     for taint in node_taints(pool):
         tags[f"{AUTOSCALER}/node-template/taint/{taint.key}"] = f"{taint.value}:{taint.effect}"
     per_node = gpus_per_node(pool, catalog)
-    for resource, per_gpu in resources_per_gpu(pool, catalog).items():
+    offered = resources_per_gpu(pool, catalog)
+    if GPU_RESOURCE not in offered:
+        # aws_manager.go buildNodeFromTemplate sets nvidia.com/gpu to the instance type's GPU count
+        # before reading these tags; a MIG or renamed shared pool must say 0, or a pending pod asking
+        # for whole GPUs scales this group up and still never fits.
+        tags[f"{AUTOSCALER}/node-template/resources/{GPU_RESOURCE}"] = "0"
+    for resource, per_gpu in offered.items():
         tags[f"{AUTOSCALER}/node-template/resources/{resource}"] = str(per_gpu * per_node)
     # An EFA pool scaled to zero must still be known to offer EFA devices and hugepages, or a pending
     # training pod asking for them never triggers a scale-up.

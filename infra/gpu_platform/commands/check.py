@@ -19,6 +19,7 @@ from gpu_platform.spec.loader import load_stack
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies import CHANGE_RULES, RULES, THRESHOLD_DEFAULTS, Context, Resource, Rule, Violation, evaluate
+from gpu_platform_policies.evaluate import not_applicable
 
 POLICY_KEY = "gpu-platform:policy"
 
@@ -54,9 +55,10 @@ class GateSettings:
     disabled: tuple[str, ...]
     levels: tuple[tuple[str, str, str], ...]  # (rule, default level, stack's level)
     thresholds: tuple[tuple[str, float, float], ...]  # (threshold, default, stack's value)
+    not_applicable: tuple[tuple[str, str], ...] = ()  # (rule, why it had nothing to judge)
 
     @classmethod
-    def of(cls, spec: PlatformSpec, ctx: Context) -> GateSettings:
+    def of(cls, spec: PlatformSpec, ctx: Context, not_applicable: Sequence[tuple[str, str]] = ()) -> GateSettings:
         """The stack's policy overrides that differ from the rule set's defaults."""
         enforcement = spec.policy.enforcement
         return cls(
@@ -65,6 +67,7 @@ class GateSettings:
             disabled=tuple(sorted(n for n, level in enforcement.items() if level == "disabled")),
             levels=tuple(sorted((n, _rule(n).level, level) for n, level in enforcement.items() if level not in ("disabled", _rule(n).level))),
             thresholds=tuple(sorted((n, THRESHOLD_DEFAULTS[n], v) for n, v in spec.policy.thresholds.items() if float(v) != THRESHOLD_DEFAULTS[n])),
+            not_applicable=tuple(not_applicable),
         )
 
     def lines(self) -> list[str]:
@@ -76,6 +79,7 @@ class GateSettings:
             out.append("level changed by the stack: " + ", ".join(f"{n} {d} -> {level}" for n, d, level in self.levels))
         if self.thresholds:
             out.append("threshold changed by the stack: " + ", ".join(f"{n} {d:g} -> {v:g}" for n, d, v in self.thresholds))
+        out += [f"not applicable: {n} ({why})" for n, why in self.not_applicable]
         return out
 
     def to_json(self) -> dict[str, object]:
@@ -86,11 +90,18 @@ class GateSettings:
             "disabled": list(self.disabled),
             "levels": [{"policy": n, "default": d, "level": level} for n, d, level in self.levels],
             "thresholds": [{"name": n, "default": d, "value": v} for n, d, v in self.thresholds],
+            "notApplicable": [{"policy": n, "reason": why} for n, why in self.not_applicable],
         }
 
 
 def check_stack(path: Path, stack: str, root: Path | None = None) -> tuple[PlatformSpec, list[Violation]]:
     """Validate the stack, plan it offline, and evaluate every enabled rule at the stack's levels."""
+    spec, violations, _ = check_stack_details(path, stack, root)
+    return spec, violations
+
+
+def check_stack_details(path: Path, stack: str, root: Path | None = None) -> tuple[PlatformSpec, list[Violation], list[tuple[str, str]]]:
+    """`check_stack`, plus the enabled rules that had nothing to judge on this stack and why."""
     config, spec = load_stack(path, stack)
     problems = check_policy_config(spec, str(path))
     if problems:
@@ -98,7 +109,7 @@ def check_stack(path: Path, stack: str, root: Path | None = None) -> tuple[Platf
     plan = run_program(config, stack)
     resources = [Resource(r.type, r.name, r.parent, r.inputs) for r in plan.resources]
     ctx = gate_context(spec, root)
-    return spec, evaluate(resources, ctx, spec.policy.enforcement)
+    return spec, evaluate(resources, ctx, spec.policy.enforcement), not_applicable(resources, ctx, spec.policy.enforcement)
 
 
 def gate_context(spec: PlatformSpec, root: Path | None = None) -> Context:
@@ -120,7 +131,9 @@ def _counts(violations: Sequence[Violation]) -> dict[str, int]:
 
 def _rules_run(gate: GateSettings | None) -> str:
     off = len(gate.disabled) if gate else 0
-    return f"{len(RULES) - off} of {len(RULES)} rules" if off else f"{len(RULES)} rules"
+    idle = len(gate.not_applicable) if gate else 0
+    ran = f"{len(RULES) - off - idle} of {len(RULES)} rules" if off or idle else f"{len(RULES)} rules"
+    return ran + (f" ({idle} not applicable)" if idle else "")
 
 
 def render_text(stack: str, violations: Sequence[Violation], gate: GateSettings | None = None) -> str:
@@ -145,7 +158,12 @@ def render_json(stack: str, file: str, violations: Sequence[Violation], gate: Ga
         "stack": stack,
         "file": file,
         "violations": [v.to_json() for v in violations],
-        "summary": {**_counts(violations), "rules": len(RULES), "rulesRun": len(RULES) - (len(gate.disabled) if gate else 0)},
+        "summary": {
+            **_counts(violations),
+            "rules": len(RULES),
+            "rulesRun": len(RULES) - (len(gate.disabled) + len(gate.not_applicable) if gate else 0),
+            "notApplicable": len(gate.not_applicable) if gate else 0,
+        },
     }
     if gate is not None:
         doc["gate"] = gate.to_json()
@@ -163,8 +181,11 @@ def render_github(file: str, violations: Sequence[Violation], gate: GateSettings
     lines = []
     if gate is not None and (gate.disabled or gate.levels or gate.thresholds):
         # A reviewer sees a weakened gate on the stack file itself, not only in the log.
-        changed = "; ".join(gate.lines()[1:])
+        changed = "; ".join(line for line in gate.lines()[1:] if not line.startswith("not applicable: "))
         lines.append(f"::notice file={_escape(file, prop=True)},title=policy overrides::{_escape(changed)}")
+    for name, why in gate.not_applicable if gate is not None else ():
+        # A rule with nothing to judge did not pass: say so where the reviewer looks.
+        lines.append(f"::notice file={_escape(file, prop=True)},title={_escape(name, prop=True)} not applicable::{_escape(why)}")
     for v in violations:
         command = "error" if v.level == "mandatory" else "warning"
         where = _escape(v.file or file, prop=True)
@@ -185,8 +206,8 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
         if getattr(args, option, None) is not None:
             allowed = f"allowed: check --base GIT_REF --{option} FILE"
             raise ConfigError([Problem(str(path), f"--{option}", "only means something with --base", allowed)])
-    spec, violations = check_stack(path, stack)
-    gate = GateSettings.of(spec, gate_context(spec))
+    spec, violations, idle = check_stack_details(path, stack)
+    gate = GateSettings.of(spec, gate_context(spec), idle)
     if args.format == "json":
         print(render_json(stack, str(path), violations, gate))
     elif args.format == "github":

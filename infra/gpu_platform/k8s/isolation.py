@@ -7,9 +7,13 @@
   their namespaces' service accounts) from creating, changing or deleting objects labelled
   `gpu-platform.io/owner: platform` (the platform's NetworkPolicies), so they may write their own policies
   but cannot delete the default deny or widen the platform's rules.
-- `priority_policy` / `priority_policy_binding`: a ValidatingAdmissionPolicy that lets a tenant's pods
-  use only the PriorityClasses (and Kueue WorkloadPriorityClasses) at or below the tenant's tier,
-  read from its namespace's `gpu-platform.io/priority` label, which a tenant cannot change.
+- `priority_policy` / `priority_policy_binding`: a ValidatingAdmissionPolicy that lets a tenant use
+  only the PriorityClasses (and Kueue WorkloadPriorityClasses) at or below the tenant's tier, read from
+  its namespace's `gpu-platform.io/priority` label, which a tenant cannot change. It checks every path
+  Kueue reads a priority from (jobframework reconciler.go `ExtractPriority`: the workload priority
+  label, else the first pod template's priorityClassName): pods, the pod templates of every job kind
+  tenants may create, and the Kueue Workload itself (`spec.priorityClassRef`), which covers any
+  integration whose job kind is not listed here.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ TENANT_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
     # Tenants add their own policies (additive); the platform's, labelled, are guarded by OWNED_POLICY.
     (("networking.k8s.io",), ("networkpolicies",), (*READ, *WRITE)),
     (("policy",), ("poddisruptionbudgets",), (*READ, *WRITE)),
+    # Gang scheduling of a Kueue-admitted job with an explicit PodGroup (minMember, queue).
+    (("scheduling.volcano.sh",), ("podgroups",), (*READ, *WRITE)),
 )
 
 # Kinds tenants create that carry a priority (pods directly; jobs through Kueue's priority label).
@@ -57,6 +63,26 @@ PRIORITY_RESOURCES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("jobset.x-k8s.io", "*", ("jobsets",)),
     ("kubeflow.org", "*", ("pytorchjobs", "mpijobs")),
     ("ray.io", "*", ("rayjobs", "rayclusters")),
+    ("kueue.x-k8s.io", "*", ("workloads",)),
+)
+# The pod specs Kueue reads a priority from, per kind (the PodSets of each integration, kueue
+# pkg/controller/jobs/*: Job/Deployment/StatefulSet template, JobSet replicatedJobs, Kubeflow replica
+# specs, Ray head and worker groups). Optional parts are guarded: a missing field is an evaluation
+# error, which failurePolicy Fail turns into a denial.
+POD_SPECS = (
+    "!has(object.spec) ? [] : "
+    "request.kind.kind == 'Pod' ? [object.spec] : "
+    "request.kind.kind in ['Job', 'Deployment', 'StatefulSet'] ? "
+    "(has(object.spec.template) && has(object.spec.template.spec) ? [object.spec.template.spec] : []) : "
+    "request.kind.kind == 'JobSet' ? (has(object.spec.replicatedJobs) ? object.spec.replicatedJobs.map(r, r.template.spec.template.spec) : []) : "
+    "request.kind.kind == 'PyTorchJob' ? (has(object.spec.pytorchReplicaSpecs) ? "
+    "object.spec.pytorchReplicaSpecs.map(k, object.spec.pytorchReplicaSpecs[k].template.spec) : []) : "
+    "request.kind.kind == 'MPIJob' ? (has(object.spec.mpiReplicaSpecs) ? "
+    "object.spec.mpiReplicaSpecs.map(k, object.spec.mpiReplicaSpecs[k].template.spec) : []) : "
+    "request.kind.kind == 'RayJob' ? (has(object.spec.rayClusterSpec) ? [object.spec.rayClusterSpec.headGroupSpec.template.spec] + "
+    "(has(object.spec.rayClusterSpec.workerGroupSpecs) ? object.spec.rayClusterSpec.workerGroupSpecs.map(g, g.template.spec) : []) : []) : "
+    "request.kind.kind == 'RayCluster' ? (has(object.spec.headGroupSpec) ? [object.spec.headGroupSpec.template.spec] : []) + "
+    "(has(object.spec.workerGroupSpecs) ? object.spec.workerGroupSpecs.map(g, g.template.spec) : []) : []"
 )
 
 
@@ -94,13 +120,21 @@ def priority_policy() -> Manifest:
             {"name": "tier", "expression": tier},
             {"name": "podClasses", "expression": f"variables.tier in {pod_classes} ? {pod_classes}[variables.tier] : []"},
             {"name": "workloadClasses", "expression": f"variables.tier in {workload_classes} ? {workload_classes}[variables.tier] : []"},
+            {"name": "podSpecs", "expression": POD_SPECS},
         ],
         "validations": [
             {
-                "expression": (
-                    "request.kind.kind != 'Pod' || !has(object.spec.priorityClassName) || object.spec.priorityClassName in variables.podClasses"
-                ),
+                "expression": "variables.podSpecs.all(s, !has(s.priorityClassName) || s.priorityClassName in variables.podClasses)",
                 "message": "priorityClassName is above this tenant's tier; allowed: the gpu-<tier> classes at or below the namespace's tier",
+                "reason": "Forbidden",
+            },
+            {
+                "expression": (
+                    "request.kind.kind != 'Workload' || !has(object.spec.priorityClassRef) || "
+                    "(object.spec.priorityClassRef.group == 'kueue.x-k8s.io' ? object.spec.priorityClassRef.name in variables.workloadClasses "
+                    ": object.spec.priorityClassRef.name in variables.podClasses)"
+                ),
+                "message": "the Workload's priorityClassRef is above this tenant's tier; allowed: the classes at or below the namespace's tier",
                 "reason": "Forbidden",
             },
             {

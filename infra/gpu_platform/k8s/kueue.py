@@ -9,6 +9,7 @@ layouts) share a group and list every covered resource (0 where the pool offers 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 import pulumi
@@ -20,7 +21,19 @@ from gpu_platform.efa import KUEUE_EXCLUDED_PREFIXES, efa_pools
 from gpu_platform.k8s.gpu_operator import controller_node_selector
 from gpu_platform.k8s.objects import KUEUE_NAMESPACE, LABEL_TENANT, Manifest, create, metadata, release_in_namespace, tolerations
 from gpu_platform.k8s.tenants import PRIORITY_TEXT, PRIORITY_VALUES
-from gpu_platform.pools import LABEL_GPU_MODEL, LABEL_POOL, LABEL_TIER, gpu_of, node_taints, resources_for_gpus, resources_per_gpu
+from gpu_platform.pools import (
+    LABEL_GPU_MODEL,
+    LABEL_POOL,
+    LABEL_SPOT_FALLBACK,
+    LABEL_TIER,
+    LABEL_WORKLOAD,
+    block_active,
+    fallback_group,
+    gpu_of,
+    node_taints,
+    resources_for_gpus,
+    resources_per_gpu,
+)
 from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -37,15 +50,37 @@ def flavor_name(pool: NodePool) -> str:
     return pool.name
 
 
+def flavor_node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
+    """The node labels Kueue adds to an admitted pod's nodeSelector (podset.go Merge).
+
+    A pool's own labels pin its pods to it, except on Spot: a Spot flavor selects the pool's Spot
+    fallback group, which its on-demand siblings carry too. Kueue re-admits an evicted workload from
+    the first flavor again (flavorassigner.go findFlavorForPodSets restarts its scan; LastAssignment
+    only tracks pending workloads), so no Kueue setting moves a workload stuck on Spot; the
+    cluster-autoscaler does: its priority expander scales Spot first and, when the Spot group reports
+    a failed launch (aws auto_scaling_groups.go isNodeGroupAvailable -> placeholder instances with an
+    OutOfResources error), backs it off and scales the on-demand group for the same pending pods.
+    """
+    group = fallback_group(pool, catalog)
+    if pool.capacity == "spot" and group is not None:
+        # Model and class stay, so a pod selecting another GPU model or class is still refused by this
+        # flavor (flavorassigner.go flavorSelector compares the flavor's own keys only).
+        return {LABEL_SPOT_FALLBACK: group, LABEL_GPU_MODEL: gpu_of(pool, catalog).name, LABEL_WORKLOAD: pool.workload_class}
+    return {LABEL_POOL: pool.name, LABEL_TIER: pool.capacity, LABEL_GPU_MODEL: gpu_of(pool, catalog).name}
+
+
 def resource_flavor(pool: NodePool, catalog: Catalog) -> Manifest:
-    """A flavor selecting the pool's nodes, with the pool's taints, and tolerations Kueue adds on admission."""
+    """A flavor selecting the pool's nodes (Spot: and its on-demand fallback), the pool's taints, and the tolerations Kueue adds on admission.
+
+    The object label `gpu-platform.io/pool` names the pool whose capacity backs the flavor's quota.
+    """
     taints = node_taints(pool)
     spec = {
-        "nodeLabels": {LABEL_POOL: pool.name, LABEL_TIER: pool.capacity, LABEL_GPU_MODEL: gpu_of(pool, catalog).name},
+        "nodeLabels": flavor_node_labels(pool, catalog),
         "nodeTaints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
         "tolerations": tolerations(taints),
     }
-    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": metadata(flavor_name(pool)), "spec": spec}
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": metadata(flavor_name(pool), labels={LABEL_POOL: pool.name}), "spec": spec}
 
 
 def cpu_flavor() -> Manifest:
@@ -88,8 +123,14 @@ def preemption(spec: PlatformSpec) -> dict[str, Any]:
     return out
 
 
-def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest:
-    """The tenant's ClusterQueue: nominal quota per flavor, borrowing/lending limits, preemption, fair share."""
+def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant, today: date | None = None) -> Manifest:
+    """The tenant's ClusterQueue: nominal quota per flavor, borrowing/lending limits, preemption, fair share.
+
+    A Capacity Block flavor carries quota only inside the block's dates (`today` is the day `pulumi up`
+    runs): outside them it has none, so Kueue's flavor assigner (flavorassigner.go fitsResourceQuota)
+    moves on to the next flavor instead of pinning work to a node group that cannot launch.
+    """
+    day = today or date.today()
     quotas = {q.pool: q for q in tenant.quotas}
     cpu = {"name": "cpu", "nominalQuota": tenant.resources.cpu}
     mem = {"name": "memory", "nominalQuota": f"{tenant.resources.memory_gib}Gi"}
@@ -98,7 +139,7 @@ def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manif
         flavors = []
         for pool in pools:
             q = quotas[pool.name]
-            nominal = resources_for_gpus(pool, catalog, q.gpus)
+            nominal = resources_for_gpus(pool, catalog, q.gpus if block_active(pool, day) else 0)
             resources = []
             for name in covered:
                 entry: dict[str, Any] = {"name": name, "nominalQuota": nominal.get(name, 0)}
@@ -182,24 +223,55 @@ def manager_config(spec: PlatformSpec) -> dict[str, Any]:
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         **managed_jobs(),
     }
+    config["waitForPodsReady"] = wait_for_pods_ready()
     if spec.queueing.kueue.fair_sharing:
         config["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
-    config.update(efa_resources_config(spec))
+    config.update(excluded_resources_config(spec))
     return config
 
 
-def efa_resources_config(spec: PlatformSpec) -> dict[str, Any]:
-    """`resources.excludeResourcePrefixes` for EFA devices and hugepages, on stacks with EFA pools.
+# Resources pods commonly request that no ClusterQueue lists: local scratch disk and hugepages. Kueue
+# would otherwise leave every such pod pending (see excluded_resources_config).
+UNGATED_PREFIXES = ("ephemeral-storage", "hugepages-")
 
-    Kueue (the pinned release; default quotaCheckStrategy BlockUndeclared) leaves a workload pending with
-    "resource vpc.amazonaws.com/efa unavailable in ClusterQueue" when it requests a resource no
-    resource group covers (pkg/scheduler/flavorassigner/flavorassigner.go, findFlavorForPodSets);
-    excluded prefixes are dropped from the workload's requests first (pkg/workload/workload.go,
-    dropExcludedResources). EFA devices and hugepages come with the GPUs the quota already counts.
+
+# Bounds of the fallback (README "How fallback works"): the autoscaler gives up on a group after
+# max-node-provision-time (gpu_platform.aws.autoscaler) at worst, then a GPU node boots in ~10 min.
+PODS_READY_TIMEOUT = "35m"
+REQUEUE_BASE_SECONDS = 60
+REQUEUE_MAX_SECONDS = 1800
+
+
+def wait_for_pods_ready() -> dict[str, Any]:
+    """Kueue's waitForPodsReady, explicit: a workload whose pods are not all ready in time is evicted and requeued.
+
+    kueue (the lockfile's release) apis/config/v1beta2/defaults.go `SetDefaults_Configuration` turns it on by default
+    (30m, requeue from the eviction, backoff 60s doubling to 3600s, no limit); here the timeout outlasts
+    the autoscaler's worst-case fallback, so a Spot workload is not evicted while on-demand nodes boot,
+    and the backoff is capped at 30 min. blockAdmission stays off: one stuck workload must not hold
+    back every other admission. Eviction releases the quota of a workload no capacity can serve.
     """
-    if not efa_pools(spec):
-        return {}
-    return {"resources": {"excludeResourcePrefixes": list(KUEUE_EXCLUDED_PREFIXES)}}
+    return {
+        "timeout": PODS_READY_TIMEOUT,
+        "blockAdmission": False,
+        "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": REQUEUE_BASE_SECONDS, "backoffMaxSeconds": REQUEUE_MAX_SECONDS},
+    }
+
+
+def excluded_resources_config(spec: PlatformSpec) -> dict[str, Any]:
+    """`resources.excludeResourcePrefixes`: what Kueue must not gate, on every stack.
+
+    Kueue (the lockfile's release; default quotaCheckStrategy BlockUndeclared) leaves a workload pending with
+    "resource ephemeral-storage unavailable in ClusterQueue" when it requests a resource no resource
+    group covers (pkg/scheduler/flavorassigner/flavorassigner.go, findFlavorForPodSets); excluded
+    prefixes are dropped from the workload's requests first (pkg/workload/workload.go,
+    dropExcludedResources, a prefix match). Scratch disk and hugepages are node-local and bounded by
+    the ResourceQuota and the kubelet; on EFA stacks EFA devices come with the GPUs the quota counts.
+    """
+    prefixes = list(UNGATED_PREFIXES)
+    if efa_pools(spec):
+        prefixes += [p for p in KUEUE_EXCLUDED_PREFIXES if p not in prefixes]
+    return {"resources": {"excludeResourcePrefixes": prefixes}}
 
 
 def kueue_values(spec: PlatformSpec) -> dict[str, Any]:

@@ -144,7 +144,9 @@ class GpuPlatform(pulumi.ComponentResource):
             Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces, after=after("kueue")), child)
         if spec.queueing.volcano.enabled:
             volcano = Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider, after=after("volcano")), child)
-            after_volcano = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[volcano])
+            # Retained on delete: Volcano's queue webhook refuses to delete `default` (validate_queue.go
+            # validateQueueDeleting), which would fail `pulumi destroy` and turning Volcano off.
+            after_volcano = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[volcano], retain_on_delete=True)
             create(f"{name}-volcano-default-queue", default_queue(spec, catalog), after_volcano)
             if both_schedulers(spec):
                 for manifest in volcano_jobs_policy():

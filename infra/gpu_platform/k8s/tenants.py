@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpu_platform.behaviour.volcano import QUEUE_ANNOTATION as VOLCANO_QUEUE_ANNOTATION
 from gpu_platform.catalog import Catalog
 from gpu_platform.k8s.objects import LABEL_COHORT, LABEL_TENANT, Manifest, create, metadata
 from gpu_platform.k8s.tenant_network import network_policies
@@ -66,7 +67,7 @@ def ceiling_resources(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> d
 
 
 def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
-    """The tenant namespace: tenant and cohort labels, Pod Security `baseline` (no privileged pods)."""
+    """The tenant namespace: tenant and cohort labels, Pod Security `baseline` (no privileged pods), its Volcano queue."""
     labels = {
         LABEL_TENANT: tenant.name,
         LABEL_COHORT: tenant.cohort,
@@ -74,7 +75,12 @@ def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
         "pod-security.kubernetes.io/enforce": "baseline",
         "pod-security.kubernetes.io/warn": "restricted",
     }
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(tenant.ns, labels=labels)}
+    meta = metadata(tenant.ns, labels=labels)
+    if spec.queueing.volcano.enabled:
+        # Volcano's podgroups mutate webhook puts every PodGroup created here in the tenant's queue
+        # (gpu_platform.behaviour.volcano.podgroup_queue); without it they land in `default`.
+        meta["annotations"] = {VOLCANO_QUEUE_ANNOTATION: tenant.name}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
 def resource_quota(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest:

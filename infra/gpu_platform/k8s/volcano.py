@@ -1,7 +1,11 @@
 """Volcano (where a stack enables it): scheduler configuration for gang scheduling and DRF, a Queue per tenant.
 
-A tenant's Queue capability is exactly its ResourceQuota ceiling and its guarantee its nominal GPU
-share (both from gpu_platform.k8s.tenants), so Volcano and Kueue never disagree on what a tenant owns.
+Kueue owns GPU quota (it admits every tenant workload, gpu_platform.k8s.routing), so a tenant's Queue
+carries no GPU capability, deserved share or guarantee: a second GPU ledger could only disagree with
+Kueue's (a Capacity Block that usually does not exist counted in a guarantee, say). Its capability caps
+cpu and memory at the tenant's ResourceQuota. Pods reach their tenant's Queue through the namespace's
+`scheduling.volcano.sh/queue-name` annotation, which the podgroups mutate admission (switched on here)
+copies into every PodGroup created there (gpu_platform.behaviour.volcano.podgroup_queue).
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from gpu_platform.behaviour.volcano import CHART_DEFAULT_ADMISSIONS, PODGROUP_MUTATE
 from gpu_platform.catalog import Catalog
 from gpu_platform.k8s.gpu_operator import controller_node_selector
 from gpu_platform.k8s.objects import LABEL_TENANT, VOLCANO_NAMESPACE, Manifest, create, metadata, release_in_namespace
-from gpu_platform.k8s.tenants import ceiling_resources, nominal_resources
 from gpu_platform.spec.models import PlatformSpec, Tenant
 
 API = "scheduling.volcano.sh/v1beta1"
@@ -44,28 +48,30 @@ def volcano_values(spec: PlatformSpec) -> dict[str, Any]:
         "custom": {
             "scheduler_config_override": yaml.safe_dump(scheduler_config(), sort_keys=False),
             "default_ns": selector,
+            "enabled_admissions": enabled_admissions(),
         }
     }
 
 
-def _quantities(tenant: Tenant, gpus: dict[str, int]) -> dict[str, str]:
-    # Zeros stay: Volcano reads a resource missing from `capability` as unlimited.
-    out = {name: str(n) for name, n in sorted(gpus.items())}
-    return {"cpu": str(tenant.resources.cpu), "memory": f"{tenant.resources.memory_gib}Gi", **out}
+def enabled_admissions() -> str:
+    """The chart's admissions plus `/podgroups/mutate`, which puts a PodGroup in its namespace's queue.
+
+    volcano pkg/webhooks/admission/podgroups/mutate/mutate_podgroup.go `createPodGroupPatch`; the
+    chart (templates/webhooks.yaml, admission.yaml) registers the webhook and lets it read namespaces
+    only when this list names it.
+    """
+    return f"{CHART_DEFAULT_ADMISSIONS},{PODGROUP_MUTATE}"
 
 
 def queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest:
-    """The tenant's Volcano Queue: weight = fair-share weight, capability = quota ceiling, deserved = guarantee = nominal.
+    """The tenant's Volcano Queue: weight = fair-share weight, capability = the ResourceQuota's cpu and memory, no GPUs.
 
-    Volcano's queue webhook (validate_queue.go validateResourceQuantityOfQueue) refuses a guarantee
-    without a deserved amount for the same resource, and wants guarantee <= deserved <= capability.
+    Volcano reads a resource missing from `capability` as unlimited (proportion plugin), so GPUs are
+    left to Kueue, which admitted the pods before Volcano sees them.
     """
-    nominal = {k: str(v) for k, v in sorted(nominal_resources(spec, catalog, tenant).items()) if v > 0}
     body = {
         "weight": tenant.fair_share_weight,
-        "capability": _quantities(tenant, ceiling_resources(spec, catalog, tenant)),
-        "deserved": dict(nominal),
-        "guarantee": {"resource": nominal},
+        "capability": {"cpu": str(tenant.resources.cpu), "memory": f"{tenant.resources.memory_gib}Gi"},
         # Production training keeps what it borrowed; everyone else gives it back when the owner returns.
         "reclaimable": tenant.priority != "production-training",
     }

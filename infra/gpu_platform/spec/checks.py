@@ -294,6 +294,22 @@ def _label_problems(key: str, value: str, at: str, file: str) -> list[Problem]:
     return out
 
 
+def _check_block_dates(pool: NodePool, at: str, file: str) -> list[Problem]:
+    """Block dates: only on Capacity Block pools, both or neither, start before end."""
+    r = pool.reservation
+    if r is None or (r.start is None and r.end is None):
+        return []
+    if pool.capacity != "capacity-block":
+        key = "start" if r.start is not None else "end"
+        return [Problem(file, f"{at}.reservation.{key}", f"dates on a {pool.capacity} pool", "allowed: start and end on capacity-block pools only")]
+    if r.start is None or r.end is None:
+        missing = "start" if r.start is None else "end"
+        return [Problem(file, f"{at}.reservation.{missing}", "missing", "allowed: both start and end of the block (YYYY-MM-DD)")]
+    if r.start >= r.end:
+        return [Problem(file, f"{at}.reservation.end", f"{r.end} is not after start {r.start}", "allowed: a day after the block's start")]
+    return []
+
+
 def _check_capacity(pool: NodePool, at: str, catalog: Catalog, file: str) -> list[Problem]:
     out: list[Problem] = []
     r = pool.reservation
@@ -301,6 +317,7 @@ def _check_capacity(pool: NodePool, at: str, catalog: Catalog, file: str) -> lis
         if r is not None:
             out.append(Problem(file, f"{at}.reservation", f"a {pool.capacity} pool takes no reservation", "remove it, or set capacity: reserved"))
         return out
+    out += _check_block_dates(pool, at, file)
     if r is None or (r.id is None and r.resource_group_arn is None):
         hint = (
             "reservation.id (cr-...) or reservation.resourceGroupArn"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,17 @@ def stack_file_for(name: str, root: Path | None = None) -> Path:
     return base / "stacks" / f"Pulumi.{name}.yaml"
 
 
+def _dates_as_text(value: Any) -> Any:
+    """YAML 1.1 dates (`2026-11-16`) as the ISO text Pulumi hands the program (its YAML reader keeps them strings)."""
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _dates_as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_dates_as_text(v) for v in value]
+    return value
+
+
 def read_stack_config(path: Path) -> dict[str, Any]:
     """The `config:` mapping of a stack file; ConfigError for a missing, empty or malformed file."""
     file = str(path)
@@ -70,6 +82,7 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     duplicates = duplicate_keys(text, file)
     if duplicates:
         raise ConfigError(duplicates)
+    doc = _dates_as_text(doc)
     if doc is None:
         raise ConfigError([Problem(file, "", "file is empty", "allowed: a Pulumi stack file with a `config:` mapping")])
     if not isinstance(doc, Mapping):

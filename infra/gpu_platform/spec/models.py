@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from datetime import date
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
@@ -127,6 +128,10 @@ class Reservation(Model):
     """Resource group of several ODCRs (reserved pools only)."""
     placement_group: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
     """Existing cluster placement group the reservation was made in (reserved EFA pools); used instead of a new one."""
+    start: date | None = None
+    """Capacity Block pools: the block's first day (UTC, `YYYY-MM-DD`); its flavor carries quota only from then."""
+    end: date | None = None
+    """Capacity Block pools: the day the block ends (UTC, exclusive); from then its flavor carries no quota and the gate fails."""
 
 
 class Sharing(Model):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from datetime import date
 from typing import Any
 
+from gpu_platform.aws.nodepools import BLOCK_END_TAG, BLOCK_START_TAG
 from gpu_platform.pools import LABEL_POOL
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.rules.rollout import fixed_capacity_tier
@@ -96,10 +98,14 @@ def kueue_present(plan: PlanView) -> bool:
 
 
 def flavor_pools(plan: PlanView) -> dict[str, str]:
-    """ResourceFlavor name -> pool it selects (by the pool label in spec.nodeLabels)."""
+    """ResourceFlavor name -> pool whose capacity backs its quota (pool label in spec.nodeLabels, else the object's own label).
+
+    A Spot flavor selects its fallback group rather than one pool (gpu_platform.k8s.kueue.flavor_node_labels)
+    and names its pool in metadata.labels.
+    """
     out = {}
     for r in objects(plan, "ResourceFlavor", KUEUE):
-        pool = get(r.inputs, "spec", "nodeLabels", LABEL_POOL)
+        pool = get(r.inputs, "spec", "nodeLabels", LABEL_POOL) or get(r.inputs, "metadata", "labels", LABEL_POOL)
         if pool:
             out[object_name(r)] = str(pool)
     return out
@@ -216,3 +222,45 @@ def fixed_capacity_placement(r: Resource, ctx: Context) -> Iterator[str]:
     low = get(r.inputs, "scalingConfig", "minSize")
     if low not in (None, 0):
         yield f"scalingConfig.minSize is {low}; a Capacity Block group must be able to sit at 0 outside the block"
+
+
+def no_capacity_block(plan: PlanView, ctx: Context) -> str | None:
+    """Why capacity-block-in-dates has nothing to judge: no Capacity Block node group."""
+    blocks = [r for r in plan.of_type(NODE_GROUP) if r.inputs.get("capacityType") == "CAPACITY_BLOCK"]
+    return None if blocks else "the stack has no Capacity Block pool"
+
+
+@rule(
+    "capacity-block-in-dates",
+    "Capacity Block pools declare their dates, the block has not ended, and its flavor carries quota only inside the dates.",
+    "mandatory",
+    "stack",
+    category="capacity",
+    not_applicable=no_capacity_block,
+)
+def capacity_block_in_dates(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Outside its dates a block's node group cannot launch: quota on it pins work to nodes that never come.
+
+    Kueue admits on quota alone (flavorassigner.go fitsResourceQuota) and then adds the flavor's node
+    labels to the pods; a block's flavor with quota outside the dates (or after the block ended, when
+    evicted pods come back) leaves them pending on an empty pool.
+    """
+    held = {flavor_pools(plan).get(f) for _, f, res, n in nominal_quotas(plan) if res.startswith("nvidia.com/") and (quantity(n) or 0) > 0}
+    for r in plan.of_type(NODE_GROUP):
+        if r.inputs.get("capacityType") != "CAPACITY_BLOCK":
+            continue
+        tags = r.inputs.get("tags") or {}
+        pool = str((r.inputs.get("labels") or {}).get(LABEL_POOL, r.name))
+        start, end = tags.get(BLOCK_START_TAG), tags.get(BLOCK_END_TAG)
+        if not start or not end:
+            yield Finding(r.name, f"Capacity Block pool {pool} declares no dates; allowed: reservation.start and reservation.end (YYYY-MM-DD)")
+            continue
+        try:
+            first, last = date.fromisoformat(str(start)), date.fromisoformat(str(end))
+        except ValueError:
+            yield Finding(r.name, f"Capacity Block pool {pool}: dates {start!r}..{end!r} are not YYYY-MM-DD")
+            continue
+        if last <= ctx.day:
+            yield Finding(r.name, f"Capacity Block of pool {pool} ended on {last}; remove the pool or declare the new block's dates")
+        elif ctx.day < first and pool in held:
+            yield Finding(r.name, f"Capacity Block of pool {pool} starts on {first} but its flavor carries quota now; allowed: 0 until then")

@@ -11,7 +11,9 @@ from typing import Any
 
 import yaml
 
-from gpu_platform.k8s.admission import KIND_FRAMEWORK, kueue_config_errors, kueue_manages, selector_matches, volcano_queue_errors
+from gpu_platform.behaviour.apimachinery import selector_matches
+from gpu_platform.behaviour.kueue import KIND_FRAMEWORK, kueue_config_errors, kueue_manages
+from gpu_platform.behaviour.volcano import queue_errors as volcano_queue_errors
 from gpu_platform.k8s.dcgm import CsvError, read_metrics_csv
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
 from gpu_platform.versions import OCI
@@ -90,12 +92,18 @@ def kueue_manager_config(plan: PlanView) -> dict[str, Any] | None:
     return config if isinstance(config, dict) else None
 
 
+def no_kueue(plan: PlanView, ctx: Context) -> str | None:
+    """Why the Kueue rules have nothing to judge: no Kueue release."""
+    return "the stack does not run Kueue" if kueue_manager_config(plan) is None else None
+
+
 @rule(
     "kueue-preemption-enforced",
     "ClusterQueues set no borrowWithinCohort while Kueue fair sharing is on (Kueue ignores it there).",
     "mandatory",
     "stack",
     category="controllers",
+    not_applicable=no_kueue,
 )
 def kueue_preemption_enforced(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """Kueue's getTargets runs fairPreemptions when `fairSharing` is configured, which never reads borrowWithinCohort."""
@@ -127,6 +135,7 @@ def _namespace_labels(plan: PlanView) -> dict[str, tuple[str, dict[str, str]]]:
     "mandatory",
     "stack",
     category="controllers",
+    not_applicable=no_kueue,
 )
 def tenant_workloads_managed(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """A kind Kueue does not manage (or a job without a queue name) runs outside every quota Kueue keeps (jobframework WorkloadShouldBeSuspended)."""
@@ -139,7 +148,8 @@ def tenant_workloads_managed(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     if not config.get("manageJobsWithoutQueueName"):
         yield Finding(release, "manageJobsWithoutQueueName is off: a tenant job without a queue-name label runs unmanaged; allowed: true")
     frameworks = set(get(config, "integrations", "frameworks", default=[]) or [])
-    missing = sorted(set(KIND_FRAMEWORK.values()) - {"jobset.x-k8s.io/jobset"} - frameworks)
+    # Built-in kinds only: CRD-based kinds (JobSet, Kubeflow, Ray) exist only where their operator runs.
+    missing = sorted({f for f in KIND_FRAMEWORK.values() if "." not in f.split("/")[0]} - frameworks)
     if missing:
         yield Finding(release, f"integrations.frameworks lacks {', '.join(missing)}: those kinds run unmanaged in tenant namespaces")
     for ns, (res_name, labels) in _namespace_labels(plan).items():
@@ -149,13 +159,18 @@ def tenant_workloads_managed(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 
 @rule(
     "tenant-priority-restricted",
-    "A ValidatingAdmissionPolicy, bound with Deny, checks the priority of every pod in each tenant namespace.",
+    "A ValidatingAdmissionPolicy, bound with Deny, checks the priority of every pod and every Kueue Workload in each tenant namespace.",
     "mandatory",
     "stack",
     category="controllers",
 )
 def tenant_priority_restricted(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """Without it any tenant may run at the highest PriorityClass and preempt production training."""
+    """Without it any tenant may run at the highest PriorityClass and preempt production training.
+
+    Pods alone are not enough: Kueue takes a Workload's priority from the job's pod template
+    (jobframework reconciler.go ExtractPriority) and admits it, preempting others, before any pod
+    exists; a policy on kueue.x-k8s.io workloads checking spec.priorityClassRef covers every integration.
+    """
     namespaces = _namespace_labels(plan)
     if not namespaces:
         return
@@ -168,15 +183,20 @@ def tenant_priority_restricted(plan: PlanView, ctx: Context) -> Iterator[Finding
     for p in objects(plan, "ValidatingAdmissionPolicy", "admissionregistration.k8s.io"):
         rules = get(p.inputs, "spec", "matchConstraints", "resourceRules", default=[]) or []
         on_pods = any("" in r.get("apiGroups", []) and "pods" in r.get("resources", []) and "CREATE" in r.get("operations", []) for r in rules)
-        checks_priority = any("priorityClassName" in str(v.get("expression", "")) for v in get(p.inputs, "spec", "validations", default=[]) or [])
-        if on_pods and checks_priority and object_name(p) in bound:
+        on_workloads = any(
+            "kueue.x-k8s.io" in r.get("apiGroups", []) and "workloads" in r.get("resources", []) and "CREATE" in r.get("operations", [])
+            for r in rules
+        )
+        expressions = " ".join(str(v.get("expression", "")) for v in get(p.inputs, "spec", "validations", default=[]) or [])
+        checks_priority = "priorityClassName" in expressions and "priorityClassRef" in expressions
+        if on_pods and on_workloads and checks_priority and object_name(p) in bound:
             policies.append(get(p.inputs, "spec", "matchConstraints", "namespaceSelector"))
     for ns, (res_name, labels) in namespaces.items():
         if not any(selector_matches(sel, labels) for sel in policies):
             yield Finding(
                 res_name,
-                f"no ValidatingAdmissionPolicy bound with Deny checks pod priorityClassName in tenant namespace {ns}; "
-                "any PriorityClass is usable there",
+                f"no ValidatingAdmissionPolicy bound with Deny checks pod priorityClassName and Kueue Workload priorityClassRef in tenant "
+                f"namespace {ns}; any PriorityClass is usable there",
             )
 
 

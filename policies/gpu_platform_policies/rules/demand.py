@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from gpu_platform.behaviour.scheduler import untolerated_taint
 from gpu_platform.k8s.demand import DEMAND_CONFIGMAP, DEMAND_KEY
 from gpu_platform.planning.checks import (
     DEFAULT_MIN_COVERAGE,
@@ -21,6 +22,7 @@ from gpu_platform.planning.checks import (
     spot_without_fallback,
 )
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
+from gpu_platform_policies.rules.capacity import KUEUE, flavor_pools
 from gpu_platform_policies.view import Pool, get, object_name, objects, pools
 
 
@@ -35,6 +37,39 @@ def declared_demand(plan: PlanView) -> tuple[str, list[dict[str, Any]]] | None:
             return r.name, []
         return r.name, [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
     return None
+
+
+def no_demand(plan: PlanView, ctx: Context) -> str | None:
+    """Why the demand rules have nothing to judge: the stack declares no `demand`."""
+    return "the stack declares no gpu-platform:demand" if declared_demand(plan) is None else None
+
+
+def reachable_fallback(plan: PlanView, spot: list[Pool], floor: list[Pool]) -> list[Pool]:
+    """The non-Spot pools that pods admitted on the class's Spot flavors can be scheduled on.
+
+    Kueue adds a flavor's nodeLabels to the admitted pod's nodeSelector and its tolerations to the pod
+    (kueue pkg/podset/podset.go Merge), then kube-scheduler's NodeAffinity and TaintToleration filters
+    decide (gpu_platform.behaviour.scheduler). A pool is reachable when its node labels carry every
+    label of some Spot flavor of the class and the flavor's tolerations cover its taints. Without Kueue
+    nothing pins the pods, so every non-Spot pool of the class counts.
+    """
+    flavors = objects(plan, "ResourceFlavor", KUEUE)
+    if not flavors:
+        return floor
+    by_pool = {pool: f for f in flavors for pool in (flavor_pools(plan).get(object_name(f)),) if pool}
+    out = []
+    for p in floor:
+        taints = [{"key": k, "value": v, "effect": e} for k, v, e in p.taints]
+        for s in spot:
+            f = by_pool.get(s.name)
+            if f is None:
+                continue
+            labels = get(f.inputs, "spec", "nodeLabels", default={}) or {}
+            tolerations = get(f.inputs, "spec", "tolerations", default=[]) or []
+            if all(p.labels.get(k) == v for k, v in labels.items()) and untolerated_taint(taints, tolerations) is None:
+                out.append(p)
+                break
+    return out
 
 
 def supplies(plan: PlanView, ctx: Context) -> Iterator[tuple[ClassSupply, str, str]]:
@@ -59,7 +94,7 @@ def supplies(plan: PlanView, ctx: Context) -> Iterator[tuple[ClassSupply, str, s
             p95=float(e.get("p95", 0) or 0),
             stable=sum(p.min_nodes * (p.gpus_per_node or 0) for p in floor),
             spot=sum(p.max_gpus or 0 for p in spot),
-            non_spot_max=sum(p.max_gpus or 0 for p in floor),
+            non_spot_max=sum(p.max_gpus or 0 for p in reachable_fallback(plan, spot, floor)),
         )
         yield supply, floor[0].resource if floor else cm, spot[0].resource if spot else cm
 
@@ -71,6 +106,7 @@ def supplies(plan: PlanView, ctx: Context) -> Iterator[tuple[ClassSupply, str, s
     "stack",
     category="capacity",
     thresholds={"min-demand-coverage": DEFAULT_MIN_COVERAGE},
+    not_applicable=no_demand,
 )
 def demand_coverage(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """Stable capacity (reserved pools, on-demand minimums) below target leaves the SLA to a scale-up that may not come."""
@@ -87,6 +123,7 @@ def demand_coverage(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     "stack",
     category="capacity",
     thresholds={f"max-demand-spot-{c}": v for c, v in DEFAULT_SPOT_CAPS.items()},
+    not_applicable=no_demand,
 )
 def demand_spot_exposure(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """A reclaim wave takes every Spot GPU at once; beyond the cap the class loses too much of its P95."""
@@ -98,13 +135,18 @@ def demand_spot_exposure(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 
 @rule(
     "spot-fallback-for-non-interruptible",
-    "Non-interruptible classes on Spot can fall back to as many on-demand GPUs as they have on Spot.",
+    "Non-interruptible classes on Spot can fall back to as many on-demand GPUs as they have on Spot, on pools their Spot pods can reach.",
     "mandatory",
     "stack",
     category="capacity",
+    not_applicable=no_demand,
 )
 def spot_fallback(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """Work that cannot be interrupted loses its capacity at a reclaim unless on-demand can take it over."""
+    """Work that cannot be interrupted loses its capacity at a reclaim unless on-demand can take it over.
+
+    Only on-demand the Spot pods can reach counts (`reachable_fallback`): headroom on a pool the
+    Spot flavor's node labels exclude is headroom no pod admitted on Spot quota can use.
+    """
     for supply, _, spot in supplies(plan, ctx):
         for message in spot_without_fallback(supply):
             yield Finding(spot, message)

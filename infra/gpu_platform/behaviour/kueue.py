@@ -1,0 +1,354 @@
+"""Kueue (the lockfile's release): which objects it manages, the Workload it builds from them, and flavor assignment.
+
+Sources (kubernetes-sigs/kueue at the lockfile's tag) are cited per function. Flavor assignment is evaluated
+against idle quota (no other workload admitted): it answers whether the workload can be admitted
+at all and to which flavor first, not when.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from gpu_platform.behaviour.apimachinery import parse_quantity, selector_matches
+from gpu_platform.behaviour.scheduler import affinity_matches, untolerated_taint
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+DEFAULT_LOCAL_QUEUE = "default"
+KUEUE_SYSTEM_NAMESPACE = "kueue-system"
+
+# Kueue's built-in integrations (jobframework.GetIntegrationsList: every FrameworkName under pkg/controller/jobs).
+KUEUE_FRAMEWORKS = frozenset(
+    {
+        "batch/job",
+        "deployment",
+        "jobset.x-k8s.io/jobset",
+        "kubeflow.org/jaxjob",
+        "kubeflow.org/mpijob",
+        "kubeflow.org/paddlejob",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/xgboostjob",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        "pod",
+        "ray.io/raycluster",
+        "ray.io/rayjob",
+        "ray.io/rayservice",
+        "sparkoperator.k8s.io/sparkapplication",
+        "statefulset",
+        "trainer.kubeflow.org/trainjob",
+        "workload.codeflare.dev/appwrapper",
+    }
+)
+# Kinds a tenant creates -> the integration that manages them (pod-based kinds need `pod` too).
+KIND_FRAMEWORK = {
+    "Job": "batch/job",
+    "Deployment": "deployment",
+    "StatefulSet": "statefulset",
+    "Pod": "pod",
+    "JobSet": "jobset.x-k8s.io/jobset",
+    "PyTorchJob": "kubeflow.org/pytorchjob",
+    "MPIJob": "kubeflow.org/mpijob",
+    "RayJob": "ray.io/rayjob",
+    "RayCluster": "ray.io/raycluster",
+}
+POD_BASED = ("Pod", "Deployment", "StatefulSet")
+
+
+def kueue_config_errors(config: Mapping[str, Any]) -> list[str]:
+    """What Kueue's manager refuses at start-up in its Configuration (it exits, so nothing is admitted).
+
+    kueue pkg/config/validation.go `validateIntegrations` (frameworks required and known) and
+    `validatePodIntegrationOptions` / `validateManagedJobsNamespaceSelector` (with the pod integration a
+    managedJobsNamespaceSelector is required, and it must not match kube-system or Kueue's namespace).
+    """
+    errors = []
+    frameworks = (config.get("integrations") or {}).get("frameworks")
+    if not frameworks:
+        return ["integrations.frameworks: cannot be empty"]
+    errors += [f"integrations.frameworks: unsupported value {f!r}" for f in frameworks if f not in KUEUE_FRAMEWORKS]
+    selector = config.get("managedJobsNamespaceSelector")
+    if "pod" in frameworks and selector is None:
+        errors.append("managedJobsNamespaceSelector: cannot be empty when pod integration is enabled")
+    if selector is not None:
+        for ns in ("kube-system", config.get("namespace") or KUEUE_SYSTEM_NAMESPACE):
+            if selector_matches(selector, {"kubernetes.io/metadata.name": ns}):
+                errors.append(f"managedJobsNamespaceSelector: should not match the {ns!r} namespace")
+    return errors
+
+
+def kueue_manages(config: Mapping[str, Any], kind: str, namespace_labels: Mapping[str, str], queue_name: str | None = None) -> bool:
+    """True when Kueue gates this new object (suspends it until a ClusterQueue admits it).
+
+    jobframework utils.go `WorkloadShouldBeSuspended`: with a queue-name label always (given its
+    integration is on; for pod-based kinds only in namespaces matching managedJobsNamespaceSelector,
+    pod_webhook.go); without one only with manageJobsWithoutQueueName and a matching namespace.
+    """
+    frameworks = set((config.get("integrations") or {}).get("frameworks") or [])
+    framework = KIND_FRAMEWORK[kind]
+    if framework not in frameworks or (kind in ("Deployment", "StatefulSet") and "pod" not in frameworks):
+        return False
+    in_scope = selector_matches(config.get("managedJobsNamespaceSelector"), namespace_labels)
+    if queue_name:
+        return in_scope if kind in POD_BASED else True
+    return bool(config.get("manageJobsWithoutQueueName")) and in_scope
+
+
+@dataclass(frozen=True)
+class PodSet:
+    """One pod set of a Workload: name, pod count and the pod spec of its template."""
+
+    name: str
+    count: int
+    spec: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What Kueue builds from a job: pod sets, the queue it names, its priority class reference."""
+
+    kind: str
+    name: str
+    namespace: str
+    pod_sets: tuple[PodSet, ...]
+    queue_name: str | None
+    priority_class: tuple[str, str] | None = None
+    """(kind, name): ("WorkloadPriorityClass", x) from the label, ("PriorityClass", x) from a template."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _int(value: Any, default: int) -> int:
+    return default if value is None else int(value)
+
+
+def _job_pods(job_spec: Mapping[str, Any]) -> int:
+    """Kueue pkg/controller/jobs/job/job_controller.go `podsCount`: parallelism (default 1), at most completions."""
+    n = _int(job_spec.get("parallelism"), 1)
+    completions = job_spec.get("completions")
+    return min(n, int(completions)) if completions is not None else n
+
+
+def pod_sets(obj: Mapping[str, Any]) -> list[PodSet]:
+    """The Workload's pod sets, per integration's `PodSets` (kueue pkg/controller/jobs/...).
+
+    - Pod: pod/pod_controller.go `constructPodSets`, one pod set `main` of 1.
+    - Job: job/job_controller.go `PodSets`, `main` x podsCount.
+    - Deployment: deployment_webhook.go labels the template; every pod is its own single-pod Workload.
+    - StatefulSet: statefulset_webhook.go `Default` groups the pods: one pod set x replicas.
+    - JobSet: jobset/jobset_controller.go `PodSets`, one per replicatedJob x replicas x podsCount.
+    - PyTorchJob / MPIJob: kubeflowjob_controller.go `PodSets`, one per replica type in order.
+    - RayJob / RayCluster: raycluster `BuildPodSets`, head (1) then each worker group x replicas.
+    """
+    kind = str(obj.get("kind"))
+    spec = obj.get("spec") or {}
+    if kind == "Pod":
+        return [PodSet("main", 1, spec)]
+    if kind == "Job":
+        return [PodSet("main", _job_pods(spec), (spec.get("template") or {}).get("spec") or {})]
+    if kind == "Deployment":
+        return [PodSet("main", 1, (spec.get("template") or {}).get("spec") or {})]
+    if kind == "StatefulSet":
+        return [PodSet("main", _int(spec.get("replicas"), 1), (spec.get("template") or {}).get("spec") or {})]
+    if kind == "JobSet":
+        out = []
+        for rj in spec.get("replicatedJobs") or []:
+            job = (rj.get("template") or {}).get("spec") or {}
+            out.append(PodSet(str(rj.get("name")), _int(rj.get("replicas"), 1) * _job_pods(job), (job.get("template") or {}).get("spec") or {}))
+        return out
+    if kind in ("PyTorchJob", "MPIJob"):
+        key = "pytorchReplicaSpecs" if kind == "PyTorchJob" else "mpiReplicaSpecs"
+        order = ("Master", "Worker") if kind == "PyTorchJob" else ("Launcher", "Worker")
+        replicas = spec.get(key) or {}
+        names = [n for n in order if n in replicas] + sorted(n for n in replicas if n not in order)
+        return [PodSet(n.lower(), _int(replicas[n].get("replicas"), 1), (replicas[n].get("template") or {}).get("spec") or {}) for n in names]
+    if kind in ("RayJob", "RayCluster"):
+        cluster = spec.get("rayClusterSpec") if kind == "RayJob" else spec
+        cluster = cluster or {}
+        head = ((cluster.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
+        out = [PodSet("head", 1, head)]
+        for g in cluster.get("workerGroupSpecs") or []:
+            out.append(PodSet(str(g.get("groupName")), _int(g.get("replicas"), 1), (g.get("template") or {}).get("spec") or {}))
+        return out
+    raise ValueError(f"kind {kind!r} has no Kueue integration here; allowed: {', '.join(sorted(KIND_FRAMEWORK))}")
+
+
+def priority_class(obj: Mapping[str, Any], sets: Sequence[PodSet]) -> tuple[str, str] | None:
+    """The priority class Kueue gives the Workload: the workload priority label, else a pod template's class.
+
+    kueue pkg/controller/jobframework/reconciler.go `ExtractPriority` and `extractPriorityFromPodSets`
+    (the first pod set template with a priorityClassName).
+    """
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if labels.get(PRIORITY_LABEL):
+        return ("WorkloadPriorityClass", str(labels[PRIORITY_LABEL]))
+    for ps in sets:
+        if ps.spec.get("priorityClassName"):
+            return ("PriorityClass", str(ps.spec["priorityClassName"]))
+    return None
+
+
+def workload_for(obj: Mapping[str, Any]) -> Workload:
+    """The Workload Kueue constructs for a job (jobframework reconciler.go `ConstructWorkload`)."""
+    meta = obj.get("metadata") or {}
+    sets = pod_sets(obj)
+    labels = meta.get("labels") or {}
+    kind = str(obj.get("kind"))
+    if kind in POD_BASED and kind != "Pod":
+        labels = {**labels, **(((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels", {})}
+    notes = []
+    if kind == "Deployment":
+        notes.append(f"each of the {_int((obj.get('spec') or {}).get('replicas'), 1)} replicas is its own single-pod Workload")
+    if kind == "StatefulSet":
+        notes.append(
+            "Kueue's StatefulSet webhook (statefulset_webhook.go ValidateUpdate) refuses resizing while managed: "
+            "scale to 0 and back up, never from N to M"
+        )
+    return Workload(
+        kind,
+        str(meta.get("name", "")),
+        str(meta.get("namespace", "default")),
+        tuple(sets),
+        labels.get(QUEUE_LABEL),
+        priority_class(obj, sets),
+        tuple(notes),
+    )
+
+
+def pod_requests(spec: Mapping[str, Any], excluded_prefixes: Sequence[str] = ()) -> dict[str, Decimal]:
+    """One pod's requests as Kueue counts them.
+
+    kueue pkg/workload/resources.go `UseLimitsAsMissingRequestsInPod` (a limit stands in for a missing
+    request), pkg/util/resource `PodRequests` semantics (sum of containers, at least each init
+    container, plus overhead) and pkg/workload/workload.go `dropExcludedResources`.
+    """
+    total: dict[str, Decimal] = {}
+
+    def container(c: Mapping[str, Any]) -> dict[str, Decimal]:
+        res = c.get("resources") or {}
+        merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        return {k: parse_quantity(v) for k, v in merged.items()}
+
+    for c in spec.get("containers") or []:
+        for k, v in container(c).items():
+            total[k] = total.get(k, Decimal(0)) + v
+    for c in spec.get("initContainers") or []:
+        for k, v in container(c).items():
+            total[k] = max(total.get(k, Decimal(0)), v)
+    for k, v in (spec.get("overhead") or {}).items():
+        total[k] = total.get(k, Decimal(0)) + parse_quantity(v)
+    return {k: v for k, v in total.items() if not any(k.startswith(p) for p in excluded_prefixes)}
+
+
+@dataclass(frozen=True)
+class FlavorChoice:
+    """The flavor Kueue assigns one pod set's resource group, or why none fits."""
+
+    pod_set: str
+    resources: tuple[str, ...]
+    flavor: str | None
+    borrows: bool
+    tried: tuple[str, ...]
+    """One line per flavor considered before (and including) the chosen one, Kueue's reasons."""
+
+
+def _quota(cq: Mapping[str, Any], flavor: str, resource: str) -> Mapping[str, Any] | None:
+    for group in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for f in group.get("flavors") or []:
+            if f.get("name") == flavor:
+                for r in f.get("resources") or []:
+                    if r.get("name") == resource:
+                        return r
+    return None
+
+
+def cohort_lendable(queues: Sequence[Mapping[str, Any]], cq: Mapping[str, Any], flavor: str, resource: str) -> Decimal:
+    """What the other ClusterQueues of the cohort can lend for a flavor/resource: lendingLimit, else nominal.
+
+    kueue pkg/cache/scheduler/resource_node.go `calculateLendable` (a queue lends at most its lendingLimit).
+    """
+    cohort = (cq.get("spec") or {}).get("cohortName")
+    if not cohort:
+        return Decimal(0)
+    total = Decimal(0)
+    for other in queues:
+        if other is cq or (other.get("spec") or {}).get("cohortName") != cohort:
+            continue
+        q = _quota(other, flavor, resource)
+        if q is not None:
+            total += parse_quantity(q.get("lendingLimit", q.get("nominalQuota", 0)))
+    return total
+
+
+def assign_flavors(
+    workload: Workload,
+    cq: Mapping[str, Any],
+    flavors: Mapping[str, Mapping[str, Any]],
+    queues: Sequence[Mapping[str, Any]],
+    excluded_prefixes: Sequence[str] = (),
+) -> list[FlavorChoice]:
+    """Per pod set and resource group, the flavor Kueue picks with the quota idle.
+
+    kueue pkg/scheduler/flavorassigner/flavorassigner.go `findFlavorForPodSets`: a resource no group
+    covers is "unavailable in ClusterQueue"; flavors are tried in the group's order;
+    `checkFlavorForPodSets` skips a flavor whose nodeTaints the pod (plus the flavor's tolerations) does
+    not tolerate or whose nodeLabels contradict the pod's node selector/affinity (only the flavor's own
+    label keys count, `flavorSelector`); `fitsResourceQuota` fits within nominal, or by borrowing up to
+    the borrowingLimit from what the cohort lends; `shouldTryNextFlavor` goes on past a flavor that
+    needs borrowing when whenCanBorrow is TryNextFlavor, keeping the best (non-borrowing) one found.
+    """
+    spec = cq.get("spec") or {}
+    groups = spec.get("resourceGroups") or []
+    when_borrow = (spec.get("flavorFungibility") or {}).get("whenCanBorrow", "MayStopSearch")
+    out: list[FlavorChoice] = []
+    for ps in workload.pod_sets:
+        requests = {k: v * ps.count for k, v in pod_requests(ps.spec, excluded_prefixes).items() if v > 0}
+        for name in sorted(requests):
+            if not any(name in g.get("coveredResources", []) for g in groups):
+                out.append(FlavorChoice(ps.name, (name,), None, False, (f"resource {name} unavailable in ClusterQueue {cq['metadata']['name']}",)))
+        for group in groups:
+            wanted = {k: v for k, v in requests.items() if k in group.get("coveredResources", [])}
+            if not wanted:
+                continue
+            tried: list[str] = []
+            best: tuple[str, bool] | None = None
+            for f in group.get("flavors") or []:
+                fname = f["name"]
+                flavor = (flavors.get(fname) or {}).get("spec") or {}
+                taint = untolerated_taint(flavor.get("nodeTaints") or [], [*(ps.spec.get("tolerations") or []), *(flavor.get("tolerations") or [])])
+                if taint is not None:
+                    tried.append(f"{fname}: untolerated taint {taint['key']}={taint.get('value', '')}:{taint['effect']}")
+                    continue
+                if not affinity_matches(ps.spec, flavor.get("nodeLabels") or {}, only_keys=set(flavor.get("nodeLabels") or {})):
+                    tried.append(f"{fname}: flavor {fname} doesn't match node affinity")
+                    continue
+                borrows, fits, why = False, True, ""
+                for res, val in wanted.items():
+                    q = _quota(cq, fname, res) or {}
+                    nominal = parse_quantity(q.get("nominalQuota", 0))
+                    if val <= nominal:
+                        continue
+                    lend = cohort_lendable(queues, cq, fname, res)
+                    limit = q.get("borrowingLimit")
+                    borrowable = min(lend, parse_quantity(limit)) if limit is not None else lend
+                    if val <= nominal + borrowable:
+                        borrows = True
+                    else:
+                        fits = False
+                        why = f"insufficient quota for {res} in flavor {fname}, request > maximum capacity ({val} > {nominal + borrowable})"
+                        break
+                if not fits:
+                    tried.append(f"{fname}: {why}")
+                    continue
+                tried.append(f"{fname}: fits{' by borrowing from cohort ' + str(spec.get('cohortName')) if borrows else ' in nominal quota'}")
+                if not borrows:
+                    best = (fname, False)
+                    break
+                if best is None:
+                    best = (fname, True)
+                if when_borrow != "TryNextFlavor":
+                    break
+            out.append(FlavorChoice(ps.name, tuple(sorted(wanted)), best[0] if best else None, bool(best and best[1]), tuple(tried)))
+    return out

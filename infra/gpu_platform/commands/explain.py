@@ -1,0 +1,71 @@
+"""`gpu-platform explain --workload FILE`: what the platform does with one workload, stage by stage.
+
+Reads the stack's objects from the same builders `plan` records (gpu_platform.explain.view), without
+running the engine, and walks the workload through admission, Kueue, the scheduler, the autoscaler
+and Volcano (gpu_platform.explain.stages). Exit 0 whatever the verdict; 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_platform.behaviour.admission import RESOURCES
+from gpu_platform.catalog import load_catalog
+from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.explain.stages import Explanation, explain
+from gpu_platform.explain.view import StackView
+from gpu_platform.spec.loader import load_stack
+
+KINDS = [*sorted(k for k in RESOURCES if k not in ("Workload", "PodGroup", "VolcanoJob", "CronJob")), "Job (batch.volcano.sh)"]
+
+
+def read_workload(path: Path) -> dict[str, Any]:
+    """The one manifest in FILE; ConfigError (one line) when missing, not YAML, not one object, or of an unknown kind."""
+    file = str(path)
+    if not path.is_file():
+        raise ConfigError([Problem(file, "", "no such file", "allowed: a YAML file with one workload manifest")])
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f"line {where.line + 1}" if where is not None else "<root>"
+        raise ConfigError([Problem(file, at, f"not valid YAML ({getattr(exc, 'problem', exc)})", "allowed: one YAML manifest")]) from None
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise ConfigError([Problem(file, "", f"{len(docs)} documents", "allowed: exactly one manifest (a mapping)")])
+    doc: dict[str, Any] = docs[0]
+    kind = doc.get("kind")
+    if kind not in RESOURCES or kind in ("Workload", "PodGroup", "VolcanoJob"):
+        raise ConfigError([Problem(file, "kind", f"unknown workload kind {kind!r}", f"allowed: {', '.join(KINDS)}")])
+    if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
+        raise ConfigError([Problem(file, "metadata.name", "missing", "allowed: the workload's name (and metadata.namespace)")])
+    return doc
+
+
+def explain_file(stack_path: Path, stack: str, workload: Path) -> Explanation:
+    """Explain one workload file against one stack."""
+    obj = read_workload(workload)
+    _, spec = load_stack(stack_path, stack)
+    return explain(StackView(spec, load_catalog()), obj)
+
+
+def render_text(e: Explanation) -> str:
+    """Numbered stages with their result, detail and source, then the verdict."""
+    head = f"{e.kind} {e.namespace}/{e.name}: {e.verdict}"
+    where = ", ".join(f"{k} {v}" for k, v in (("ClusterQueue", e.cluster_queue), ("flavor", e.flavor), ("pool", e.pool)) if v)
+    lines = [head + (f" ({where})" if where else ""), ""]
+    for i, s in enumerate(e.steps, 1):
+        lines.append(f"{i:>2}. {s.stage:<17} {s.result:<8} {s.detail}")
+        lines.append(f"    {'':<17} {'':<8} source: {s.source}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, path: Path, stack: str) -> int:
+    """Entry point of the subcommand."""
+    e = explain_file(path, stack, args.workload)
+    print(json.dumps(e.to_json(), indent=2) if args.format == "json" else render_text(e))
+    return 0

@@ -1,0 +1,488 @@
+"""The stages a workload passes through, in order, each reproducing one component (gpu_platform.behaviour).
+
+namespace -> admission-policy -> kueue-managed -> local-queue -> priority -> kueue-flavor -> kueue-fallback
+-> pod-admission -> node-pool -> device-resources -> autoscaler -> volcano -> capacity. A blocked stage
+ends the walk: what follows it never happens. NetworkPolicy reach (DNS, API, data) is not a stage
+yet: gpu_platform.behaviour.networkpolicy.connection plugs in after `node-pool` once merged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+
+from gpu_platform.behaviour import admission, kueue, scheduler, volcano
+from gpu_platform.behaviour.apimachinery import parse_quantity
+from gpu_platform.explain.view import PoolView, StackView
+from gpu_platform.k8s.kueue import CPU_FLAVOR
+
+Result = Literal["ok", "blocked", "warning"]
+Verdict = Literal["runs", "waits", "never"]
+FLEETING = ("spot", "capacity-block")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One stage's outcome; `capacity` marks a warning that depends on capacity existing now."""
+
+    stage: str
+    result: Result
+    detail: str
+    source: str
+    capacity: bool = False
+
+    def to_json(self) -> dict[str, str]:
+        """The contract's step: stage, result, detail, source."""
+        return {"stage": self.stage, "result": self.result, "detail": self.detail, "source": self.source}
+
+
+@dataclass
+class Explanation:
+    """What the platform does with one workload."""
+
+    kind: str
+    name: str
+    namespace: str
+    steps: list[Step] = field(default_factory=list)
+    cluster_queue: str | None = None
+    flavor: str | None = None
+    pool: str | None = None
+
+    @property
+    def verdict(self) -> Verdict:
+        """never: a stage blocks; waits: admissible but relies on capacity that may not exist now; else runs."""
+        if any(s.result == "blocked" for s in self.steps):
+            return "never"
+        if any(s.capacity for s in self.steps):
+            return "waits"
+        return "runs"
+
+    def step(self, stage: str) -> Step | None:
+        """The step of that stage, if the walk reached it."""
+        return next((s for s in self.steps if s.stage == stage), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON contract of `explain --format json`."""
+        return {
+            "workload": {"kind": self.kind, "name": self.name, "namespace": self.namespace},
+            "verdict": self.verdict,
+            "clusterQueue": self.cluster_queue,
+            "flavor": self.flavor,
+            "pool": self.pool,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+class Blocked(Exception):
+    """Raised by a stage that ends the walk."""
+
+
+class Walk:
+    """One workload's walk through the stages over one stack's objects."""
+
+    def __init__(self, view: StackView, obj: Mapping[str, Any]):
+        self.view = view
+        self.obj = obj
+        meta = obj.get("metadata") or {}
+        self.out = Explanation(str(obj.get("kind")), str(meta.get("name", "")), str(meta.get("namespace") or "default"))
+        self.ns: Mapping[str, Any] = {}
+        self.workload: kueue.Workload | None = None
+        self.choices: list[kueue.FlavorChoice] = []
+        self.cq: Mapping[str, Any] = {}
+
+    def add(self, stage: str, result: Result, detail: str, source: str, capacity: bool = False) -> None:
+        """Record a step; a blocked one ends the walk."""
+        self.out.steps.append(Step(stage, result, detail, source, capacity))
+        if result == "blocked":
+            raise Blocked(stage)
+
+    def run(self) -> Explanation:
+        """Every stage in order, until one blocks."""
+        try:
+            self.namespace()
+            self.admission_policy()
+            self.kueue_managed()
+            self.local_queue()
+            self.priority()
+            self.flavor()
+            self.fallback()
+            self.pod_admission()
+            pools = self.node_pool()
+            fitting = self.device_resources(pools)
+            self.autoscaler(fitting)
+            self.volcano()
+            self.capacity(fitting)
+        except Blocked:
+            pass
+        return self.out
+
+    # --- admission -----------------------------------------------------------------------------
+    def namespace(self) -> None:
+        """The namespace must be a tenant's: elsewhere tenants have no rights and no quota."""
+        ns = self.view.find("Namespace", self.out.namespace)
+        tenants = sorted(t.ns for t in self.view.spec.tenants)
+        if ns is None:
+            self.add(
+                "namespace",
+                "blocked",
+                f"{self.out.namespace} is not a tenant namespace of this stack; tenants: {', '.join(tenants)}",
+                "gpu_platform.k8s.tenants.namespace",
+            )
+        self.ns = ns or {}
+        self.add("namespace", "ok", f"tenant namespace {self.out.namespace}", "gpu_platform.k8s.tenants.namespace")
+
+    def admission_policy(self) -> None:
+        """ValidatingAdmissionPolicies on the object itself (priority, Volcano job kinds)."""
+        req = admission.request_for(self.obj, self.ns)
+        refused = admission.denials(self.view.objects, req)
+        src = "apiserver plugin/policy/validating validator.go Validate (gpu_platform.behaviour.admission)"
+        if refused:
+            self.add("admission-policy", "blocked", "; ".join(f"{d.policy} refuses the {self.out.kind}: {d.message}" for d in refused), src)
+        self.add("admission-policy", "ok", f"the {self.out.kind} passes every Deny-bound ValidatingAdmissionPolicy", src)
+
+    def kueue_managed(self) -> None:
+        """Kueue gates the object (suspends it until a ClusterQueue admits it)."""
+        config = self.view.kueue_config
+        src = "kueue jobframework utils.go WorkloadShouldBeSuspended"
+        if config is None:
+            self.add("kueue-managed", "warning", "Kueue is not enabled on this stack: nothing gates GPU quota", src)
+            return
+        if self.out.kind not in kueue.KIND_FRAMEWORK:
+            self.add(
+                "kueue-managed", "blocked", f"Kueue has no integration for {self.out.kind}; allowed: {', '.join(sorted(kueue.KIND_FRAMEWORK))}", src
+            )
+        self.workload = kueue.workload_for(self.obj)
+        labels = ((self.ns.get("metadata") or {}).get("labels")) or {}
+        if not kueue.kueue_manages(config, self.out.kind, labels, self.workload.queue_name):
+            self.add("kueue-managed", "warning", f"Kueue does not manage this {self.out.kind} here: it runs outside every quota", src)
+            return
+        notes = "; ".join(self.workload.notes)
+        self.add(
+            "kueue-managed",
+            "ok",
+            f"Kueue manages it as a Workload of {len(self.workload.pod_sets)} pod set(s)" + (f"; {notes}" if notes else ""),
+            src,
+        )
+
+    def local_queue(self) -> None:
+        """LocalQueue (queue-name label, else the namespace's `default`) and its ClusterQueue."""
+        if self.workload is None:
+            return
+        name = self.workload.queue_name or kueue.DEFAULT_LOCAL_QUEUE
+        src = "kueue jobframework ApplyDefaultLocalQueue; queue manager.go AddOrUpdateWorkload"
+        lq = self.view.find("LocalQueue", name, self.out.namespace)
+        if lq is None:
+            self.add("local-queue", "blocked", f"LocalQueue {self.out.namespace}/{name} does not exist: the Workload stays pending", src)
+        cq_name = str(lq["spec"]["clusterQueue"])  # type: ignore[index]
+        cq = self.view.find("ClusterQueue", cq_name)
+        if cq is None:
+            self.add("local-queue", "blocked", f"ClusterQueue {cq_name} does not exist", src)
+        self.cq = cq or {}
+        self.out.cluster_queue = cq_name
+        self.add("local-queue", "ok", f"LocalQueue {self.out.namespace}/{name} -> ClusterQueue {cq_name}", src)
+
+    def priority(self) -> None:
+        """Kueue's priority for the Workload, and the admission policies on the Workload it creates."""
+        if self.workload is None:
+            return
+        src = "kueue jobframework reconciler.go ExtractPriority; util/priority GetPriorityFromPriorityClass"
+        ref = self.workload.priority_class
+        value = 0
+        if ref is not None:
+            kind, name = ref
+            found = self.view.find(kind, name)
+            if found is None:
+                self.add("priority", "blocked", f"{kind} {name} does not exist: Kueue cannot create the Workload", src)
+            value = int(found["value"])  # type: ignore[index]
+        wl: dict[str, Any] = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": self.out.name, "namespace": self.out.namespace},
+            "spec": {
+                "podSets": [{"name": p.name, "count": p.count, "template": {"spec": dict(p.spec)}} for p in self.workload.pod_sets],
+                "priority": value,
+            },
+        }
+        if ref is not None:
+            group = "kueue.x-k8s.io" if ref[0] == "WorkloadPriorityClass" else "scheduling.k8s.io"
+            wl["spec"]["priorityClassRef"] = {"group": group, "kind": ref[0], "name": ref[1]}
+        refused = admission.denials(self.view.objects, admission.request_for(wl, self.ns))
+        if refused:
+            detail = "; ".join(f"{d.policy} refuses the Workload Kueue creates: {d.message}" for d in refused)
+            self.add("priority", "blocked", detail, src + "; apiserver validating admission policy on kueue.x-k8s.io workloads")
+        what = f"{ref[0]} {ref[1]} (value {value})" if ref else "no priority class: priority 0"
+        self.add("priority", "ok", f"Workload priority {what}", src)
+
+    # --- Kueue flavor assignment ---------------------------------------------------------------
+    def flavor(self) -> None:
+        """Kueue's flavor assignment with the quota idle."""
+        if self.workload is None:
+            return
+        config = self.view.kueue_config or {}
+        excluded = tuple((config.get("resources") or {}).get("excludeResourcePrefixes") or ())
+        flavors = {f["metadata"]["name"]: f for f in self.view.of_kind("ResourceFlavor")}
+        self.choices = kueue.assign_flavors(self.workload, self.cq, flavors, self.view.of_kind("ClusterQueue"), excluded)
+        src = "kueue scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets, checkFlavorForPodSets, fitsResourceQuota"
+        failed = [c for c in self.choices if c.flavor is None]
+        if failed:
+            detail = "; ".join(f"pod set {c.pod_set} ({', '.join(c.resources)}): " + "; ".join(c.tried) for c in failed)
+            self.add("kueue-flavor", "blocked", f"{self._no_flavor_summary(failed)}no flavor admits it: {detail}", src)
+        gpu = [c for c in self.choices if c.flavor != CPU_FLAVOR]
+        self.out.flavor = (gpu or self.choices)[0].flavor if self.choices else None
+        detail = "; ".join(f"pod set {c.pod_set} {'/'.join(c.resources)} -> {c.flavor}" + (" (borrowing)" if c.borrows else "") for c in self.choices)
+        self.add("kueue-flavor", "ok", detail or "requests nothing Kueue counts", src)
+
+    def _no_flavor_summary(self, failed: list[kueue.FlavorChoice]) -> str:
+        """A plain reason first when every flavor was skipped for the pod's node selector: no quota for what it selects."""
+        if not all(c.tried and all("doesn't match node affinity" in t for t in c.tried) for c in failed):
+            return ""
+        wl = self.workload
+        selector = dict(wl.pod_sets[0].spec.get("nodeSelector") or {}) if wl and wl.pod_sets else {}
+        picked = ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+        return f"ClusterQueue {self.out.cluster_queue} has no quota for {picked or 'the node affinity asked'}: "
+
+    def fallback(self) -> None:
+        """Where pods admitted to a Spot or Capacity Block flavor go when that capacity does not come."""
+        for c in self.choices:
+            pool = self._pool_of_flavor(c.flavor)
+            if pool is None or pool.pool.capacity not in FLEETING:
+                continue
+            flavor = self.view.find("ResourceFlavor", str(c.flavor)) or {}
+            labels = (flavor.get("spec") or {}).get("nodeLabels") or {}
+            tolerations = (flavor.get("spec") or {}).get("tolerations") or []
+            reach = [
+                p.pool.name
+                for p in self.view.pools
+                if p.pool.capacity not in FLEETING
+                and all(p.labels.get(k) == v for k, v in labels.items())
+                and scheduler.untolerated_taint(p.taints, tolerations) is None
+            ]
+            src = (
+                "kueue ResourceFlavor nodeLabels (podset.go Merge into nodeSelector); cluster-autoscaler expander/priority, "
+                "aws auto_scaling_groups.go isNodeGroupAvailable"
+            )
+            if reach:
+                detail = (
+                    f"{c.flavor} ({pool.pool.capacity}) pods may also land on {', '.join(reach)}: "
+                    f"the autoscaler scales those when {pool.pool.name} cannot"
+                )
+                self.add("kueue-fallback", "ok", detail, src)
+            else:
+                detail = (
+                    f"{c.flavor} pins the pods to {pool.pool.capacity} pool {pool.pool.name}; "
+                    "no pool outside Spot/Capacity Blocks matches the flavor, so the pods wait for that capacity"
+                )
+                self.add("kueue-fallback", "warning", detail, src, capacity=True)
+
+    def pod_admission(self) -> None:
+        """The controller's pods meet the ValidatingAdmissionPolicies on pods."""
+        if self.workload is None or self.out.kind == "Pod":
+            return
+        src = "apiserver plugin/policy/validating validator.go Validate on the pods the job controller creates"
+        for ps in self.workload.pod_sets:
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"{self.out.name}-{ps.name}", "namespace": self.out.namespace},
+                "spec": dict(ps.spec),
+            }
+            refused = admission.denials(self.view.objects, admission.request_for(pod, self.ns))
+            if refused:
+                detail = "; ".join(f"{d.policy} refuses pod set {ps.name}'s pods: {d.message}" for d in refused)
+                self.add("pod-admission", "blocked", detail + " (the Workload is admitted and holds quota with nothing running)", src)
+        self.add("pod-admission", "ok", "the pods pass every Deny-bound ValidatingAdmissionPolicy", src)
+
+    # --- placement ------------------------------------------------------------------------------
+    def admitted_spec(self, ps: kueue.PodSet) -> dict[str, Any]:
+        """The pod spec after admission: flavors' nodeLabels merged into nodeSelector, their tolerations appended.
+
+        kueue pkg/podset/podset.go `FromAssignment` + `Merge` (what RunWithPodSetsInfo injects).
+        """
+        spec = dict(ps.spec)
+        selector = dict(spec.get("nodeSelector") or {})
+        tolerations = list(spec.get("tolerations") or [])
+        for c in self.choices:
+            if c.pod_set != ps.name or c.flavor is None:
+                continue
+            flavor = (self.view.find("ResourceFlavor", c.flavor) or {}).get("spec") or {}
+            selector |= flavor.get("nodeLabels") or {}
+            tolerations += flavor.get("tolerations") or []
+        spec["nodeSelector"] = selector
+        spec["tolerations"] = tolerations
+        return spec
+
+    def pod_sets(self) -> list[tuple[str, int, dict[str, Any]]]:
+        """(name, count, admitted pod spec) per pod set (the object's own spec without Kueue)."""
+        if self.workload is None:
+            sets = kueue.pod_sets(self.obj)
+            return [(p.name, p.count, dict(p.spec)) for p in sets]
+        return [(p.name, p.count, self.admitted_spec(p)) for p in self.workload.pod_sets]
+
+    def node_pool(self) -> dict[str, list[PoolView]]:
+        """Pools whose nodes pass NodeAffinity and TaintToleration for each pod set."""
+        out: dict[str, list[PoolView]] = {}
+        src = "kube-scheduler plugins nodeaffinity Filter, tainttoleration Filter (gpu_platform.behaviour.scheduler)"
+        for name, _, spec in self.pod_sets():
+            ok, why = [], []
+            for p in self.view.pools:
+                taint = scheduler.untolerated_taint(p.taints, spec.get("tolerations") or [])
+                if taint is not None:
+                    why.append(f"{p.pool.name}: untolerated taint {taint['key']}={taint.get('value', '')}:{taint['effect']}")
+                elif not scheduler.affinity_matches(spec, p.labels):
+                    why.append(f"{p.pool.name}: node selector/affinity does not match")
+                else:
+                    ok.append(p)
+            if not ok and _asks_gpu(spec):
+                self.add("node-pool", "blocked", self._no_pool(name, spec, why), src)
+            out[name] = ok
+        detail = "; ".join(f"pod set {n}: {', '.join(p.pool.name for p in ps) or 'system nodes only'}" for n, ps in out.items())
+        self.add("node-pool", "ok", detail, src)
+        return out
+
+    def _no_pool(self, name: str, spec: Mapping[str, Any], why: list[str]) -> str:
+        """Why no pool takes the pod set, naming the pools the tenant's own selector picked and what they advertise."""
+        own = next((dict(p.spec) for p in (self.workload.pod_sets if self.workload else ()) if p.name == name), dict(spec))
+        wanted = [p for p in self.view.pools if scheduler.affinity_matches(own, p.labels)]
+        asks = sorted(k for k, v in kueue.pod_requests(spec).items() if v > 0 and "/" in k)
+        if wanted and len(wanted) < len(self.view.pools):
+            picked = "; ".join(f"pool {p.pool.name}, which advertises {', '.join(sorted(k for k in p.allocatable if '/' in k))}" for p in wanted)
+            flavors = ", ".join(sorted({str(c.flavor) for c in self.choices if c.pod_set == name and c.flavor}))
+            held = f"; Kueue admitted it on flavor {flavors}, whose node labels exclude those pools: the pods stay pending" if flavors else ""
+            return f"pod set {name} asks {', '.join(asks)}; the pods select {picked}{held}"
+        return f"pod set {name}: no GPU pool's nodes pass the filters: " + "; ".join(why)
+
+    def device_resources(self, pools: dict[str, list[PoolView]]) -> dict[str, list[PoolView]]:
+        """NodeResourcesFit of each pod against what one node of each pool advertises, and room for the pod set."""
+        src = "kube-scheduler noderesources/fit.go fitsRequest; NVIDIA device plugin resources per pool (gpu_platform.pools.resources_per_gpu)"
+        fitting: dict[str, list[PoolView]] = {}
+        lines = []
+        for name, count, spec in self.pod_sets():
+            requests = kueue.pod_requests(spec)
+            if not _asks_gpu(spec):
+                fitting[name] = pools.get(name, [])
+                continue
+            ok, why = [], []
+            for p in pools.get(name, []):
+                short = scheduler.insufficient(_checkable(requests, p.allocatable), p.allocatable)
+                if short:
+                    why.append(f"{p.pool.name}: " + ", ".join(short))
+                    continue
+                per_node = _pods_per_node(requests, p.allocatable)
+                if per_node * p.max_nodes < count:
+                    why.append(f"{p.pool.name}: {count} pods need {-(-count // per_node)} nodes, the pool has at most {p.max_nodes}")
+                    continue
+                ok.append(p)
+            if not ok:
+                self.add("device-resources", "blocked", f"pod set {name}: " + "; ".join(why), src)
+            fitting[name] = ok
+            lines.append(f"pod set {name} ({count} x {_fmt(requests)}) fits {', '.join(p.pool.name for p in ok)}")
+        if fitting and not self.out.pool:
+            first = next((ps[0] for ps in fitting.values() if ps), None)
+            self.out.pool = first.pool.name if first else None
+        self.add("device-resources", "ok", "; ".join(lines) or "asks no GPU resources", src)
+        return fitting
+
+    def autoscaler(self, fitting: dict[str, list[PoolView]]) -> None:
+        """Whether the pool has nodes up, or the autoscaler can scale it from zero for these pods."""
+        src = "cluster-autoscaler cloudprovider/aws/aws_manager.go buildNodeFromTemplate + scheduler filters on the template node"
+        lines: list[str] = []
+        for name, _, spec in self.pod_sets():
+            if not _asks_gpu(spec):
+                continue
+            requests = kueue.pod_requests(spec)
+            found, scalable = [], False
+            for p in fitting.get(name, []):
+                if p.template is None:
+                    found.append(f"{p.pool.name}: on-prem, {p.max_nodes} fixed nodes")
+                    scalable = True
+                    continue
+                t = p.template
+                short = scheduler.insufficient(_checkable(requests, t.allocatable), t.allocatable)
+                tainted = scheduler.untolerated_taint(t.taints, spec.get("tolerations") or []) is not None
+                if tainted or short or not scheduler.affinity_matches(spec, t.labels):
+                    why = ", ".join(short) or "labels/taints"
+                    found.append(f"{p.pool.name}: the autoscaler's template node does not fit ({why}), it never scales this group for these pods")
+                    scalable = scalable or p.min_nodes > 0
+                    continue
+                found.append(f"{p.pool.name}: {p.min_nodes} nodes always up, scales to {p.max_nodes} from the node-template tags")
+                scalable = True
+            if not scalable:
+                self.add("autoscaler", "blocked", f"pod set {name}: " + "; ".join(found), src)
+            lines.append(f"pod set {name}: " + "; ".join(found))
+        if lines:
+            self.add("autoscaler", "ok", " | ".join(lines), src)
+
+    def volcano(self) -> None:
+        """For pods scheduled by Volcano: the PodGroup's queue and its capability."""
+        sets = [(n, c, s) for n, c, s in self.pod_sets() if s.get("schedulerName") == volcano.SCHEDULER_NAME]
+        if not sets:
+            return
+        src = "volcano pg_controller_handler.go buildPodGroupFromPod; webhooks podgroups/mutate createPodGroupPatch; proportion/capacity plugin"
+        if not self.view.spec.queueing.volcano.enabled:
+            self.add("volcano", "blocked", "schedulerName volcano on a stack without Volcano: no scheduler binds the pods", src)
+        template = ((self.obj.get("spec") or {}).get("template") or {}).get("metadata") or (self.obj.get("metadata") or {})
+        ns_annotations = ((self.ns.get("metadata") or {}).get("annotations")) or {}
+        queue_name, why = volcano.podgroup_queue(template.get("annotations") or {}, ns_annotations, self.view.volcano_admissions)
+        queue = self.view.find("Queue", queue_name)
+        if queue is None:
+            self.add("volcano", "blocked", f"PodGroup queue {queue_name} ({why}) does not exist: the pods are never scheduled", src)
+        total: dict[str, Decimal] = {}
+        for _, count, spec in sets:
+            for k, v in kueue.pod_requests(spec).items():
+                total[k] = total.get(k, Decimal(0)) + v * count
+        capped = volcano.capability_blocks(queue or {}, total)
+        if capped:
+            self.add("volcano", "blocked", f"PodGroup lands in queue {queue_name} ({why}), which caps it: " + "; ".join(capped), src)
+        self.add("volcano", "ok", f"PodGroup lands in queue {queue_name} ({why})", src)
+
+    def capacity(self, fitting: dict[str, list[PoolView]]) -> None:
+        """Capacity that may not exist now: Spot, a Capacity Block outside its dates."""
+        fleeting = {p.pool.name: p.pool.capacity for ps in fitting.values() for p in ps if p.pool.capacity in FLEETING}
+        stable = {p.pool.name for ps in fitting.values() for p in ps if p.pool.capacity not in FLEETING}
+        if not fleeting:
+            return
+        src = "EC2 Spot / Capacity Blocks; cluster-autoscaler expander/priority (Spot first, on-demand next)"
+        names = ", ".join(f"{n} ({c})" for n, c in sorted(fleeting.items()))
+        if stable:
+            self.add("capacity", "warning", f"{names} may have no capacity now; the pods can also use {', '.join(sorted(stable))}", src)
+        else:
+            self.add("capacity", "warning", f"only {names} can take the pods, and that capacity may not exist now", src, capacity=True)
+
+    def _pool_of_flavor(self, flavor: str | None) -> PoolView | None:
+        for p in self.view.pools:
+            if p.pool.name == flavor:
+                return p
+        return None
+
+
+def _checkable(requests: Mapping[str, Decimal], allocatable: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The requests whose node amount the view knows.
+
+    Extended resources and hugepages always (absent means 0); cpu, memory and scratch disk where the
+    instance type says (on-prem nodes' are unknown).
+    """
+    return {k: v for k, v in requests.items() if k in allocatable or "/" in k or k.startswith("hugepages-")}
+
+
+def _asks_gpu(spec: Mapping[str, Any]) -> bool:
+    return any(k.startswith("nvidia.com/") and v > 0 for k, v in kueue.pod_requests(spec).items())
+
+
+def _pods_per_node(requests: Mapping[str, Decimal], allocatable: Mapping[str, Any]) -> int:
+    fits = [int(parse_quantity(allocatable[k]) // v) for k, v in requests.items() if v > 0 and k in allocatable]
+    return max(1, min(fits)) if fits else 1
+
+
+def _fmt(requests: Mapping[str, Decimal]) -> str:
+    def one(v: Decimal) -> str:
+        gib = v / 2**30
+        return f"{gib.normalize():f}Gi" if v >= 2**30 and gib == gib.to_integral_value() else f"{v.normalize():f}"
+
+    return "{" + ", ".join(f"{k}: {one(v)}" for k, v in sorted(requests.items())) + "}"
+
+
+def explain(view: StackView, obj: Mapping[str, Any]) -> Explanation:
+    """Walk one workload manifest through every stage over a stack's objects."""
+    return Walk(view, obj).run()

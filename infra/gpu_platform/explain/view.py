@@ -1,0 +1,126 @@
+"""The stack as the components see it: the objects that decide admission and placement, and each pool's nodes.
+
+Built from the same pure builders the Pulumi components call (gpu_platform.k8s.*, gpu_platform.pools,
+gpu_platform.aws.nodepools), without the engine, so `explain` answers in a fraction of `plan`'s time;
+tests/journeys/test_explain_objects.py holds these objects equal to what `render` writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import yaml
+
+from gpu_platform.aws.nodepools import eks_node_labels, node_template_tags
+from gpu_platform.behaviour.autoscaler import TemplateNode, template_node
+from gpu_platform.behaviour.volcano import CHART_DEFAULT_ADMISSIONS
+from gpu_platform.catalog import Catalog
+from gpu_platform.efa import node_resources as efa_node_resources
+from gpu_platform.k8s import kueue, tenants, volcano
+from gpu_platform.k8s.isolation import priority_policy, priority_policy_binding
+from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_jobs_policy
+from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
+from gpu_platform.spec.models import NodePool, PlatformSpec
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """One node pool as the scheduler and the autoscaler see it."""
+
+    pool: NodePool
+    labels: Mapping[str, str]
+    taints: tuple[Mapping[str, str], ...]
+    allocatable: Mapping[str, str]
+    """What one node of the pool advertises (device plugins' resources, EFA, hugepages, cpu, memory)."""
+    min_nodes: int
+    max_nodes: int
+    template: TemplateNode | None
+    """The autoscaler's node for the group at zero (EKS); None on-prem (fixed nodes)."""
+
+
+def pool_view(spec: PlatformSpec, catalog: Catalog, pool: NodePool) -> PoolView:
+    """Labels, taints and per-node resources of a pool, from gpu_platform.pools (EKS node groups and on-prem patches read the same)."""
+    per_node = gpus_per_node(pool, catalog)
+    allocatable = {name: str(n * per_node) for name, n in resources_per_gpu(pool, catalog).items()}
+    allocatable |= efa_node_resources(pool, catalog)
+    taints = tuple({"key": t.key, "value": t.value, "effect": t.effect} for t in node_taints(pool))
+    lo, _, hi = node_counts(pool)
+    template = None
+    if pool.instance_types:
+        instance = catalog.instance(pool.instance_types[0])
+        # Instance capacity; the kubelet's reservations take a few percent off (not modelled).
+        allocatable |= {"cpu": str(instance.vcpu), "memory": f"{instance.memory_gib}Gi", "ephemeral-storage": f"{pool.root_volume_gib}Gi"}
+        labels = eks_node_labels(pool, catalog)
+        template = template_node(instance.vcpu, instance.memory_gib * 1024, instance.gpus, node_template_tags(pool, catalog), labels, taints)
+    else:
+        labels = node_labels(pool, catalog)
+    return PoolView(pool, labels, taints, allocatable, lo, hi, template)
+
+
+class StackView:
+    """The objects of one stack that admission and scheduling read, and its pools."""
+
+    def __init__(self, spec: PlatformSpec, catalog: Catalog):
+        self.spec = spec
+        self.catalog = catalog
+
+    @cached_property
+    def objects(self) -> list[Manifest]:
+        """Namespaces, admission policies, Kueue and Volcano objects, as the components render them."""
+        spec, catalog = self.spec, self.catalog
+        out: list[Manifest] = [tenants.namespace(spec, t) for t in spec.tenants]
+        out += tenants.priority_classes()
+        out += [priority_policy(), priority_policy_binding()]
+        if spec.queueing.kueue.enabled:
+            out.append(kueue.cpu_flavor())
+            out += [kueue.resource_flavor(p, catalog) for p in spec.node_pools]
+            out += kueue.workload_priority_classes()
+            out += [kueue.cluster_queue(spec, catalog, t) for t in spec.tenants]
+            out += [kueue.local_queue(t) for t in spec.tenants]
+        if spec.queueing.volcano.enabled:
+            out += [volcano.queue(spec, catalog, t) for t in spec.tenants]
+            out.append(default_queue(spec, catalog))
+            if both_schedulers(spec):
+                out += volcano_jobs_policy()
+        return out
+
+    @cached_property
+    def pools(self) -> list[PoolView]:
+        """Every GPU pool of the stack."""
+        return [pool_view(self.spec, self.catalog, p) for p in self.spec.node_pools]
+
+    @cached_property
+    def kueue_config(self) -> dict[str, Any] | None:
+        """Kueue's manager Configuration as the chart hands it over (None without Kueue)."""
+        if not self.spec.queueing.kueue.enabled:
+            return None
+        text = kueue.kueue_values(self.spec)["managerConfig"]["controllerManagerConfigYaml"]
+        config: dict[str, Any] = yaml.safe_load(text)
+        return config
+
+    @cached_property
+    def volcano_admissions(self) -> str:
+        """The Volcano chart's `custom.enabled_admissions` as rendered (the chart default when not overridden)."""
+        custom = volcano.volcano_values(self.spec)["custom"]
+        return str(custom.get("enabled_admissions", CHART_DEFAULT_ADMISSIONS))
+
+    def find(self, kind: str, name: str, namespace: str | None = None) -> Manifest | None:
+        """The object of that kind and name (and namespace), or None."""
+        for o in self.objects:
+            meta = o.get("metadata") or {}
+            if o.get("kind") == kind and meta.get("name") == name and meta.get("namespace") == namespace:
+                return o
+        return None
+
+    def of_kind(self, kind: str) -> list[Manifest]:
+        """Every object of one kind."""
+        return [o for o in self.objects if o.get("kind") == kind]
+
+    def gpu_model(self, pool: NodePool) -> str:
+        """The pool's GPU model name."""
+        return gpu_of(pool, self.catalog).name
