@@ -76,6 +76,8 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
     for expr in selector.get("matchExpressions") or []:
         key, op, values = expr["key"], expr["operator"], expr.get("values") or []
         present = key in labels
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise ValueError(f"label selector operator {op!r} is not one of In, NotIn, Exists, DoesNotExist")
         if (
             (op == "In" and not (present and labels[key] in values))
             or (op == "NotIn" and present and labels[key] in values)

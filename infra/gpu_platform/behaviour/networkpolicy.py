@@ -22,6 +22,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gpu_platform.behaviour import apimachinery
+
 Direction = Literal["Ingress", "Egress"]
 # kube-apiserver sets this label on every Namespace (KEP-2161, GA in 1.22): namespaceSelectors may name one.
 NAME_LABEL = "kubernetes.io/metadata.name"
@@ -50,28 +52,15 @@ class Decision:
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """Label selector match, as apimachinery meta/v1 helpers.go `LabelSelectorAsSelector`: matchLabels AND every matchExpression; `{}` matches all.
+    """Label selector match (`apimachinery.selector_matches`); an absent selector here means `{}`, all pods.
 
-    A nil selector matches nothing there, but NetworkPolicy never passes nil for a present peer field
-    (types.go: an empty podSelector "selects all pods"); callers handle absent fields themselves.
+    A nil selector matches nothing in apimachinery, but NetworkPolicy never passes nil for a present peer
+    field (types.go: an empty podSelector "selects all pods"); callers handle absent fields themselves.
     """
-    selector = selector or {}
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], list(expr.get("values") or [])
-        if op == "In" and not (key in labels and labels[key] in values):
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise UnsupportedPolicy(f"label selector operator {op!r} is not one of In, NotIn, Exists, DoesNotExist")
-    return True
+    try:
+        return apimachinery.selector_matches(selector or {}, labels)
+    except ValueError as err:
+        raise UnsupportedPolicy(str(err)) from None
 
 
 def policy_types(spec: Mapping[str, Any]) -> tuple[str, ...]:
