@@ -221,6 +221,7 @@ def _group(cls: str, model: str, members: list[dict[str, Any]], opts: Options, c
     """Sum the entries of one (class, model) in physical GPUs' worth."""
     sums = dict.fromkeys(("p50", "p95", "p99", "peak", "spot"), 0.0)
     teams: dict[str, float] = {}
+    spot_teams: set[str] = set()
     sharing = None
     for e in members:
         share, sharing_e = _share(e, catalog)
@@ -231,6 +232,8 @@ def _group(cls: str, model: str, members: list[dict[str, Any]], opts: Options, c
             sums[k] += v * share
         part = e.get("interruptibleShare", 1.0 if e.get("interruptible") else 0.0)
         sums["spot"] += e["p95"] * share * part
+        if part > 0:
+            spot_teams.add(e["team"])
         teams[e["team"]] = teams.get(e["team"], 0.0) + e["p95"] * share
     gpu = model if model != ANY else opts.gpu_models.get(cls, DEFAULT_GPU[cls])
     return DemandGroup(
@@ -242,6 +245,7 @@ def _group(cls: str, model: str, members: list[dict[str, Any]], opts: Options, c
         peak=sums["peak"],
         interruptible=sums["spot"] > 0,
         interruptible_p95=sums["spot"],
+        interruptible_share=sums["spot"] / sums["p95"] if sums["p95"] > 0 else 0.0,
         sla=_strictest([e.get("sla", DEFAULT_SLA[cls]) for e in members]),
         growth_per_month=_weighted([(e.get("growthPerMonth", 0.0), e["p95"]) for e in members]),
         lead_time_months=max(e.get("leadTimeMonths", 0.0) for e in members),
@@ -249,6 +253,7 @@ def _group(cls: str, model: str, members: list[dict[str, Any]], opts: Options, c
         catalog_gpu=gpu,
         sharing=sharing,
         teams=teams,
+        interruptible_teams=tuple(sorted(spot_teams)),
     )
 
 

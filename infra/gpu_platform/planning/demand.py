@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gpu_platform.planning.series import StepSeries
+from gpu_platform.pricing import DEFAULT_INSTRUMENT, load_commitments
 
 ANY = "any"
 Sla = Literal["online", "inference", "training", "batch"]
@@ -26,13 +27,17 @@ class Options:
     """Planning knobs; every one can be set in a demand file's `planning:` section."""
 
     coverage_target: float = 0.7
-    """Reserved GPUs as a share of P95 demand (the common target is 60-70 %)."""
+    """Stable GPUs (reserved and always-on on-demand) as a share of P95 the findings expect for SLA classes; no longer sizes the reserve."""
     spot_cap: float = 0.3
     """Most Spot GPUs as a share of a class's P95 demand (the common cap is 20-30 %)."""
-    reserved_discount: float = 0.35
-    """Reserved price below on-demand list price (Savings Plans / RIs for 1 year: roughly 30-40 %)."""
-    spot_discount: float = 0.6
+    instrument: str = DEFAULT_INSTRUMENT
+    """The commitment the reserved tier is bought as (data/commitments.yaml)."""
+    reserved_discount: float = field(default_factory=lambda: load_commitments().instrument(DEFAULT_INSTRUMENT).discount)
+    """The instrument's price below on-demand list price (its data value unless a demand file overrides it)."""
+    spot_discount: float = field(default_factory=lambda: load_commitments().spot_discount)
     """Spot price below on-demand list price (GPU Spot has mostly sat 50-70 % below)."""
+    spot_fallback_share: float = field(default_factory=lambda: load_commitments().spot_fallback_share)
+    """Share of Spot GPU-hours that run on on-demand after reclaims, in the expected bill."""
     safety_stock: dict[str, float] = field(default_factory=lambda: {"online": 0.10, "inference": 0.15})
     """Buffer over P95 by SLA class (online 5-15 %, inference 10-20 %); training and batch use a queueing target."""
     peak_buffer: float = 0.25
@@ -58,6 +63,8 @@ class DemandGroup:
     interruptible: bool
     interruptible_p95: float
     sla: Sla
+    interruptible_share: float = 0.0
+    """Interruptible demand's share of the group's GPU-hours (its mean over the total mean; declared: its share of P95)."""
     growth_per_month: float = 0.0
     lead_time_months: float = 0.0
     known_peak: bool = False
@@ -67,6 +74,8 @@ class DemandGroup:
     """(`mig`, mig config) or (`time-slicing`, replicas) when the demand is in slices or shares."""
     teams: dict[str, float] = field(default_factory=dict)
     """Team -> its P95 in GPUs' worth (declared inputs; tenant quotas are split by it)."""
+    interruptible_teams: tuple[str, ...] = ()
+    """Teams whose demand may run on Spot (declared inputs; only they get Spot quota)."""
     series: StepSeries | None = None
 
 

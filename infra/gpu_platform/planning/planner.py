@@ -3,8 +3,10 @@
 Method (README "Capacity planning"): size each group for its P95 at the procurement horizon plus the
 safety stock of its SLA class (online and inference: a buffer; training and batch: the capacity that
 keeps queueing delay under a target, when a history is available), then split that capacity into a
-reserved baseline (coverage target x P95), Spot for the interruptible part (at most the Spot cap x P95)
-and on-demand for the rest, in whole nodes of the catalog's instance types.
+reserved tier sized from the exceedance curve for the commitment instrument (the most whole nodes
+whose last one is busy at least the break-even share, planning/economics.py), Spot for the
+interruptible part (at most the Spot cap x P95) and on-demand for the rest, in whole nodes of the
+catalog's instance types; and price it three ways: the expected bill, full size, all on-demand.
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gpu_platform.capacity import HOURS_PER_MONTH
 from gpu_platform.catalog import Catalog, InstanceType
+from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.demand import ANY, Demand, DemandGroup, Options
+from gpu_platform.planning.economics import Exceedance, break_even_nodes, expected_bill, from_quantiles, from_series
 from gpu_platform.planning.series import scaled
+from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments
 
 EPS = 1e-9
+# Sanity bounds: a plan past these is an input mistake (a growth rate read as a percentage), not a purchase.
+MAX_HORIZON_GROWTH = 10.0
+MAX_GROUP_GPUS = 100_000
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,22 @@ class GroupPlan:
     sla: str
     sharing: tuple[str, str | int] | None = None
     teams: dict[str, float] = field(default_factory=dict)
+    instrument: str = ""
+    break_even: float = 1.0
+    """Utilisation at which a committed GPU costs what on-demand would for the same hours: 1 - discount."""
+    reserved_used: float = 0.0
+    """Mean GPUs of the reserved tier in use over the window."""
+    expected_cost: float | None = None
+    """Expected monthly bill: committed fixed cost + on-demand and Spot GPU-hours above the reserve."""
+    expected_on_demand_only: float | None = None
+    """The same demand on elastic on-demand nodes alone."""
+    expected_parts: dict[str, float] = field(default_factory=dict)
+    """The expected bill by tier: committed, onDemand, spot."""
+
+    @property
+    def reserved_utilization(self) -> float | None:
+        """Share of the reserved tier's GPU-hours used over the window (None without a reserve)."""
+        return self.reserved_used / self.reserved if self.reserved else None
 
     @property
     def total(self) -> int:
@@ -110,6 +133,16 @@ class Plan:
         """The same GPUs all on on-demand."""
         return sum(t.on_demand_only_cost or 0.0 for t in self.totals)
 
+    @property
+    def expected_cost(self) -> float:
+        """Sum of the classes' expected bills."""
+        return sum(t.expected_cost or 0.0 for t in self.totals)
+
+    @property
+    def expected_on_demand_only(self) -> float:
+        """The classes' demand on elastic on-demand alone."""
+        return sum(t.expected_on_demand_only or 0.0 for t in self.totals)
+
 
 def instance_for(workload_class: str, gpu: str, catalog: Catalog, need: float = math.inf) -> InstanceType | None:
     """The catalog type a class's GPUs run on (training: most GPUs per node its demand fills, else the smallest; others: cheapest GPU-hour).
@@ -151,15 +184,48 @@ def target_gpus(group: DemandGroup, opts: Options) -> tuple[float, str]:
     return p95, f"P95 ({group.sla}: no history for a queueing-delay model)"
 
 
-def plan_group(group: DemandGroup, opts: Options, catalog: Catalog) -> GroupPlan:
-    """Reserved, on-demand and Spot nodes for one group."""
+def commitment(opts: Options) -> Instrument:
+    """The instrument the reserved tier is bought as, at the discount the plan assumes."""
+    base = load_commitments().instrument(opts.instrument)
+    return Instrument(base.name, base.kind, base.term_months, opts.reserved_discount)
+
+
+def curve_of(group: DemandGroup, grow: float) -> Exceedance:
+    """The group's exceedance curve at the horizon: its history, else its declared quantiles."""
+    if group.series is not None:
+        return from_series(group.series, grow)
+    return from_quantiles(group.p50, group.p95, group.p99, group.peak, grow)
+
+
+def _bounds(group: DemandGroup, grow: float, target: float, source: str) -> None:
+    at = f"{group.workload_class}.{group.gpu_model}"
+    if grow > MAX_HORIZON_GROWTH:
+        raise ConfigError(
+            [
+                Problem(
+                    source,
+                    f"{at}.growthPerMonth",
+                    f"growth {group.growth_per_month:g}/month over {group.lead_time_months:g} months multiplies demand by {grow:.3g}",
+                    f"allowed: at most x{MAX_HORIZON_GROWTH:g} to the horizon (growth is a fraction: 0.05 is 5 %)",
+                )
+            ]
+        )
+    if not math.isfinite(target) or target > MAX_GROUP_GPUS:
+        raise ConfigError([Problem(source, at, f"plans {target:.3g} GPUs", f"allowed: at most {MAX_GROUP_GPUS:,} GPUs per class and GPU model")])
+
+
+def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str = "") -> GroupPlan:
+    """Reserved, on-demand and Spot nodes for one group, and its expected, full-size and all-on-demand bills."""
     grow = horizon_factor(group)
     p95h = group.p95 * grow
     target, basis = target_gpus(group, opts)
+    _bounds(group, grow, target, source)
     itype = instance_for(group.workload_class, group.catalog_gpu, catalog, target) if group.catalog_gpu else None
     per = itype.gpus if itype else 1
     total_nodes = math.ceil(target / per - EPS)
-    reserved_nodes = min(total_nodes, math.floor(opts.coverage_target * p95h / per + EPS))
+    inst = commitment(opts)
+    curve = curve_of(group, grow)
+    reserved_nodes = break_even_nodes(curve, per, inst.break_even, total_nodes)
     spot_room = min(opts.spot_cap * p95h, group.interruptible_p95 * grow) if group.interruptible else 0.0
     spot_nodes = min(total_nodes - reserved_nodes, math.floor(spot_room / per + EPS))
     od_nodes = total_nodes - reserved_nodes - spot_nodes
@@ -167,13 +233,19 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog) -> GroupPlan
         od_nodes += 1  # N+1: one spare node, so losing a node or a zone does not cut below the SLA target
         basis += ", N+1"
     nodes = {"reserved": reserved_nodes, "onDemand": od_nodes, "spot": spot_nodes}
-    price = itype.price_per_hour if itype else None
-    cost = None
-    baseline = None
-    if price is not None:
-        hourly = price * (reserved_nodes * (1 - opts.reserved_discount) + od_nodes + spot_nodes * (1 - opts.spot_discount))
+    cost = baseline = expected = expected_od = None
+    parts: dict[str, float] = {}
+    if itype is not None and total_nodes > 0:
+        price = list_price(itype, source, f"{group.workload_class}.{group.gpu_model}.instanceType")
+        hourly = price * (reserved_nodes * (1 - inst.discount) + od_nodes + spot_nodes * (1 - opts.spot_discount))
         cost = hourly * HOURS_PER_MONTH
         baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
+        spot_share = group.interruptible_share if spot_nodes else 0.0
+        bill = expected_bill(
+            curve, reserved_nodes * per, per, price / per, inst.discount, spot_share, opts.spot_discount, opts.spot_fallback_share, HOURS_PER_MONTH
+        )
+        expected, expected_od = bill.expected, bill.on_demand_only
+        parts = {"committed": bill.committed, "onDemand": bill.on_demand, "spot": bill.spot}
     return GroupPlan(
         workload_class=group.workload_class,
         gpu_model=group.gpu_model,
@@ -194,6 +266,12 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog) -> GroupPlan
         sla=group.sla,
         sharing=group.sharing,
         teams=dict(group.teams),
+        instrument=inst.name,
+        break_even=inst.break_even,
+        reserved_used=curve.used_within(reserved_nodes * per),
+        expected_cost=expected,
+        expected_on_demand_only=expected_od,
+        expected_parts=parts,
     )
 
 
@@ -201,6 +279,7 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
     """The `any` entry of a class: its groups' tiers and costs summed, against the class's own P95."""
     costs = [m.monthly_cost for m in members]
     bases = [m.on_demand_only_cost for m in members]
+    priced = [m for m in members if m.total]
     nodes = {k: sum(m.nodes[k] for m in members) for k in ("reserved", "onDemand", "spot")}
     single = members[0] if len(members) == 1 else None
     return GroupPlan(
@@ -221,12 +300,18 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
         on_demand_only_cost=None if any(b is None for b in bases) else sum(b or 0.0 for b in bases),
         interruptible=total.interruptible,
         sla=total.sla,
+        instrument=members[0].instrument,
+        break_even=members[0].break_even,
+        reserved_used=sum(m.reserved_used for m in members),
+        expected_cost=None if any(m.expected_cost is None for m in priced) else sum(m.expected_cost or 0.0 for m in priced),
+        expected_on_demand_only=None if any(m.expected_on_demand_only is None for m in priced) else sum(m.expected_on_demand_only or 0.0 for m in priced),
+        expected_parts={k: sum(m.expected_parts.get(k, 0.0) for m in members) for k in ("committed", "onDemand", "spot")},
     )
 
 
 def plan(demand: Demand, catalog: Catalog) -> Plan:
     """Size every group of the demand and total each class."""
     opts = demand.options
-    groups = tuple(plan_group(g, opts, catalog) for g in demand.groups)
+    groups = tuple(plan_group(g, opts, catalog, demand.source) for g in demand.groups)
     totals = tuple(class_total(t, [g for g in groups if g.workload_class == t.workload_class]) for t in demand.totals)
     return Plan(demand=demand, groups=groups, totals=totals)

@@ -143,6 +143,7 @@ def prometheus_demand(
                 peak=series.peak(),
                 interruptible=interruptible,
                 interruptible_p95=series.quantile(0.95) if interruptible else 0.0,
+                interruptible_share=1.0 if interruptible else 0.0,
                 sla=DEFAULT_SLA[cls],
                 growth_per_month=series.growth_per_month(),
                 catalog_gpu=sorted(gpus)[0] if len(gpus) == 1 else opts.gpu_models.get(cls, ""),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_platform.capacity import HOURS_PER_MONTH
+from gpu_platform.pricing import HOURS_PER_MONTH
 from gpu_platform.catalog import Catalog
 from gpu_platform.planning.checks import (
     DEFAULT_MIN_COVERAGE,
@@ -16,6 +16,7 @@ from gpu_platform.planning.checks import (
 )
 from gpu_platform.planning.demand import ANY, DemandGroup
 from gpu_platform.planning.planner import GroupPlan, Plan, horizon_factor
+from gpu_platform.pricing import load_commitments
 
 
 def _label(g: DemandGroup | GroupPlan, siblings: int) -> str:
@@ -90,19 +91,27 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "spotExposure": _r(pg.spot_exposure, 4),
                 "monthlyCost": _r(pg.monthly_cost, 2),
                 "onDemandOnlyMonthlyCost": _r(pg.on_demand_only_cost, 2),
+                "instrument": pg.instrument,
+                "breakEvenUtilization": _r(pg.break_even, 4),
+                "reservedUtilization": _r(pg.reserved_utilization, 4),
+                "expectedMonthlyCost": _r(pg.expected_cost, 2),
+                "expectedCost": {k: round(v, 2) for k, v in pg.expected_parts.items()},
+                "onDemandOnlyExpectedMonthlyCost": _r(pg.expected_on_demand_only, 2),
             }
         )
     o = d.options
-    unpriced = sorted({g.catalog_gpu for g in plan.groups if g.monthly_cost is None and g.total})
-    notes = [*d.notes] + [
-        f"{gpu} has no on-demand list price in the catalog (sold as Capacity Blocks): its cost is left out of the totals" for gpu in unpriced
-    ]
+    notes = [*d.notes]
     saving = 1 - plan.monthly_cost / plan.on_demand_only_cost if plan.on_demand_only_cost else 0.0
+    expected_saving = 1 - plan.expected_cost / plan.expected_on_demand_only if plan.expected_on_demand_only else 0.0
+    window = {"start": d.window[0], "end": d.window[1]} if d.window else None
     return {
         "source": {"file": d.source, "kind": d.kind, "window": list(d.window) if d.window else None},
-        "demand": {"classes": demand_rows},
+        "demand": {"classes": demand_rows, "window": window},
         "plan": {
             "classes": plan_rows,
+            "expectedMonthlyCost": round(plan.expected_cost, 2),
+            "onDemandOnlyExpectedMonthlyCost": round(plan.expected_on_demand_only, 2),
+            "expectedSaving": round(expected_saving, 4),
             "monthlyCost": round(plan.monthly_cost, 2),
             "onDemandOnlyMonthlyCost": round(plan.on_demand_only_cost, 2),
             "saving": round(saving, 4),
@@ -126,12 +135,20 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
         "assumptions": {
             "coverageTarget": o.coverage_target,
             "spotCap": o.spot_cap,
+            "instrument": o.instrument,
             "reservedDiscount": o.reserved_discount,
             "spotDiscount": o.spot_discount,
+            "spotFallbackShare": o.spot_fallback_share,
             "safetyStock": o.safety_stock,
             "queueDelayHours": o.queue_delay_hours,
             "hoursPerMonth": HOURS_PER_MONTH,
-            "prices": {"region": catalog.pricing.region, "asOf": catalog.pricing.as_of, "source": catalog.pricing.source},
+            "prices": {
+                "region": catalog.pricing.region,
+                "asOf": catalog.pricing.as_of,
+                "source": catalog.pricing.source,
+                "commitmentsAsOf": load_commitments().as_of,
+                "commitmentsSource": load_commitments().source,
+            },
             "notes": notes,
         },
     }
@@ -159,6 +176,9 @@ def _table_rows(doc: dict[str, Any]) -> list[list[str]]:
                 str(p["spot"]),
                 f"{p['coverage']:.0%}",
                 f"{p['spotExposure']:.0%}",
+                "-" if p["reservedUtilization"] is None else f"{p['reservedUtilization']:.0%}",
+                f"{p['breakEvenUtilization']:.0%}",
+                _money(p["expectedMonthlyCost"]),
                 _money(p["monthlyCost"]),
             ]
         )
@@ -179,14 +199,19 @@ HEAD = [
     "spot",
     "coverage",
     "spot exp.",
-    "$/month",
+    "res. used",
+    "break-even",
+    "expected $/mo",
+    "full-size $/mo",
 ]
 
 
 def _summary(doc: dict[str, Any]) -> list[str]:
     p = doc["plan"]
     lines = [
-        f"Monthly cost {_money(p['monthlyCost'])} against {_money(p['onDemandOnlyMonthlyCost'])} all on-demand ({p['saving']:.0%} less).",
+        f"Expected monthly bill {_money(p['expectedMonthlyCost'])} (reserved fixed cost + on-demand and Spot GPU-hours used above it) against "
+        f"{_money(p['onDemandOnlyExpectedMonthlyCost'])} for the same demand on on-demand alone ({p['expectedSaving']:.0%} less).",
+        f"Full size (every tier up 730 h): {_money(p['monthlyCost'])}; all on-demand at full size: {_money(p['onDemandOnlyMonthlyCost'])}.",
     ]
     for s in p["shortfall"]:
         best = s["options"][0] if s["options"] else None
@@ -197,8 +222,9 @@ def _summary(doc: dict[str, Any]) -> list[str]:
     lines += [f"Finding: {f}" for f in p["findings"]]
     a = doc["assumptions"]
     lines.append(
-        f"Assumptions: reserved {a['reservedDiscount']:.0%} and Spot {a['spotDiscount']:.0%} below list price; "
-        f"coverage target {a['coverageTarget']:.0%}, "
+        f"Assumptions: reserved as {a['instrument']} at {a['reservedDiscount']:.0%} below list (a reserved GPU pays busy at least "
+        f"{1 - a['reservedDiscount']:.0%} of the time) and Spot {a['spotDiscount']:.0%} below list, {a['spotFallbackShare']:.0%} of its hours "
+        "falling back to on-demand; "
         f"Spot cap {a['spotCap']:.0%}; prices {a['prices']['region']} as of {a['prices']['asOf']}; GPUs are physical GPUs' worth."
     )
     lines += [f"Note: {n}" for n in a["notes"]]

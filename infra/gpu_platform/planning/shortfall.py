@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpu_platform.capacity import HOURS_PER_MONTH
+from gpu_platform.pricing import HOURS_PER_MONTH
 from gpu_platform.catalog import Catalog
 from gpu_platform.planning.planner import GroupPlan, Option, Plan, Shortfall
 from gpu_platform.pools import gpu_of, max_gpus
