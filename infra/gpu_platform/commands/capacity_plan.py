@@ -68,7 +68,12 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     demand = load_demand(
         args.demand, catalog, spec if given else None, str(path), qos_class=qos, gpu_map={**DEFAULT_GPU_MAP, **by_model}, class_gpu=by_class
     )
-    result = plan(demand, catalog)
+    production = False
+    if spec is not None:
+        from gpu_platform_policies.model import default_production  # the gate's own reading of "production"
+
+        production = spec.policy.production if spec.policy.production is not None else default_production(spec.environment)
+    result = plan(demand, catalog, production)
     if given and spec is not None:
         result = shortfall(result, spec, catalog)
     doc = to_json(result, catalog)

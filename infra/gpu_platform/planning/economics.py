@@ -143,6 +143,8 @@ class Bill:
 
     committed: float
     """Reserved GPUs x committed price x hours: paid whether used or not."""
+    always_on: float
+    """On-demand GPUs kept up (the SLA floor and the N+1 spare) x list price x hours."""
     on_demand: float
     """Expected on-demand GPU-hours above the reserve (including Spot's fallback) x list price."""
     spot: float
@@ -152,8 +154,8 @@ class Bill:
 
     @property
     def expected(self) -> float:
-        """Committed + on-demand + Spot."""
-        return self.committed + self.on_demand + self.spot
+        """Committed + always-on + on-demand + Spot."""
+        return self.committed + self.always_on + self.on_demand + self.spot
 
 
 def expected_bill(
@@ -166,16 +168,19 @@ def expected_bill(
     spot_discount: float,
     fallback_share: float,
     hours: float,
+    always_on_gpus: int = 0,
 ) -> Bill:
-    """Expected monthly cost: R x (1 - discount) x price + elastic GPU-hours above R, a `spot_share` of them on Spot.
+    """Expected monthly cost: R x (1 - discount) x price + A x price + elastic GPU-hours above R + A, a `spot_share` of them on Spot.
 
-    Elastic GPUs are billed in whole nodes at each instant (the excess rounded up to nodes); of the
-    Spot GPU-hours a `fallback_share` runs on on-demand after reclaims.
+    A is on-demand kept up whatever the demand (an SLA floor, the N+1 spare). Elastic GPUs are
+    billed in whole nodes at each instant (the excess rounded up to nodes); of the Spot GPU-hours a
+    `fallback_share` runs on on-demand after reclaims.
     """
-    above = curve.elastic_gpus(reserve_gpus, gpus_per_node)
+    above = curve.elastic_gpus(reserve_gpus + always_on_gpus, gpus_per_node)
     spot_hours = above * spot_share
     committed = reserve_gpus * list_gpu_hour * (1 - discount) * hours
+    always_on = always_on_gpus * list_gpu_hour * hours
     on_demand = (above - spot_hours + spot_hours * fallback_share) * list_gpu_hour * hours
     spot = spot_hours * (1 - fallback_share) * list_gpu_hour * (1 - spot_discount) * hours
     baseline = curve.elastic_gpus(0, gpus_per_node) * list_gpu_hour * hours
-    return Bill(committed=committed, on_demand=on_demand, spot=spot, on_demand_only=baseline)
+    return Bill(committed=committed, always_on=always_on, on_demand=on_demand, spot=spot, on_demand_only=baseline)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from gpu_platform.catalog import Catalog, InstanceType
 from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.planning.checks import SLA_CLASSES
 from gpu_platform.planning.demand import ANY, Demand, DemandGroup, Options
 from gpu_platform.planning.economics import Exceedance, break_even_nodes, expected_bill, from_quantiles, from_series
 from gpu_platform.planning.series import scaled
@@ -62,7 +63,9 @@ class GroupPlan:
     expected_on_demand_only: float | None = None
     """The same demand on elastic on-demand nodes alone."""
     expected_parts: dict[str, float] = field(default_factory=dict)
-    """The expected bill by tier: committed, onDemand, spot."""
+    """The expected bill by tier: committed, alwaysOn, onDemand, spot."""
+    always_on: int = 0
+    """GPUs of the on-demand nodes kept up whatever the demand: the SLA floor over the reserve and the N+1 spare."""
 
     @property
     def reserved_utilization(self) -> float | None:
@@ -214,7 +217,7 @@ def _bounds(group: DemandGroup, grow: float, target: float, source: str) -> None
         raise ConfigError([Problem(source, at, f"plans {target:.3g} GPUs", f"allowed: at most {MAX_GROUP_GPUS:,} GPUs per class and GPU model")])
 
 
-def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str = "") -> GroupPlan:
+def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str = "", production: bool = False) -> GroupPlan:
     """Reserved, on-demand and Spot nodes for one group, and its expected, full-size and all-on-demand bills."""
     grow = horizon_factor(group)
     p95h = group.p95 * grow
@@ -229,8 +232,19 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     spot_room = min(opts.spot_cap * p95h, group.interruptible_p95 * grow) if group.interruptible else 0.0
     spot_nodes = min(total_nodes - reserved_nodes, math.floor(spot_room / per + EPS))
     od_nodes = total_nodes - reserved_nodes - spot_nodes
+    floor_nodes = 0
+    if group.sla in SLA_CLASSES and total_nodes > 0:
+        # a class with an SLA keeps stable capacity (reserve + on-demand kept up) at the coverage target of P95,
+        # the floor the demand-coverage rule checks; what break-even does not reserve is kept up on demand
+        floor_nodes = min(od_nodes, max(0, math.ceil(opts.coverage_target * p95h / per - EPS) - reserved_nodes))
+    if production and total_nodes > 0 and reserved_nodes + floor_nodes == 0:
+        floor_nodes = 1  # a production class keeps one non-Spot node up (the gate's production-capacity-floor rule)
+        od_nodes = max(od_nodes, 1)
+        spot_nodes = min(spot_nodes, total_nodes - od_nodes)
+    always_on = floor_nodes
     if group.sla in opts.redundancy_slas and total_nodes > 0:
         od_nodes += 1  # N+1: one spare node, so losing a node or a zone does not cut below the SLA target
+        always_on += 1
         basis += ", N+1"
     nodes = {"reserved": reserved_nodes, "onDemand": od_nodes, "spot": spot_nodes}
     cost = baseline = expected = expected_od = None
@@ -242,10 +256,19 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
         spot_share = group.interruptible_share if spot_nodes else 0.0
         bill = expected_bill(
-            curve, reserved_nodes * per, per, price / per, inst.discount, spot_share, opts.spot_discount, opts.spot_fallback_share, HOURS_PER_MONTH
+            curve,
+            reserved_nodes * per,
+            per,
+            price / per,
+            inst.discount,
+            spot_share,
+            opts.spot_discount,
+            opts.spot_fallback_share,
+            HOURS_PER_MONTH,
+            always_on * per,
         )
         expected, expected_od = bill.expected, bill.on_demand_only
-        parts = {"committed": bill.committed, "onDemand": bill.on_demand, "spot": bill.spot}
+        parts = {"committed": bill.committed, "alwaysOn": bill.always_on, "onDemand": bill.on_demand, "spot": bill.spot}
     return GroupPlan(
         workload_class=group.workload_class,
         gpu_model=group.gpu_model,
@@ -272,6 +295,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         expected_cost=expected,
         expected_on_demand_only=expected_od,
         expected_parts=parts,
+        always_on=always_on * per,
     )
 
 
@@ -305,13 +329,14 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
         reserved_used=sum(m.reserved_used for m in members),
         expected_cost=None if any(m.expected_cost is None for m in priced) else sum(m.expected_cost or 0.0 for m in priced),
         expected_on_demand_only=None if any(m.expected_on_demand_only is None for m in priced) else sum(m.expected_on_demand_only or 0.0 for m in priced),
-        expected_parts={k: sum(m.expected_parts.get(k, 0.0) for m in members) for k in ("committed", "onDemand", "spot")},
+        expected_parts={k: sum(m.expected_parts.get(k, 0.0) for m in members) for k in ("committed", "alwaysOn", "onDemand", "spot")},
+        always_on=sum(m.always_on for m in members),
     )
 
 
-def plan(demand: Demand, catalog: Catalog) -> Plan:
-    """Size every group of the demand and total each class."""
+def plan(demand: Demand, catalog: Catalog, production: bool = False) -> Plan:
+    """Size every group of the demand and total each class; `production` keeps one non-Spot node up per class (for a production stack)."""
     opts = demand.options
-    groups = tuple(plan_group(g, opts, catalog, demand.source) for g in demand.groups)
+    groups = tuple(plan_group(g, opts, catalog, demand.source, production) for g in demand.groups)
     totals = tuple(class_total(t, [g for g in groups if g.workload_class == t.workload_class]) for t in demand.totals)
     return Plan(demand=demand, groups=groups, totals=totals)

@@ -39,7 +39,10 @@ def plan_findings(plan: Plan) -> list[str]:
     """The capacity policy checks over the plan itself (stable capacity = reserved)."""
     out: list[str] = []
     for t in plan.totals:
-        supply = ClassSupply(t.workload_class, t.sla, t.interruptible, t.p95, t.reserved, t.spot, t.reserved + t.on_demand + t.spot_fallback)
+        # stable: the reserve and the on-demand nodes the plan keeps up (what --write-stack sets as the pools' minimum)
+        supply = ClassSupply(
+            t.workload_class, t.sla, t.interruptible, t.p95, t.reserved + t.always_on, t.spot, t.reserved + t.on_demand + t.spot_fallback
+        )
         out += coverage_below_target(supply, DEFAULT_MIN_COVERAGE)
         out += spot_above_cap(supply, DEFAULT_SPOT_CAPS)
         out += spot_without_fallback(supply)
@@ -86,6 +89,7 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "onDemand": pg.on_demand,
                 "spot": pg.spot,
                 "spotFallback": pg.spot_fallback,
+                "alwaysOn": pg.always_on,
                 "nodes": pg.nodes,
                 "coverage": _r(pg.coverage, 4),
                 "spotExposure": _r(pg.spot_exposure, 4),

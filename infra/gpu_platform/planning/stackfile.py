@@ -61,9 +61,12 @@ def planned_pools(plan: Plan, base: PlatformSpec, catalog: Catalog) -> tuple[lis
         share = _sharing(g)
         suffix = "" if share is None else f"-{share['mode'][:3]}{share.get('replicas', '')}"
         key = (g.workload_class, g.instance_type, suffix)
-        entry = merged.setdefault(key, {"group": g, "sharing": share, "suffix": suffix, "reserved": 0, "onDemand": 0, "spot": 0, "fallback": 0})
+        entry = merged.setdefault(
+            key, {"group": g, "sharing": share, "suffix": suffix, "reserved": 0, "onDemand": 0, "spot": 0, "fallback": 0, "alwaysOn": 0}
+        )
         for tier in ("reserved", "onDemand", "spot"):
             entry[tier] += g.nodes[tier]
+        entry["alwaysOn"] += g.always_on // g.gpus_per_node
         entry["fallback"] += math.ceil(g.spot_fallback / g.gpus_per_node)
         owners.setdefault(key, []).append((g.workload_class, g.gpu_model))
     pools: list[dict[str, Any]] = []
@@ -102,9 +105,7 @@ def planned_pools(plan: Plan, base: PlatformSpec, catalog: Catalog) -> tuple[lis
             )
         od, fallback = e["onDemand"], e["fallback"]
         if od or fallback:
-            keep_up = od if first.sla in plan.demand.options.redundancy_slas else 0
-            if not keep_up and not e["reserved"] and first.sla in SLA_CLASSES:
-                keep_up = 1  # a class with an SLA keeps one node up even when node size rounds its reserved share to zero
+            keep_up = e["alwaysOn"]  # the SLA floor and the N+1 spare the plan keeps up (and bills in its expected cost)
             add(
                 f"{stem}-ondemand",
                 {"capacity": "on-demand", "instanceTypes": [key[1]], "scaling": {"min": keep_up, "desired": keep_up, "max": od + fallback}},
