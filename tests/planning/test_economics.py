@@ -55,7 +55,7 @@ def test_expected_bill_by_hand() -> None:
     bill = expected_bill(curve(), 4, 1, 1.0, 0.35, spot_share=0.0, spot_discount=0.6, fallback_share=0.1, hours=730)
     assert (bill.committed, bill.on_demand, bill.spot) == pytest.approx((1898.0, 584.0, 0.0))
     assert bill.expected == pytest.approx(2482.0)
-    assert bill.on_demand_only == pytest.approx(4.2 * 730)  # elastic on-demand for the same demand
+    assert bill.on_demand_only == pytest.approx((4 + 0.8) * 730)  # the same 4 GPUs kept up on on-demand, 0.8 elastic above
 
 
 def test_expected_bill_with_spot_and_fallback_by_hand() -> None:
@@ -65,6 +65,17 @@ def test_expected_bill_with_spot_and_fallback_by_hand() -> None:
     assert bill.on_demand == pytest.approx(0.44 * 730)
     assert bill.spot == pytest.approx(0.144 * 730)
     assert bill.expected == pytest.approx(1898 + 0.584 * 730)
+
+
+def test_on_demand_only_keeps_the_same_floor_up() -> None:
+    """No reserve, nothing kept up: elastic on-demand for the whole demand, 4.2 GPUs on average."""
+    bill = expected_bill(curve(), 0, 1, 1.0, 0.35, spot_share=0.0, spot_discount=0.6, fallback_share=0.1, hours=730)
+    assert bill.expected == bill.on_demand_only == pytest.approx(4.2 * 730)
+    kept = expected_bill(curve(), 2, 1, 1.0, 0.35, spot_share=0.0, spot_discount=0.6, fallback_share=0.1, hours=730, always_on_gpus=2)
+    assert kept.always_on == pytest.approx(2 * 730)
+    assert kept.committed == pytest.approx(2 * 0.65 * 730)
+    assert kept.on_demand == pytest.approx(0.8 * 730)  # above 2 + 2 GPUs
+    assert kept.on_demand_only == pytest.approx((4 + 0.8) * 730)
 
 
 def test_elastic_nodes_round_up_at_every_instant() -> None:

@@ -16,7 +16,9 @@ from gpu_platform.planning.report import render_markdown, render_table, to_json
 from gpu_platform.planning.shortfall import shortfall
 from gpu_platform.planning.stackfile import stack_text, write_text
 from gpu_platform.planning.trace import DEFAULT_GPU_MAP, QOS
+from gpu_platform.pools import node_counts
 from gpu_platform.spec.loader import load_stack
+from gpu_platform.spec.models import PlatformSpec
 
 FORMATS = ("table", "json", "markdown")
 
@@ -53,6 +55,16 @@ def _pairs(text: str, flag: str, keys: tuple[str, ...] | None, values: tuple[str
     return out
 
 
+def existing_reservations(spec: PlatformSpec) -> dict[tuple[str, str], int]:
+    """(workload class, instance type) -> nodes the stack already reserves (ODCR pools at max size): supply the plan is given."""
+    out: dict[tuple[str, str], int] = {}
+    for pool in spec.node_pools:
+        if pool.capacity == "reserved" and pool.reservation is not None and len(pool.instance_types) == 1:
+            key = (pool.workload_class, pool.instance_types[0])
+            out[key] = out.get(key, 0) + node_counts(pool)[2]
+    return out
+
+
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point: read demand, plan, compare with the stack (when given), print, chart, write a stack."""
     catalog = load_catalog()
@@ -73,7 +85,7 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
         from gpu_platform_policies.model import default_production  # the gate's own reading of "production"
 
         production = spec.policy.production if spec.policy.production is not None else default_production(spec.environment)
-    result = plan(demand, catalog, production)
+    result = plan(demand, catalog, production, existing_reservations(spec) if given and spec is not None else None)
     if given and spec is not None:
         result = shortfall(result, spec, catalog)
     doc = to_json(result, catalog)

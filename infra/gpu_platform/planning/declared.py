@@ -18,12 +18,15 @@ from jsonschema.exceptions import ValidationError
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.planning.demand import ANY, DEFAULT_GPU, DEFAULT_SLA, SLAS, WORKLOAD_CLASSES, Demand, DemandGroup, Options, Sla
+from gpu_platform.pricing import load_commitments
 
 KEYS = {
     "coverageTarget": "coverage_target",
     "spotCap": "spot_cap",
     "reservedDiscount": "reserved_discount",
     "spotDiscount": "spot_discount",
+    "instrument": "instrument",
+    "spotFallbackShare": "spot_fallback_share",
     "safetyStock": "safety_stock",
     "peakBuffer": "peak_buffer",
     "queueDelayHours": "queue_delay_hours",
@@ -170,6 +173,8 @@ def declared_demand(doc: dict[str, Any], file: str, catalog: Catalog) -> Demand:
             value = planning[key]
             base = getattr(defaults, attr)
             kwargs[attr] = {**base, **value} if isinstance(base, dict) else value
+    if "instrument" in kwargs and "reserved_discount" not in kwargs:
+        kwargs["reserved_discount"] = load_commitments().instrument(kwargs["instrument"]).discount
     opts = Options(**kwargs)
 
     buckets: dict[tuple[str, str], list[dict[str, Any]]] = {}

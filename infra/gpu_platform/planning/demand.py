@@ -26,8 +26,8 @@ DEFAULT_GPU: dict[str, str] = {"training": "H100-80GB", "inference": "L4", "batc
 class Options:
     """Planning knobs; every one can be set in a demand file's `planning:` section."""
 
-    coverage_target: float = 0.7
-    """Stable GPUs (reserved and always-on on-demand) as a share of P95 the findings expect for SLA classes; no longer sizes the reserve."""
+    coverage_target: float = 0.0
+    """A stated floor of reserved GPUs as a share of P95 for classes with an SLA, on top of break-even (0: break-even alone)."""
     spot_cap: float = 0.3
     """Most Spot GPUs as a share of a class's P95 demand (the common cap is 20-30 %)."""
     instrument: str = DEFAULT_INSTRUMENT

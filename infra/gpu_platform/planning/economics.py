@@ -150,7 +150,7 @@ class Bill:
     spot: float
     """Expected Spot GPU-hours above the reserve x Spot price."""
     on_demand_only: float
-    """The same demand on elastic on-demand nodes alone."""
+    """The same plan with no commitment: the reserve and the kept-up GPUs on on-demand, the rest elastic on-demand."""
 
     @property
     def expected(self) -> float:
@@ -169,18 +169,21 @@ def expected_bill(
     fallback_share: float,
     hours: float,
     always_on_gpus: int = 0,
+    given_gpus: int = 0,
 ) -> Bill:
     """Expected monthly cost: R x (1 - discount) x price + A x price + elastic GPU-hours above R + A, a `spot_share` of them on Spot.
 
     A is on-demand kept up whatever the demand (an SLA floor, the N+1 spare). Elastic GPUs are
     billed in whole nodes at each instant (the excess rounded up to nodes); of the Spot GPU-hours a
-    `fallback_share` runs on on-demand after reclaims.
+    `fallback_share` runs on on-demand after reclaims. `given_gpus` of the reserve are existing ODCRs,
+    billed at list.
     """
     above = curve.elastic_gpus(reserve_gpus + always_on_gpus, gpus_per_node)
     spot_hours = above * spot_share
-    committed = reserve_gpus * list_gpu_hour * (1 - discount) * hours
+    committed = ((reserve_gpus - given_gpus) * (1 - discount) + given_gpus) * list_gpu_hour * hours
     always_on = always_on_gpus * list_gpu_hour * hours
     on_demand = (above - spot_hours + spot_hours * fallback_share) * list_gpu_hour * hours
     spot = spot_hours * (1 - fallback_share) * list_gpu_hour * (1 - spot_discount) * hours
-    baseline = curve.elastic_gpus(0, gpus_per_node) * list_gpu_hour * hours
+    floor = reserve_gpus + always_on_gpus
+    baseline = (floor + curve.elastic_gpus(floor, gpus_per_node)) * list_gpu_hour * hours
     return Bill(committed=committed, always_on=always_on, on_demand=on_demand, spot=spot, on_demand_only=baseline)

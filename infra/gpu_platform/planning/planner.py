@@ -12,6 +12,7 @@ catalog's instance types; and price it three ways: the expected bill, full size,
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gpu_platform.catalog import Catalog, InstanceType
@@ -64,6 +65,12 @@ class GroupPlan:
     """The same demand on elastic on-demand nodes alone."""
     expected_parts: dict[str, float] = field(default_factory=dict)
     """The expected bill by tier: committed, alwaysOn, onDemand, spot."""
+    mean_above_reserve: float = 0.0
+    """Mean GPUs of demand above the reserved tier over the window: what on-demand and Spot serve."""
+    break_even_reserved: int = 0
+    """GPUs break-even alone would reserve (below `reserved` when a stated coverage floor asks for more)."""
+    existing_reserved: int = 0
+    """Reserved GPUs that are existing reservations of the stack (ODCRs, billed at list)."""
     always_on: int = 0
     """GPUs of the on-demand nodes kept up whatever the demand: the SLA floor over the reserve and the N+1 spare."""
 
@@ -217,8 +224,12 @@ def _bounds(group: DemandGroup, grow: float, target: float, source: str) -> None
         raise ConfigError([Problem(source, at, f"plans {target:.3g} GPUs", f"allowed: at most {MAX_GROUP_GPUS:,} GPUs per class and GPU model")])
 
 
-def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str = "", production: bool = False) -> GroupPlan:
-    """Reserved, on-demand and Spot nodes for one group, and its expected, full-size and all-on-demand bills."""
+def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str = "", production: bool = False, given: int = 0) -> GroupPlan:
+    """Reserved, on-demand and Spot nodes for one group, and its expected, full-size and all-on-demand bills.
+
+    `given` nodes are existing reservations (ODCRs) of the planned type: supply already held, billed at
+    list, under the new commitment that break-even adds on top of them.
+    """
     grow = horizon_factor(group)
     p95h = group.p95 * grow
     target, basis = target_gpus(group, opts)
@@ -228,22 +239,22 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     total_nodes = math.ceil(target / per - EPS)
     inst = commitment(opts)
     curve = curve_of(group, grow)
-    reserved_nodes = break_even_nodes(curve, per, inst.break_even, total_nodes)
+    be_nodes = given + break_even_nodes(curve, per, inst.break_even, max(0, total_nodes - given), given * per)
+    reserved_nodes = be_nodes
+    if group.sla in SLA_CLASSES and opts.coverage_target > 0:
+        # a stated stable floor for a class with an SLA: capacity held every hour anyway is cheapest committed
+        reserved_nodes = max(be_nodes, min(total_nodes, math.floor(opts.coverage_target * p95h / per + EPS)))
+    total_nodes = max(total_nodes, reserved_nodes)
     spot_room = min(opts.spot_cap * p95h, group.interruptible_p95 * grow) if group.interruptible else 0.0
     spot_nodes = min(total_nodes - reserved_nodes, math.floor(spot_room / per + EPS))
     od_nodes = total_nodes - reserved_nodes - spot_nodes
-    floor_nodes = 0
-    if group.sla in SLA_CLASSES and total_nodes > 0:
-        # a class with an SLA keeps stable capacity (reserve + on-demand kept up) at the coverage target of P95,
-        # the floor the demand-coverage rule checks; what break-even does not reserve is kept up on demand
-        floor_nodes = min(od_nodes, max(0, math.ceil(opts.coverage_target * p95h / per - EPS) - reserved_nodes))
-    if production and total_nodes > 0 and reserved_nodes + floor_nodes == 0:
-        floor_nodes = 1  # a production class keeps one non-Spot node up (the gate's production-capacity-floor rule)
+    always_on = 0
+    if production and total_nodes > 0 and reserved_nodes == 0:
+        always_on = 1  # a production class keeps one non-Spot node up (the gate's production-capacity-floor rule)
         od_nodes = max(od_nodes, 1)
         spot_nodes = min(spot_nodes, total_nodes - od_nodes)
-    always_on = floor_nodes
     if group.sla in opts.redundancy_slas and total_nodes > 0:
-        od_nodes += 1  # N+1: one spare node, so losing a node or a zone does not cut below the SLA target
+        od_nodes += 1  # N+1: one spare node, kept up, so losing a node or a zone does not cut below the SLA target
         always_on += 1
         basis += ", N+1"
     nodes = {"reserved": reserved_nodes, "onDemand": od_nodes, "spot": spot_nodes}
@@ -251,7 +262,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     parts: dict[str, float] = {}
     if itype is not None and total_nodes > 0:
         price = list_price(itype, source, f"{group.workload_class}.{group.gpu_model}.instanceType")
-        hourly = price * (reserved_nodes * (1 - inst.discount) + od_nodes + spot_nodes * (1 - opts.spot_discount))
+        hourly = price * ((reserved_nodes - given) * (1 - inst.discount) + given + od_nodes + spot_nodes * (1 - opts.spot_discount))
         cost = hourly * HOURS_PER_MONTH
         baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
         spot_share = group.interruptible_share if spot_nodes else 0.0
@@ -266,6 +277,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
             opts.spot_fallback_share,
             HOURS_PER_MONTH,
             always_on * per,
+            given * per,
         )
         expected, expected_od = bill.expected, bill.on_demand_only
         parts = {"committed": bill.committed, "alwaysOn": bill.always_on, "onDemand": bill.on_demand, "spot": bill.spot}
@@ -289,13 +301,16 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         sla=group.sla,
         sharing=group.sharing,
         teams=dict(group.teams),
-        instrument=inst.name,
+        instrument=inst.name if not given else (f"odcr (existing, {given} nodes) + {inst.name}" if reserved_nodes > given else "odcr (existing)"),
+        existing_reserved=given * per,
         break_even=inst.break_even,
         reserved_used=curve.used_within(reserved_nodes * per),
         expected_cost=expected,
         expected_on_demand_only=expected_od,
         expected_parts=parts,
         always_on=always_on * per,
+        break_even_reserved=be_nodes * per,
+        mean_above_reserve=curve.mean_above(reserved_nodes * per),
     )
 
 
@@ -331,12 +346,26 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
         expected_on_demand_only=None if any(m.expected_on_demand_only is None for m in priced) else sum(m.expected_on_demand_only or 0.0 for m in priced),
         expected_parts={k: sum(m.expected_parts.get(k, 0.0) for m in members) for k in ("committed", "alwaysOn", "onDemand", "spot")},
         always_on=sum(m.always_on for m in members),
+        existing_reserved=sum(m.existing_reserved for m in members),
+        break_even_reserved=sum(m.break_even_reserved for m in members),
+        mean_above_reserve=sum(m.mean_above_reserve for m in members),
     )
 
 
-def plan(demand: Demand, catalog: Catalog, production: bool = False) -> Plan:
-    """Size every group of the demand and total each class; `production` keeps one non-Spot node up per class (for a production stack)."""
+def plan(demand: Demand, catalog: Catalog, production: bool = False, existing: Mapping[tuple[str, str], int] | None = None) -> Plan:
+    """Size every group of the demand and total each class.
+
+    `production` keeps one non-Spot node up per class (for a production stack); `existing` maps
+    (workload class, instance type) to nodes already reserved (the stack's ODCR pools), given supply
+    for the first group of that class planned on that type.
+    """
     opts = demand.options
-    groups = tuple(plan_group(g, opts, catalog, demand.source, production) for g in demand.groups)
+    left = dict(existing or {})
+    out = []
+    for g in demand.groups:
+        itype = instance_for(g.workload_class, g.catalog_gpu, catalog, target_gpus(g, opts)[0]) if g.catalog_gpu else None
+        given = left.pop((g.workload_class, itype.name), 0) if itype else 0
+        out.append(plan_group(g, opts, catalog, demand.source, production, given))
+    groups = tuple(out)
     totals = tuple(class_total(t, [g for g in groups if g.workload_class == t.workload_class]) for t in demand.totals)
     return Plan(demand=demand, groups=groups, totals=totals)

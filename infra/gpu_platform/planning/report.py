@@ -90,6 +90,9 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "spot": pg.spot,
                 "spotFallback": pg.spot_fallback,
                 "alwaysOn": pg.always_on,
+                "existingReserved": pg.existing_reserved,
+                "breakEvenReserved": pg.break_even_reserved,
+                "meanAboveReserve": _r(pg.mean_above_reserve),
                 "nodes": pg.nodes,
                 "coverage": _r(pg.coverage, 4),
                 "spotExposure": _r(pg.spot_exposure, 4),
@@ -214,7 +217,8 @@ def _summary(doc: dict[str, Any]) -> list[str]:
     p = doc["plan"]
     lines = [
         f"Expected monthly bill {_money(p['expectedMonthlyCost'])} (reserved fixed cost + on-demand and Spot GPU-hours used above it) against "
-        f"{_money(p['onDemandOnlyExpectedMonthlyCost'])} for the same demand on on-demand alone ({p['expectedSaving']:.0%} less).",
+        f"{_money(p['onDemandOnlyExpectedMonthlyCost'])} for the same plan on on-demand alone "
+        f"({abs(p['expectedSaving']):.0%} {'less' if p['expectedSaving'] >= 0 else 'more'}).",
         f"Full size (every tier up 730 h): {_money(p['monthlyCost'])}; all on-demand at full size: {_money(p['onDemandOnlyMonthlyCost'])}.",
     ]
     for s in p["shortfall"]:
