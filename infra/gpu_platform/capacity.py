@@ -58,7 +58,9 @@ class ClassCapacity:
 
 
 def hourly_price(pool: NodePool, catalog: Catalog, file: str = "", where: str = "") -> float | None:
-    """Price per node-hour from the shared pricing model (gpu_platform.pricing): On-Demand and ODCR at list, Spot at its estimate, a Capacity Block at its rate.
+    """Price per node-hour from the shared pricing model (gpu_platform.pricing).
+
+    On-Demand and ODCR at list, Spot at its estimate, a Capacity Block at its rate.
 
     On-prem pools are owned hardware and have no hourly price here; a catalog type without a price is a ConfigError.
     """

@@ -68,12 +68,14 @@ def parse_commitments(raw: dict) -> Commitments:
     spot = raw["spot"]
     return Commitments(
         instruments={
-            n: Instrument(name=n, kind=v["kind"], term_months=int(v["termMonths"]), discount=float(v["discount"])) for n, v in raw["instruments"].items()
+            n: Instrument(name=n, kind=v["kind"], term_months=int(v["termMonths"]), discount=float(v["discount"]))
+            for n, v in raw["instruments"].items()
         },
         spot_discount=float(spot["discount"]),
         spot_fallback_share=float(spot["fallbackShare"]),
         capacity_blocks={
-            n: CapacityBlockPrice(price=float(v["price"]), as_of=str(v["as_of"]), source=v["source"]) for n, v in (raw.get("capacityBlocks") or {}).items()
+            n: CapacityBlockPrice(price=float(v["price"]), as_of=str(v["as_of"]), source=v["source"])
+            for n, v in (raw.get("capacityBlocks") or {}).items()
         },
         as_of=str(raw["as_of"]),
         source=raw["source"],
@@ -96,7 +98,8 @@ def list_price(itype: InstanceType, file: str, where: str) -> float:
                     file,
                     where,
                     f"{itype.name} ({itype.gpu.name}) has no On-Demand list price in the catalog (AWS sells it as Capacity Blocks)",
-                    "allowed: a priced instance type (another GPU model via --gpu-map or gpuModel), or add its price with date and source to data/catalog.yaml",
+                    "allowed: a priced instance type (another GPU model via --gpu-map or gpuModel), "
+                    "or add its price with date and source to data/catalog.yaml",
                 )
             ]
         )
@@ -104,13 +107,23 @@ def list_price(itype: InstanceType, file: str, where: str) -> float:
 
 
 def node_hour_price(itype: InstanceType, tier: str, file: str, where: str, commitments: Commitments | None = None) -> float:
-    """What one node-hour of a stack pool's tier bills: on-demand and ODCR (`reserved`) at list, Spot at its discount, a Capacity Block at its rate."""
+    """What one node-hour of a stack pool's tier bills.
+
+    On-demand and ODCR (`reserved`) at list, Spot at its discount, a Capacity Block at its rate.
+    """
     c = commitments or load_commitments()
     if tier == "capacity-block":
         block = c.capacity_blocks.get(itype.name)
         if block is None:
             raise ConfigError(
-                [Problem(file, where, f"{itype.name} has no Capacity Block rate in data/commitments.yaml", f"allowed: {', '.join(sorted(c.capacity_blocks))}")]
+                [
+                    Problem(
+                        file,
+                        where,
+                        f"{itype.name} has no Capacity Block rate in data/commitments.yaml",
+                        f"allowed: {', '.join(sorted(c.capacity_blocks))}",
+                    )
+                ]
             )
         return block.price
     price = list_price(itype, file, where)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_platform.planning.economics import break_even_nodes, expected_bill, exceedance, from_quantiles, from_series
+from gpu_platform.planning.economics import break_even_nodes, exceedance, expected_bill, from_quantiles, from_series
 from gpu_platform.planning.series import step_series
 from gpu_platform.pricing import load_commitments
 

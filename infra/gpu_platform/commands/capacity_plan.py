@@ -10,15 +10,16 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.planning.chart import write_chart
 from gpu_platform.planning.demand import WORKLOAD_CLASSES
-from gpu_platform.planning.inputs import load_demand
+from gpu_platform.planning.inputs import load_demand, read_text
 from gpu_platform.planning.planner import plan
 from gpu_platform.planning.report import render_markdown, render_table, to_json
 from gpu_platform.planning.shortfall import shortfall
-from gpu_platform.planning.stackfile import stack_text, write_text
+from gpu_platform.planning.stackmerge import merged_stack, write_new
 from gpu_platform.planning.trace import DEFAULT_GPU_MAP, QOS
 from gpu_platform.pools import node_counts
 from gpu_platform.spec.loader import load_stack
 from gpu_platform.spec.models import PlatformSpec
+from gpu_platform_policies.model import default_production  # the gate's own reading of "production"
 
 FORMATS = ("table", "json", "markdown")
 
@@ -28,7 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demand", type=Path, required=True, help="demand YAML, Alibaba trace pod list CSV, or Prometheus query_range JSON")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--chart", type=Path, help="write demand over time and the tiers to FILE.svg or FILE.png")
-    p.add_argument("--write-stack", type=Path, help="write a stack file (based on --stack, default dev) whose pools and quotas carry the plan")
+    p.add_argument(
+        "--write-stack", type=Path, help="write a new stack file: the base stack (--stack, default dev) with the plan's pools and quotas merged in"
+    )
+    p.add_argument("--force", action="store_true", help="let --write-stack replace an existing file")
     p.add_argument("--qos-class", default="", help="trace QoS -> workload class overrides, e.g. Burstable=training,BE=batch")
     p.add_argument(
         "--gpu-map",
@@ -82,8 +86,6 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     )
     production = False
     if spec is not None:
-        from gpu_platform_policies.model import default_production  # the gate's own reading of "production"
-
         production = spec.policy.production if spec.policy.production is not None else default_production(spec.environment)
     result = plan(demand, catalog, production, existing_reservations(spec) if given and spec is not None else None)
     if given and spec is not None:
@@ -92,11 +94,17 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     planned = None
     if args.write_stack is not None:  # validated before any file is written: nothing half-applied
         assert config is not None and spec is not None
-        planned = stack_text(result, config, spec, catalog, args.write_stack, base_file=str(path))
+        planned, merge = merged_stack(result, read_text(path), spec, catalog, args.write_stack, base_file=str(path))
+        doc["plan"]["writtenStack"] = {
+            "file": str(args.write_stack),
+            "updated": list(merge.updated),
+            "added": list(merge.added),
+            "kept": list(merge.kept),
+        }
     if args.chart is not None:
         write_chart(result, args.chart)
     if planned is not None:
-        write_text(args.write_stack, planned)
+        write_new(args.write_stack, planned, args.force, (path, args.demand))
     if args.format == "json":
         print(json.dumps(doc, indent=2))
     elif args.format == "markdown":

@@ -113,9 +113,7 @@ def panel(demand: DemandGroup, plan: GroupPlan, top: float) -> list[Shape]:
         shapes.append(Line(((LEFT, y(demand.p50)), (LEFT + inner, y(demand.p50))), "demand"))
     shapes.append(Line(((LEFT, y(reserve)), (LEFT + inner, y(reserve))), "reserve", 2.0))
     used = "" if plan.reserved_utilization is None else f", busy {plan.reserved_utilization:.0%}"
-    shapes.append(
-        Text(LEFT + 6, y(reserve) - 4, f"reserve {reserve}{used}; above it {plan.mean_above_reserve:.1f} GPUs on average", "reserve")
-    )
+    shapes.append(Text(LEFT + 6, y(reserve) - 4, f"reserve {reserve}{used}; above it {plan.mean_above_reserve:.1f} GPUs on average", "reserve"))
     shapes.append(Line(((LEFT, y(demand.p95)), (LEFT + inner, y(demand.p95))), "p95", 1.5, True))
     shapes.append(Text(LEFT + inner - 90, y(demand.p95) - 4, f"P95 {demand.p95:g}", "p95"))
     shapes.append(Line(((LEFT, top), (LEFT, top + PANEL), (LEFT + inner, top + PANEL)), "axis", 1.0))

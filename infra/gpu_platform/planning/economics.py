@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from gpu_platform.planning.series import StepSeries
 
@@ -71,7 +72,7 @@ class Exceedance:
 
 
 def _uniform_above(a: float, b: float, share: float, y: float) -> float:
-    """share x E[max(0, U - y)] for U uniform on [a, b)."""
+    """Share x E[max(0, U - y)] for U uniform on [a, b)."""
     if y <= a:
         return share * ((a + b) / 2 - y)
     if y >= b:
@@ -113,7 +114,7 @@ def from_quantiles(p50: float, p95: float, p99: float, peak: float, factor: floa
     knots = ((0.0, 0.0), (0.5, p50 * factor), (0.95, p95 * factor), (0.99, p99 * factor), (1.0, peak * factor))
     atoms: list[tuple[float, float]] = []
     pieces: list[tuple[float, float, float]] = []
-    for (q0, y0), (q1, y1) in zip(knots, knots[1:], strict=False):
+    for (q0, y0), (q1, y1) in pairwise(knots):
         if y1 > y0:
             pieces.append((y0, y1, q1 - q0))
         else:

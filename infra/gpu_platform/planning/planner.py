@@ -54,6 +54,8 @@ class GroupPlan:
     sla: str
     sharing: tuple[str, str | int] | None = None
     teams: dict[str, float] = field(default_factory=dict)
+    interruptible_teams: tuple[str, ...] = ()
+    """Teams whose demand may run on Spot (only they get Spot quota in a written stack)."""
     instrument: str = ""
     break_even: float = 1.0
     """Utilisation at which a committed GPU costs what on-demand would for the same hours: 1 - discount."""
@@ -301,6 +303,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         sla=group.sla,
         sharing=group.sharing,
         teams=dict(group.teams),
+        interruptible_teams=group.interruptible_teams,
         instrument=inst.name if not given else (f"odcr (existing, {given} nodes) + {inst.name}" if reserved_nodes > given else "odcr (existing)"),
         existing_reserved=given * per,
         break_even=inst.break_even,
@@ -343,7 +346,9 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
         break_even=members[0].break_even,
         reserved_used=sum(m.reserved_used for m in members),
         expected_cost=None if any(m.expected_cost is None for m in priced) else sum(m.expected_cost or 0.0 for m in priced),
-        expected_on_demand_only=None if any(m.expected_on_demand_only is None for m in priced) else sum(m.expected_on_demand_only or 0.0 for m in priced),
+        expected_on_demand_only=None
+        if any(m.expected_on_demand_only is None for m in priced)
+        else sum(m.expected_on_demand_only or 0.0 for m in priced),
         expected_parts={k: sum(m.expected_parts.get(k, 0.0) for m in members) for k in ("committed", "alwaysOn", "onDemand", "spot")},
         always_on=sum(m.always_on for m in members),
         existing_reserved=sum(m.existing_reserved for m in members),

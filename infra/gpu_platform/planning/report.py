@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_platform.pricing import HOURS_PER_MONTH
 from gpu_platform.catalog import Catalog
 from gpu_platform.planning.checks import (
     DEFAULT_MIN_COVERAGE,
@@ -16,7 +15,7 @@ from gpu_platform.planning.checks import (
 )
 from gpu_platform.planning.demand import ANY, DemandGroup
 from gpu_platform.planning.planner import GroupPlan, Plan, horizon_factor
-from gpu_platform.pricing import load_commitments
+from gpu_platform.pricing import HOURS_PER_MONTH, load_commitments
 
 
 def _label(g: DemandGroup | GroupPlan, siblings: int) -> str:
@@ -228,6 +227,12 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             f"Shortfall {s['class']}/{s['gpuModel']}: need {s['needed']} GPUs, stack {p['stack']} has {s['available']} (gap {s['gap']}){tail}."
         )
     lines += [f"Finding: {f}" for f in p["findings"]]
+    w = p.get("writtenStack")
+    if w:
+        lines.append(
+            f"Wrote {w['file']}: {len(w['updated'])} pools resized, {len(w['added'])} added, {len(w['kept'])} kept as they were "
+            f"({', '.join(w['kept']) or 'none'}: not planned, so their capacity adds to the plan's)."
+        )
     a = doc["assumptions"]
     lines.append(
         f"Assumptions: reserved as {a['instrument']} at {a['reservedDiscount']:.0%} below list (a reserved GPU pays busy at least "

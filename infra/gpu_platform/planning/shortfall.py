@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpu_platform.pricing import HOURS_PER_MONTH
 from gpu_platform.catalog import Catalog
 from gpu_platform.planning.planner import GroupPlan, Option, Plan, Shortfall
 from gpu_platform.pools import gpu_of, max_gpus
+from gpu_platform.pricing import HOURS_PER_MONTH
 from gpu_platform.spec.models import PlatformSpec
 
 RISK = {"low": 0, "medium": 1, "high": 2}
