@@ -7,6 +7,7 @@ GPU models and MIG profiles against the catalog, and p50 <= p95 <= p99 <= peak.
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from importlib import resources
 from itertools import pairwise
@@ -17,7 +18,18 @@ from jsonschema.exceptions import ValidationError
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
-from gpu_platform.planning.demand import ANY, DEFAULT_GPU, DEFAULT_SLA, SLAS, WORKLOAD_CLASSES, Demand, DemandGroup, Options, Sla
+from gpu_platform.planning.demand import (
+    ANY,
+    DEFAULT_GPU,
+    DEFAULT_SLA,
+    MAX_HORIZON_GROWTH,
+    SLAS,
+    WORKLOAD_CLASSES,
+    Demand,
+    DemandGroup,
+    Options,
+    Sla,
+)
 from gpu_platform.pricing import load_commitments
 
 KEYS = {
@@ -127,6 +139,21 @@ def _check_entry(e: dict[str, Any], at: str, file: str, catalog: Catalog) -> lis
         out.append(Problem(file, f"{at}.replicas", "required with unit: shared", "allowed: shares per physical GPU, 2..48"))
     if unit != "mig" and "migProfile" in e:
         out.append(Problem(file, f"{at}.migProfile", f"given with unit: {unit}", "allowed: only with unit: mig"))
+    for k in ("p50", "p95", "p99", "peak", "growthPerMonth", "leadTimeMonths", "interruptibleShare"):
+        if isinstance(e.get(k), float) and not math.isfinite(e[k]):
+            out.append(Problem(file, f"{at}.{k}", f"{e[k]} is not a finite number", "allowed: a finite number"))
+    if out:
+        return out
+    grow = (1 + e.get("growthPerMonth", 0.0)) ** e.get("leadTimeMonths", 0.0)
+    if grow > MAX_HORIZON_GROWTH:
+        out.append(
+            Problem(
+                file,
+                f"{at}.growthPerMonth",
+                f"{e['growthPerMonth']:g} a month over {e.get('leadTimeMonths', 0):g} months multiplies demand by {grow:.3g}",
+                f"allowed: at most x{MAX_HORIZON_GROWTH:g} to the horizon (a fraction: 0.05 is 5 % a month)",
+            )
+        )
     values = [(k, e[k]) for k in ("p50", "p95", "p99", "peak") if k in e]
     for (k1, v1), (k2, v2) in pairwise(values):
         if v1 > v2:

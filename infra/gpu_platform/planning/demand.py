@@ -13,6 +13,9 @@ from gpu_platform.planning.series import StepSeries
 from gpu_platform.pricing import DEFAULT_INSTRUMENT, load_commitments
 
 ANY = "any"
+# Sanity bounds: a plan past these is an input mistake (a growth rate read as a percentage), not a purchase.
+MAX_HORIZON_GROWTH = 10.0
+MAX_GROUP_GPUS = 100_000
 Sla = Literal["online", "inference", "training", "batch"]
 SLAS: tuple[str, ...] = ("online", "inference", "training", "batch")
 WORKLOAD_CLASSES = ("training", "inference", "batch", "development")

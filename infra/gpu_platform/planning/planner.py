@@ -18,15 +18,12 @@ from dataclasses import dataclass, field
 from gpu_platform.catalog import Catalog, InstanceType
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.checks import SLA_CLASSES
-from gpu_platform.planning.demand import ANY, Demand, DemandGroup, Options
+from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Demand, DemandGroup, Options
 from gpu_platform.planning.economics import Exceedance, break_even_nodes, expected_bill, from_quantiles, from_series
 from gpu_platform.planning.series import scaled
 from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments
 
 EPS = 1e-9
-# Sanity bounds: a plan past these is an input mistake (a growth rate read as a percentage), not a purchase.
-MAX_HORIZON_GROWTH = 10.0
-MAX_GROUP_GPUS = 100_000
 
 
 @dataclass(frozen=True)
@@ -118,11 +115,19 @@ class Shortfall:
     needed: int
     available: int
     options: tuple[Option, ...]
+    non_spot_needed: int = 0
+    """Planned reserved and on-demand GPUs: work that Spot pools cannot hold."""
+    non_spot_available: int = 0
+    """The stack's non-Spot GPUs for the class and model at max size."""
 
     @property
     def gap(self) -> int:
-        """GPUs missing."""
-        return max(0, self.needed - self.available)
+        """GPUs missing: non-Spot demand above non-Spot pools, plus Spot demand above Spot pools and spare non-Spot GPUs."""
+        spot_needed = self.needed - self.non_spot_needed
+        spot_available = self.available - self.non_spot_available
+        short = max(0, self.non_spot_needed - self.non_spot_available)
+        spare = max(0, self.non_spot_available - self.non_spot_needed)
+        return short + max(0, spot_needed - spot_available - spare)
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,8 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                     "needed": s.needed,
                     "available": s.available,
                     "gap": s.gap,
+                    "nonSpotNeeded": s.non_spot_needed,
+                    "nonSpotAvailable": s.non_spot_available,
                     "options": [
                         {"action": x.action, "gpus": x.gpus, "monthlyCost": _r(x.monthly_cost, 2), "risk": x.risk, "detail": x.detail}
                         for x in s.options

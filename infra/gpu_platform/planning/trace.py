@@ -115,6 +115,17 @@ def trace_demand(
     tasks = read_tasks(text, file)
     start = min(t.start for t in tasks)
     end = max(t.end for t in tasks)
+    if end <= start:
+        raise ConfigError(
+            [
+                Problem(
+                    file,
+                    "deletion_time",
+                    f"every GPU task ends when it starts ({start}): the trace spans no time",
+                    "allowed: a window of positive length",
+                )
+            ]
+        )
 
     by_class: dict[str, list[Task]] = {}
     for t in tasks:
