@@ -16,7 +16,9 @@ from gpu_platform.planning.report import render_markdown, render_table, to_json
 from gpu_platform.planning.shortfall import shortfall
 from gpu_platform.planning.stackmerge import merged_stack, write_new
 from gpu_platform.planning.trace import DEFAULT_GPU_MAP, QOS
+from gpu_platform.planning.windows import history_notes, sensitivity, windowed
 from gpu_platform.pools import node_counts
+from gpu_platform.pricing import load_commitments
 from gpu_platform.spec.loader import load_stack
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform_policies.model import default_production  # the gate's own reading of "production"
@@ -33,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--write-stack", type=Path, help="write a new stack file: the base stack (--stack, default dev) with the plan's pools and quotas merged in"
     )
     p.add_argument("--force", action="store_true", help="let --write-stack replace an existing file")
+    p.add_argument("--window-days", type=float, help="plan a history on its last N days (the sensitivity table shows full, 90 and 28 days)")
     p.add_argument("--qos-class", default="", help="trace QoS -> workload class overrides, e.g. Burstable=training,BE=batch")
     p.add_argument(
         "--gpu-map",
@@ -84,13 +87,23 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     demand = load_demand(
         args.demand, catalog, spec if given else None, str(path), qos_class=qos, gpu_map={**DEFAULT_GPU_MAP, **by_model}, class_gpu=by_class
     )
+    if args.window_days is not None:
+        if not args.window_days > 0 or demand.window is None:
+            what = "needs a history (a trace or an export)" if demand.window is None else f"{args.window_days:g} is not a positive number of days"
+            raise ConfigError([Problem("--window-days", str(args.window_days), what, "allowed: days > 0, with a trace CSV or a Prometheus export")])
+        demand = windowed(demand, args.window_days)
     production = False
     if spec is not None:
         production = spec.policy.production if spec.policy.production is not None else default_production(spec.environment)
-    result = plan(demand, catalog, production, existing_reservations(spec) if given and spec is not None else None)
+    existing = existing_reservations(spec) if given and spec is not None else None
+    result = plan(demand, catalog, production, existing)
     if given and spec is not None:
         result = shortfall(result, spec, catalog)
     doc = to_json(result, catalog)
+    notes, history = history_notes(demand, load_commitments().instrument(demand.options.instrument).term_months)
+    doc["demand"]["history"] = history
+    doc["assumptions"]["notes"] += notes
+    doc["sensitivity"] = sensitivity(demand, catalog, production, existing)
     planned = None
     if args.write_stack is not None:  # validated before any file is written: nothing half-applied
         assert config is not None and spec is not None

@@ -80,6 +80,8 @@ class DemandGroup:
     interruptible_teams: tuple[str, ...] = ()
     """Teams whose demand may run on Spot (declared inputs; only they get Spot quota)."""
     series: StepSeries | None = None
+    spot_series: StepSeries | None = None
+    """The interruptible part of `series` (histories), so a shorter window can be re-read exactly."""
 
 
 @dataclass(frozen=True)

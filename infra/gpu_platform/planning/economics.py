@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import pairwise
 
 from gpu_platform.planning.series import StepSeries
@@ -99,9 +100,10 @@ def exceedance(points: list[tuple[float, float]], pieces: tuple[tuple[float, flo
     return Exceedance(values, shares, tuple(tail_share), tuple(tail_mass), pieces)
 
 
+@lru_cache(maxsize=128)
 def from_series(series: StepSeries, factor: float = 1.0) -> Exceedance:
-    """The curve of a step series (milli-GPUs) scaled by a growth factor."""
-    return exceedance([(v * factor / 1000, t1 - t0) for t0, t1, v in series.segments()])
+    """The curve of a step series (milli-GPUs) scaled by a growth factor (cached: sensitivity rows re-plan one window)."""
+    return exceedance([(v * factor / 1000, d) for v, d in series.durations.items()])
 
 
 def from_quantiles(p50: float, p95: float, p99: float, peak: float, factor: float = 1.0) -> Exceedance:

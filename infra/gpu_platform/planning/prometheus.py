@@ -182,6 +182,7 @@ def prometheus_demand(
                 growth_per_month=series.growth_per_month(),
                 catalog_gpu=sorted(gpus)[0] if len(gpus) == 1 else opts.gpu_models.get(cls, ""),
                 series=series,
+                spot_series=series if interruptible else None,
             )
         )
     return Demand(source=file, kind="prometheus", groups=tuple(groups), totals=tuple(groups), options=opts, window=(start, end))

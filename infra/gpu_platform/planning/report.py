@@ -246,15 +246,38 @@ def _summary(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+SENS_HEAD = ["window", "instrument", "Spot off", "reserved GPUs by class", "expected $/mo", "on-demand only $/mo"]
+
+
+def _sensitivity_rows(doc: dict[str, Any]) -> list[list[str]]:
+    return [
+        [
+            r["window"],
+            r["instrument"],
+            f"{r['spotDiscount']:.0%}",
+            ", ".join(f"{k} {v}" for k, v in r["reserved"].items()),
+            _money(r["expectedMonthlyCost"]),
+            _money(r["onDemandOnlyExpectedMonthlyCost"]),
+        ]
+        for r in doc.get("sensitivity", [])
+    ]
+
+
+def _aligned(head: list[str], body: list[list[str]], left: tuple[int, ...]) -> list[str]:
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+    fmt = "  ".join(f"{{:<{w}}}" if i in left else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return [fmt.format(*r) for r in [head, *body]]
+
+
 def render_table(doc: dict[str, Any]) -> str:
-    """Aligned columns for a terminal."""
-    body = _table_rows(doc)
-    widths = [max(len(r[i]) for r in [HEAD, *body]) for i in range(len(HEAD))]
-    fmt = "  ".join(f"{{:<{w}}}" if i < 2 or i == 7 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    """Aligned columns for a terminal: the plan, its summary, and the sensitivity table."""
     src = doc["source"]
-    lines = [f"Capacity plan from {src['kind']} {src['file']}", "", fmt.format(*HEAD)]
-    lines += [fmt.format(*r) for r in body]
-    return "\n".join([*lines, "", *_summary(doc)])
+    lines = [f"Capacity plan from {src['kind']} {src['file']}", "", *_aligned(HEAD, _table_rows(doc), (0, 1, 7))]
+    lines += ["", *_summary(doc)]
+    if doc.get("sensitivity"):
+        lines += ["", "Sensitivity (the same plan over other windows, instruments and Spot discounts):"]
+        lines += _aligned(SENS_HEAD, _sensitivity_rows(doc), (0, 1, 3))
+    return "\n".join(lines)
 
 
 def render_markdown(doc: dict[str, Any], chart: str | None = None) -> str:
@@ -275,4 +298,8 @@ def render_markdown(doc: dict[str, Any], chart: str | None = None) -> str:
         lines += [f"1. {o['action']}: {o['gpus']} GPUs, {_money(o['monthlyCost'])}/month, {o['risk']} risk; {o['detail']}" for o in s["options"]]
         lines.append("")
     lines += [f"- {line}" for line in _summary(doc) if not line.startswith("Shortfall")]
+    if doc.get("sensitivity"):
+        lines += ["", "**Sensitivity** (the same plan over other windows, instruments and Spot discounts):", ""]
+        lines += ["| " + " | ".join(SENS_HEAD) + " |", "|---|---|---:|---|---:|---:|"]
+        lines += ["| " + " | ".join(r) + " |" for r in _sensitivity_rows(doc)]
     return "\n".join(lines)

@@ -165,4 +165,5 @@ def _group(cls: str, model: str, series: StepSeries, spot: StepSeries, gpu: str,
         growth_per_month=series.growth_per_month(),
         catalog_gpu=gpu,
         series=series,
+        spot_series=spot,
     )
