@@ -49,7 +49,8 @@ def test_svg_shades_the_use_above_the_reserve(tmp_path: Path, capsys: pytest.Cap
     rows = [
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time",
         "a,1000,1024,1,1000,,LS,Running,0,1000,0",
-        "b,1000,1024,2,1000,,LS,Running,800,1000,800",
+        "b,1000,1024,1,1000,,LS,Running,800,1000,800",
+        "c,1000,1024,1,1000,,LS,Running,800,1000,800",
     ]
     trace.write_text("\n".join(rows) + "\n")
     chart = tmp_path / "plan.svg"

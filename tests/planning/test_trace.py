@@ -124,3 +124,38 @@ def test_gpu_spec_gives_one_entry_per_model_and_the_class_total(tmp_path: Path, 
     assert row(doc, "plan", "inference", "unconstrained")["catalogGpu"] == "L40S"
     code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(trace), "--gpu-map", "V100M16=A100-40G")
     assert code == 2 and "did you mean 'A100-40GB'" in err
+
+
+POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+
+
+def test_instance_types_hold_the_tasks_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Inference tasks asking 12 vCPU and 48 GiB per L4 do not fit a g6.xlarge (4 vCPU, 16 GiB): the plan takes the
+    cheapest GPU-hour among L4 types with at least that per GPU: g6.12xlarge (4 GPUs, 48 vCPU, 192 GiB: $1.15 a GPU-hour)
+    before g6.4xlarge (16 vCPU, 64 GiB: $1.32); batch with 8-GPU tasks takes 8-GPU nodes."""
+    trace = tmp_path / "pods.csv"
+    rows = [POD_HEADER]
+    rows += [f"i{i},12000,49152,1,1000,,LS,Running,0,1000,0" for i in range(4)]
+    rows += ["b0,96000,393216,8,1000,,Burstable,Running,0,1000,0"]
+    trace.write_text("\n".join(rows) + "\n")
+    doc = plan_json(capsys, "--demand", str(trace))
+    inference = row(doc, "plan", "inference")
+    assert inference["instanceType"] == "g6.12xlarge"
+    assert inference["taskShape"] == {"gpusPerTask": 1, "vcpuPerGpu": 12.0, "memoryGiBPerGpu": 48.0}
+    assert inference["fitsNode"] == 1.0
+    batch = row(doc, "plan", "batch")
+    assert batch["instanceType"] == "g6e.48xlarge" and batch["taskShape"]["gpusPerTask"] == 8
+
+
+def test_an_unmapped_trace_gpu_model_is_an_error_with_a_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """G2 is undisclosed: it used to become the class default silently; now one line names the flag that maps it."""
+    trace = tmp_path / "pods.csv"
+    trace.write_text(f"{POD_HEADER}\na,1000,1024,1,1000,G2,LS,Running,0,100,0\n")
+    code, out, err = run_cli(capsys, "capacity", "plan", "--demand", str(trace))
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith(
+        f"{trace}: gpu_spec: trace GPU model 'G2' (1 inference tasks) has no catalog GPU to stand for it; allowed: map it with --gpu-map G2="
+    )
+    doc = plan_json(capsys, "--demand", str(trace), "--gpu-map", "G2=T4")
+    assert row(doc, "plan", "inference", "G2")["catalogGpu"] == "T4"

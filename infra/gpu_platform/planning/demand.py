@@ -54,6 +54,15 @@ class Options:
 
 
 @dataclass(frozen=True)
+class Shape:
+    """What one task asks of a node, at the 95th percentile of GPU-hours: whole GPUs, vCPU and memory per GPU's worth."""
+
+    gpus_per_task: int
+    vcpu_per_gpu: float
+    memory_gib_per_gpu: float
+
+
+@dataclass(frozen=True)
 class DemandGroup:
     """Demand of one workload class on one GPU model (or `any`), in physical GPUs' worth."""
 
@@ -82,6 +91,10 @@ class DemandGroup:
     series: StepSeries | None = None
     spot_series: StepSeries | None = None
     """The interruptible part of `series` (histories), so a shorter window can be re-read exactly."""
+    shape: Shape | None = None
+    """The tasks' shape (traces): instance types are chosen to fit it."""
+    shape_fit: dict[tuple[int, float, float], float] = field(default_factory=dict)
+    """(GPUs, vCPU, GiB) of a node -> share of the group's GPU-hours whose tasks fit one such node."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from gpu_platform.catalog import Catalog, InstanceType
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.checks import SLA_CLASSES
-from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Demand, DemandGroup, Options
+from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Demand, DemandGroup, Options, Shape
 from gpu_platform.planning.economics import Exceedance, break_even_nodes, expected_bill, from_quantiles, from_series
 from gpu_platform.planning.series import scaled
 from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments
@@ -64,6 +64,8 @@ class GroupPlan:
     """The same demand on elastic on-demand nodes alone."""
     expected_parts: dict[str, float] = field(default_factory=dict)
     """The expected bill by tier: committed, alwaysOn, onDemand, spot."""
+    shape_fit: float | None = None
+    """Share of the group's GPU-hours whose tasks fit one node of the chosen type (histories with task shapes)."""
     mean_above_reserve: float = 0.0
     """Mean GPUs of demand above the reserved tier over the window: what on-demand and Spot serve."""
     break_even_reserved: int = 0
@@ -161,15 +163,38 @@ class Plan:
         return sum(t.expected_on_demand_only or 0.0 for t in self.totals)
 
 
-def instance_for(workload_class: str, gpu: str, catalog: Catalog, need: float = math.inf) -> InstanceType | None:
+def holds_shape(t: InstanceType, shape: Shape | None) -> bool:
+    """True when one node of the type holds the tasks' shape: their GPUs, and vCPU and memory per GPU."""
+    if shape is None:
+        return True
+    return t.gpus >= shape.gpus_per_task and t.vcpu / t.gpus >= shape.vcpu_per_gpu - EPS and t.memory_gib / t.gpus >= shape.memory_gib_per_gpu - EPS
+
+
+def instance_for(
+    workload_class: str,
+    gpu: str,
+    catalog: Catalog,
+    need: float = math.inf,
+    shape: Shape | None = None,
+    fit: Mapping[tuple[int, float, float], float] | None = None,
+) -> InstanceType | None:
     """The catalog type a class's GPUs run on (training: most GPUs per node its demand fills, else the smallest; others: cheapest GPU-hour).
 
-    Training prefers GPUs in one node (NVLink, EFA); inference and batch scale one GPU at a time.
+    Training prefers GPUs in one node (NVLink, EFA); inference and batch scale one GPU at a time. With a
+    history's task shape, only types whose nodes hold it are candidates; when none does, the type that
+    holds the most GPU-hours of tasks.
     """
     types = [t for t in catalog.instance_types.values() if t.gpu.name == gpu]
     priced = [t for t in types if t.price_per_hour is not None] or types
     if not priced:
         return None
+    if shape is not None:
+        holding = [t for t in priced if holds_shape(t, shape)]
+        if holding:
+            priced = holding
+        elif fit:
+            best = max(fit.get((t.gpus, float(t.vcpu), float(t.memory_gib)), 0.0) for t in priced)
+            priced = [t for t in priced if fit.get((t.gpus, float(t.vcpu), float(t.memory_gib)), 0.0) >= best - EPS]
 
     def per_gpu(t: InstanceType) -> float:
         return (t.price_per_hour or 0.0) / t.gpus
@@ -241,7 +266,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     p95h = group.p95 * grow
     target, basis = target_gpus(group, opts)
     _bounds(group, grow, target, source)
-    itype = instance_for(group.workload_class, group.catalog_gpu, catalog, target) if group.catalog_gpu else None
+    itype = instance_for(group.workload_class, group.catalog_gpu, catalog, target, group.shape, group.shape_fit) if group.catalog_gpu else None
     per = itype.gpus if itype else 1
     total_nodes = math.ceil(target / per - EPS)
     inst = commitment(opts)
@@ -319,6 +344,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         always_on=always_on * per,
         break_even_reserved=be_nodes * per,
         mean_above_reserve=curve.mean_above(reserved_nodes * per),
+        shape_fit=group.shape_fit.get((itype.gpus, float(itype.vcpu), float(itype.memory_gib))) if itype and group.shape_fit else None,
     )
 
 
@@ -358,6 +384,7 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
         always_on=sum(m.always_on for m in members),
         existing_reserved=sum(m.existing_reserved for m in members),
         break_even_reserved=sum(m.break_even_reserved for m in members),
+        shape_fit=single.shape_fit if single else None,
         mean_above_reserve=sum(m.mean_above_reserve for m in members),
     )
 
@@ -373,7 +400,7 @@ def plan(demand: Demand, catalog: Catalog, production: bool = False, existing: M
     left = dict(existing or {})
     out = []
     for g in demand.groups:
-        itype = instance_for(g.workload_class, g.catalog_gpu, catalog, target_gpus(g, opts)[0]) if g.catalog_gpu else None
+        itype = instance_for(g.workload_class, g.catalog_gpu, catalog, target_gpus(g, opts)[0], g.shape, g.shape_fit) if g.catalog_gpu else None
         given = left.pop((g.workload_class, itype.name), 0) if itype else 0
         out.append(plan_group(g, opts, catalog, demand.source, production, given))
     groups = tuple(out)

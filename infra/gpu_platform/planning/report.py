@@ -92,6 +92,14 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "existingReserved": pg.existing_reserved,
                 "breakEvenReserved": pg.break_even_reserved,
                 "meanAboveReserve": _r(pg.mean_above_reserve),
+                "taskShape": None
+                if dg.shape is None
+                else {
+                    "gpusPerTask": dg.shape.gpus_per_task,
+                    "vcpuPerGpu": _r(dg.shape.vcpu_per_gpu),
+                    "memoryGiBPerGpu": _r(dg.shape.memory_gib_per_gpu),
+                },
+                "fitsNode": _r(pg.shape_fit, 4),
                 "nodes": pg.nodes,
                 "coverage": _r(pg.coverage, 4),
                 "spotExposure": _r(pg.spot_exposure, 4),
@@ -107,6 +115,17 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
         )
     o = d.options
     notes = [*d.notes]
+    for g in plan.groups:
+        if g.shape_fit is not None and g.shape_fit < 0.95:
+            notes.append(
+                f"{g.workload_class}/{g.gpu_model}: only {g.shape_fit:.0%} of its GPU-hours come from tasks that fit one {g.instance_type} "
+                "(GPUs, vCPU, memory); the rest need a larger node of another GPU model: map them with --gpu-map"
+            )
+        if g.total and g.gpus_per_node > 1 and g.target < g.gpus_per_node / 2:
+            notes.append(
+                f"{g.workload_class}/{g.gpu_model}: {g.target:.3g} GPUs of demand take whole {g.gpus_per_node}-GPU {g.instance_type} nodes "
+                f"(no smaller {g.catalog_gpu} type in the catalog)"
+            )
     saving = 1 - plan.monthly_cost / plan.on_demand_only_cost if plan.on_demand_only_cost else 0.0
     expected_saving = 1 - plan.expected_cost / plan.expected_on_demand_only if plan.expected_on_demand_only else 0.0
     window = {"start": d.window[0], "end": d.window[1]} if d.window else None
