@@ -20,6 +20,7 @@ from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.checks import SLA_CLASSES
 from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Demand, DemandGroup, Options, Shape
 from gpu_platform.planning.economics import Exceedance, break_even_nodes, expected_bill, from_quantiles, from_series
+from gpu_platform.planning.replay import Waits, nodes_for_wait
 from gpu_platform.planning.series import scaled
 from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments
 
@@ -66,6 +67,8 @@ class GroupPlan:
     """The expected bill by tier: committed, alwaysOn, onDemand, spot."""
     shape_fit: float | None = None
     """Share of the group's GPU-hours whose tasks fit one node of the chosen type (histories with task shapes)."""
+    waits: Waits | None = None
+    """Job waits of the replay at the planned capacity (training and batch from a trace)."""
     mean_above_reserve: float = 0.0
     """Mean GPUs of demand above the reserved tier over the window: what on-demand and Spot serve."""
     break_even_reserved: int = 0
@@ -218,7 +221,8 @@ def target_gpus(group: DemandGroup, opts: Options) -> tuple[float, str]:
     p95 = group.p95 * grow
     if group.sla in opts.safety_stock:
         buffer = opts.safety_stock[group.sla] + (opts.peak_buffer if group.known_peak and group.sla == "online" else 0.0)
-        return p95 * (1 + buffer), f"P95 + {buffer:.0%} safety stock ({group.sla})"
+        # no request-level data (arrival rate, service time) reaches the planner, so no Erlang-C / M/G/c model: say so
+        return p95 * (1 + buffer), f"rule of thumb: P95 + {buffer:.0%} safety stock ({group.sla}; no request data for a queueing model)"
     delay = opts.queue_delay_hours.get(group.sla)
     if delay is not None and group.series is not None:
         cap = scaled(group.series, grow).capacity_for_delay(delay * 3600) if grow != 1 else group.series.capacity_for_delay(delay * 3600)
@@ -268,6 +272,13 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     _bounds(group, grow, target, source)
     itype = instance_for(group.workload_class, group.catalog_gpu, catalog, target, group.shape, group.shape_fit) if group.catalog_gpu else None
     per = itype.gpus if itype else 1
+    delay = opts.queue_delay_hours.get(group.sla)
+    waits = None
+    if delay is not None and group.jobs and grow == 1 and group.sla not in opts.safety_stock:
+        # whole jobs on whole GPUs of this type's nodes wait longer than the fluid bound: size by replay
+        replay_nodes, waits = nodes_for_wait(group.jobs, per, delay * 3600)
+        target = float(replay_nodes * per)
+        basis = f"job-level replay: 99 % of jobs wait <= {delay:g} h ({group.sla}, BestEffortFIFO, whole GPUs of {per}-GPU nodes)"
     total_nodes = math.ceil(target / per - EPS)
     inst = commitment(opts)
     curve = curve_of(group, grow)
@@ -344,6 +355,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         always_on=always_on * per,
         break_even_reserved=be_nodes * per,
         mean_above_reserve=curve.mean_above(reserved_nodes * per),
+        waits=waits,
         shape_fit=group.shape_fit.get((itype.gpus, float(itype.vcpu), float(itype.memory_gib))) if itype and group.shape_fit else None,
     )
 
@@ -385,6 +397,7 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
         existing_reserved=sum(m.existing_reserved for m in members),
         break_even_reserved=sum(m.break_even_reserved for m in members),
         shape_fit=single.shape_fit if single else None,
+        waits=single.waits if single else None,
         mean_above_reserve=sum(m.mean_above_reserve for m in members),
     )
 

@@ -100,6 +100,9 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                     "memoryGiBPerGpu": _r(dg.shape.memory_gib_per_gpu),
                 },
                 "fitsNode": _r(pg.shape_fit, 4),
+                "replayWaitHours": None
+                if pg.waits is None
+                else {"p99": _r(pg.waits.p99 / 3600), "max": _r(pg.waits.max / 3600), "jobs": pg.waits.jobs},
                 "nodes": pg.nodes,
                 "coverage": _r(pg.coverage, 4),
                 "spotExposure": _r(pg.spot_exposure, 4),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.demand import ANY, DEFAULT_SLA, WORKLOAD_CLASSES, Demand, DemandGroup, Options, Shape
+from gpu_platform.planning.replay import Job
 from gpu_platform.planning.series import StepSeries, step_series
 
 COLUMNS = ("name", "num_gpu", "gpu_milli", "gpu_spec", "qos", "creation_time", "deletion_time")
@@ -43,6 +44,8 @@ class Task:
     gpus: int = 1
     cpu_milli: int = 0
     memory_mib: int = 0
+    scheduled: int | None = None
+    """When the task started running; the time before it is queueing, not work."""
 
 
 def looks_like_trace(head: str) -> bool:
@@ -85,7 +88,9 @@ def read_tasks(text: str, file: str) -> list[Task]:
             continue
         cpu, mem = _int_or_zero(row.get("cpu_milli")), _int_or_zero(row.get("memory_mib"))
         spec = (row.get("gpu_spec") or "").strip()
-        tasks.append(Task(qos=qos, milli=num * milli, spec=spec, start=start, end=end, gpus=num, cpu_milli=cpu, memory_mib=mem))
+        ran = _int_or_zero(row.get("scheduled_time"))
+        scheduled = ran if start <= ran <= end else None
+        tasks.append(Task(qos=qos, milli=num * milli, spec=spec, start=start, end=end, gpus=num, cpu_milli=cpu, memory_mib=mem, scheduled=scheduled))
     if problems:
         raise ConfigError(_capped(problems, file))
     if not tasks:
@@ -177,7 +182,9 @@ def trace_demand(
                 )
             gpu = models.get(first) or opts.gpu_models.get(cls, "")
             label = spec or (ANY if specs == [""] else UNCONSTRAINED)
-            groups.append(dataclasses.replace(_group(cls, label, series, spot, gpu, opts), shape=shape_of(part), shape_fit=fit_table(part)))
+            groups.append(
+                dataclasses.replace(_group(cls, label, series, spot, gpu, opts), shape=shape_of(part), shape_fit=fit_table(part), jobs=jobs_of(part))
+            )
     return Demand(source=file, kind="alibaba-trace", groups=tuple(groups), totals=tuple(totals), options=opts, window=(start, end))
 
 
@@ -210,6 +217,13 @@ def _weighted_p95(pairs: list[tuple[float, float]]) -> float:
         if acc >= 0.95 * total * (1 - 1e-12):
             return v
     return max((v for v, _ in pairs), default=0.0)
+
+
+def jobs_of(tasks: list[Task]) -> tuple[Job, ...]:
+    """The tasks as jobs: arrival at creation, run time from scheduling (else creation) to deletion, GPUs and share."""
+    return tuple(
+        Job(arrival=t.start, run=t.end - (t.scheduled if t.scheduled is not None else t.start), gpus=t.gpus, milli=t.milli // t.gpus) for t in tasks
+    )
 
 
 def shape_of(tasks: list[Task]) -> Shape:

@@ -61,6 +61,7 @@ def _regroup(g: DemandGroup, start: float, end: float) -> DemandGroup:
         interruptible_p95=spot.quantile(0.95) if spot is not None else 0.0,
         interruptible_share=(spot.mean() / s.mean() if spot is not None and s.mean() > 0 else 0.0),
         growth_per_month=s.growth_per_month(),
+        jobs=tuple(j for j in g.jobs if start <= j.arrival < end),
     )
 
 
