@@ -119,6 +119,10 @@ def test_gpu_spec_gives_one_entry_per_model_and_the_class_total(tmp_path: Path, 
     assert row(doc, "demand", "inference", "V100M16|V100M32")["p50"] == 2
     assert row(doc, "plan", "inference", "V100M16|V100M32")["catalogGpu"] == "A10G"
     assert row(doc, "plan", "inference", "T4")["catalogGpu"] == "T4"
+    assert doc["assumptions"]["gpuSubstitutions"] == [  # the mapping is stated, not silent
+        {"traceModel": "T4", "catalogGpu": "T4", "throughputFactor": 1.0},
+        {"traceModel": "V100M16", "catalogGpu": "A10G", "throughputFactor": 1.0},
+    ]
     doc = plan_json(capsys, "--demand", str(trace), "--gpu-map", "V100M16=L4,inference=L40S")
     assert row(doc, "plan", "inference", "V100M16|V100M32")["catalogGpu"] == "L4"
     assert row(doc, "plan", "inference", "unconstrained")["catalogGpu"] == "L40S"

@@ -224,6 +224,8 @@ def target_gpus(group: DemandGroup, opts: Options) -> tuple[float, str]:
         # no request-level data (arrival rate, service time) reaches the planner, so no Erlang-C / M/G/c model: say so
         return p95 * (1 + buffer), f"rule of thumb: P95 + {buffer:.0%} safety stock ({group.sla}; no request data for a queueing model)"
     delay = opts.queue_delay_hours.get(group.sla)
+    if delay is not None and group.jobs and grow == 1:
+        return p95, "P95 (until the job-level replay sizes it)"  # plan_group replays the jobs on the chosen type's nodes
     if delay is not None and group.series is not None:
         cap = scaled(group.series, grow).capacity_for_delay(delay * 3600) if grow != 1 else group.series.capacity_for_delay(delay * 3600)
         return cap, f"queueing delay <= {delay:g} h ({group.sla}, fluid model over the history)"

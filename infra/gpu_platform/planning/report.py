@@ -180,6 +180,7 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "commitmentsSource": load_commitments().source,
             },
             "notes": notes,
+            "gpuSubstitutions": [{"traceModel": m, "catalogGpu": g, "throughputFactor": f} for m, g, f in d.substitutions],
         },
     }
 
@@ -265,6 +266,13 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         f"Spot cap {a['spotCap']:.0%}; prices {a['prices']['region']} as of {a['prices']['asOf']}; GPUs are physical GPUs' worth."
     )
     lines += [f"Note: {n}" for n in a["notes"]]
+    subs = a.get("gpuSubstitutions") or []
+    if subs:
+        lines.append(
+            "GPU substitution: "
+            + ", ".join(f"{s['traceModel']} -> {s['catalogGpu']} (x{s['throughputFactor']:g})" for s in subs)
+            + " (counted GPU for GPU; --gpu-map changes it)."
+        )
     return lines
 
 

@@ -185,7 +185,11 @@ def trace_demand(
             groups.append(
                 dataclasses.replace(_group(cls, label, series, spot, gpu, opts), shape=shape_of(part), shape_fit=fit_table(part), jobs=jobs_of(part))
             )
-    return Demand(source=file, kind="alibaba-trace", groups=tuple(groups), totals=tuple(totals), options=opts, window=(start, end))
+    used = sorted({t.spec.split("|")[0] for t in tasks if t.spec})
+    subs = tuple((m, models[m], 1.0) for m in used)  # counted GPU for GPU: no throughput data in the catalog to scale by
+    return Demand(
+        source=file, kind="alibaba-trace", groups=tuple(groups), totals=tuple(totals), options=opts, window=(start, end), substitutions=subs
+    )
 
 
 def _group(cls: str, model: str, series: StepSeries, spot: StepSeries, gpu: str, opts: Options) -> DemandGroup:
