@@ -99,3 +99,22 @@ def test_instruments_are_data_with_date_and_source() -> None:
     assert c.instrument("odcr").break_even == 1.0  # an ODCR bills at list: it never pays for itself in cost, only in assurance
     block = c.capacity_blocks["p5.48xlarge"]
     assert block.price > 0 and block.as_of and block.source.startswith("https://")
+
+
+def test_capacity_and_capacity_plan_share_one_pricing_model(capsys: pytest.CaptureFixture[str]) -> None:
+    """`capacity` prices Spot with the same discount the planner assumes, and a Capacity Block at its own rate for
+    its dates (prod's 2 x p5.48xlarge block: 2 x $39.33 an hour), outside the 730-hour monthly figure."""
+    import json
+
+    from gpu_platform.capacity import SPOT_PRICE_FACTOR
+    from gpu_platform.cli import main
+    from gpu_platform.planning.demand import Options
+
+    assert pytest.approx(1 - Options().spot_discount) == SPOT_PRICE_FACTOR
+    assert Options().reserved_discount == load_commitments().instrument("savings-plan-1y").discount
+    assert main(["capacity", "--stack", "prod", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    block = next(p for p in doc["pools"] if p["pool"] == "train-h100-block")
+    assert doc["capacity_block_hourly_cost"] == pytest.approx(2 * 39.33) == pytest.approx(block["hourly_cost"])
+    others = sum(p["hourly_cost"] or 0 for p in doc["pools"] if p["tier"] != "capacity-block")
+    assert doc["monthly_cost"] == pytest.approx(others * 730, abs=0.01)
