@@ -17,6 +17,7 @@ from gpu_platform.planning.shortfall import shortfall
 from gpu_platform.planning.stackmerge import merged_stack, write_new
 from gpu_platform.planning.trace import DEFAULT_GPU_MAP, QOS
 from gpu_platform.planning.windows import history_notes, sensitivity, windowed
+from gpu_platform.planning.zones import zoned
 from gpu_platform.pools import node_counts
 from gpu_platform.pricing import load_commitments
 from gpu_platform.spec.loader import load_stack
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     existing = existing_reservations(spec) if given and spec is not None else None
     result = plan(demand, catalog, production, existing)
     if given and spec is not None:
-        result = shortfall(result, spec, catalog)
+        result = zoned(shortfall(result, spec, catalog), spec, catalog)
     doc = to_json(result, catalog)
     notes, history = history_notes(demand, load_commitments().instrument(demand.options.instrument).term_months)
     doc["demand"]["history"] = history

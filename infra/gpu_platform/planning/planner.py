@@ -77,6 +77,8 @@ class GroupPlan:
     """Reserved GPUs that are existing reservations of the stack (ODCRs, billed at list)."""
     always_on: int = 0
     """GPUs of the on-demand nodes kept up whatever the demand: the SLA floor over the reserve and the N+1 spare."""
+    nodes_per_zone: dict[str, dict[str, int]] = field(default_factory=dict)
+    """zone -> whole nodes of each tier, where a stack's pools place the group (planning/zones.py)."""
 
     @property
     def reserved_utilization(self) -> float | None:

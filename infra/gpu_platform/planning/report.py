@@ -104,6 +104,7 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 if pg.waits is None
                 else {"p99": _r(pg.waits.p99 / 3600), "max": _r(pg.waits.max / 3600), "jobs": pg.waits.jobs},
                 "nodes": pg.nodes,
+                "nodesPerZone": pg.nodes_per_zone or None,
                 "coverage": _r(pg.coverage, 4),
                 "spotExposure": _r(pg.spot_exposure, 4),
                 "monthlyCost": _r(pg.monthly_cost, 2),
