@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpu_platform.planning.packing import Pod
 from gpu_platform.planning.replay import Job
 from gpu_platform.planning.series import StepSeries
 from gpu_platform.pricing import DEFAULT_INSTRUMENT, load_commitments
@@ -94,6 +95,8 @@ class DemandGroup:
     """The interruptible part of `series` (histories), so a shorter window can be re-read exactly."""
     jobs: tuple[Job, ...] = ()
     """The trace's jobs (arrival, run time, GPUs), for sizing queues by replay."""
+    pods: tuple[Pod, ...] = ()
+    """The trace's tasks as they hold a node (GPUs, vCPU, memory over their lifetime), for packing into whole nodes."""
     shape: Shape | None = None
     """The tasks' shape (traces): instance types are chosen to fit it."""
     shape_fit: dict[tuple[int, float, float], float] = field(default_factory=dict)

@@ -20,6 +20,7 @@ from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.checks import SLA_CLASSES
 from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Demand, DemandGroup, Options, Shape
 from gpu_platform.planning.economics import Exceedance, break_even_nodes, expected_bill, from_quantiles, from_series
+from gpu_platform.planning.packing import NodeShape, nodes_over
 from gpu_platform.planning.replay import Waits, nodes_for_wait
 from gpu_platform.planning.series import scaled
 from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments
@@ -75,6 +76,10 @@ class GroupPlan:
     """GPUs break-even alone would reserve (below `reserved` when a stated coverage floor asks for more)."""
     existing_reserved: int = 0
     """Reserved GPUs that are existing reservations of the stack (ODCRs, billed at list)."""
+    packed_p95_nodes: float | None = None
+    """P95 of the nodes the running tasks take, packed first-fit decreasing at each event (inference from a trace)."""
+    unplaceable: int = 0
+    """Tasks no node of the chosen type holds (more GPUs, vCPU or memory than one node has)."""
     always_on: int = 0
     """GPUs of the on-demand nodes kept up whatever the demand: the SLA floor over the reserve and the N+1 spare."""
     nodes_per_zone: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -283,6 +288,19 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         replay_nodes, waits = nodes_for_wait(group.jobs, per, delay * 3600)
         target = float(replay_nodes * per)
         basis = f"job-level replay: 99 % of jobs wait <= {delay:g} h ({group.sla}, BestEffortFIFO, whole GPUs of {per}-GPU nodes)"
+    packed = None
+    if group.sla in opts.safety_stock and group.pods and itype is not None and group.series is not None:
+        # the tasks' GPUs, vCPU and memory packed into whole nodes at every event, not GPU-hours / GPUs per node
+        packed = nodes_over(group.pods, NodeShape(itype.gpus, itype.vcpu, itype.memory_gib), group.series.start, group.series.end)
+        p95_nodes = packed.nodes.quantile(0.95)
+        buffer = target / p95h - 1 if p95h > 0 else opts.safety_stock[group.sla]
+        target = p95_nodes * grow * (1 + buffer) * per
+        basis = (
+            f"rule of thumb on packed nodes: P95 of {p95_nodes:g} {itype.name} nodes (first-fit decreasing of the running tasks "
+            f"at each event) + {buffer:.0%} safety stock ({group.sla}; no request data for a queueing model)"
+        )
+        if packed.unplaceable:
+            basis += f"; {packed.unplaceable} tasks fit no {itype.name} node"
     total_nodes = math.ceil(target / per - EPS)
     inst = commitment(opts)
     curve = curve_of(group, grow)
@@ -360,6 +378,8 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         break_even_reserved=be_nodes * per,
         mean_above_reserve=curve.mean_above(reserved_nodes * per),
         waits=waits,
+        packed_p95_nodes=packed.nodes.quantile(0.95) if packed else None,
+        unplaceable=packed.unplaceable if packed else 0,
         shape_fit=group.shape_fit.get((itype.gpus, float(itype.vcpu), float(itype.memory_gib))) if itype and group.shape_fit else None,
     )
 
@@ -402,6 +422,8 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
         break_even_reserved=sum(m.break_even_reserved for m in members),
         shape_fit=single.shape_fit if single else None,
         waits=single.waits if single else None,
+        packed_p95_nodes=single.packed_p95_nodes if single else None,
+        unplaceable=sum(m.unplaceable for m in members),
         mean_above_reserve=sum(m.mean_above_reserve for m in members),
     )
 

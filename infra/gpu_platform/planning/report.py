@@ -105,6 +105,8 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 else {"p99": _r(pg.waits.p99 / 3600), "max": _r(pg.waits.max / 3600), "jobs": pg.waits.jobs},
                 "nodes": pg.nodes,
                 "nodesPerZone": pg.nodes_per_zone or None,
+                "packedNodesP95": pg.packed_p95_nodes,
+                "unplaceableTasks": pg.unplaceable,
                 "coverage": _r(pg.coverage, 4),
                 "spotExposure": _r(pg.spot_exposure, 4),
                 "monthlyCost": _r(pg.monthly_cost, 2),

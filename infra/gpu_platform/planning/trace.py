@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.demand import ANY, DEFAULT_SLA, WORKLOAD_CLASSES, Demand, DemandGroup, Options, Shape
+from gpu_platform.planning.packing import Pod
 from gpu_platform.planning.replay import Job
 from gpu_platform.planning.series import StepSeries, step_series
 
@@ -183,7 +184,7 @@ def trace_demand(
             gpu = models.get(first) or opts.gpu_models.get(cls, "")
             label = spec or (ANY if specs == [""] else UNCONSTRAINED)
             groups.append(
-                dataclasses.replace(_group(cls, label, series, spot, gpu, opts), shape=shape_of(part), shape_fit=fit_table(part), jobs=jobs_of(part))
+                dataclasses.replace(_group(cls, label, series, spot, gpu, opts), shape=shape_of(part), shape_fit=fit_table(part), jobs=jobs_of(part), pods=pods_of(part))
             )
     used = sorted({t.spec.split("|")[0] for t in tasks if t.spec})
     subs = tuple((m, models[m], 1.0) for m in used)  # counted GPU for GPU: no throughput data in the catalog to scale by
@@ -228,6 +229,11 @@ def jobs_of(tasks: list[Task]) -> tuple[Job, ...]:
     return tuple(
         Job(arrival=t.start, run=t.end - (t.scheduled if t.scheduled is not None else t.start), gpus=t.gpus, milli=t.milli // t.gpus) for t in tasks
     )
+
+
+def pods_of(tasks: list[Task]) -> tuple[Pod, ...]:
+    """The tasks as they hold a node from creation to deletion: GPUs at their share, vCPU and memory."""
+    return tuple(Pod(t.start, t.end, t.gpus, t.milli // t.gpus, t.cpu_milli, t.memory_mib) for t in tasks)
 
 
 def shape_of(tasks: list[Task]) -> Shape:
