@@ -115,8 +115,8 @@ class Demand:
     options: Options = Options()
     window: tuple[float, float] | None = None
     notes: tuple[str, ...] = ()
-    substitutions: tuple[tuple[str, str, float], ...] = ()
-    """(trace GPU model, catalog GPU standing for it, throughput factor: catalog GPUs per trace GPU)."""
+    substitutions: tuple[tuple[str, str, float, str], ...] = ()
+    """(trace GPU model, catalog GPU standing for it, throughput factor: catalog GPUs per trace GPU, its basis)."""
 
     def groups_of(self, workload_class: str) -> list[DemandGroup]:
         """The groups of one class."""

@@ -183,7 +183,7 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "commitmentsSource": load_commitments().source,
             },
             "notes": notes,
-            "gpuSubstitutions": [{"traceModel": m, "catalogGpu": g, "throughputFactor": f} for m, g, f in d.substitutions],
+            "gpuSubstitutions": [{"traceModel": m, "catalogGpu": g, "throughputFactor": round(f, 4), "basis": b} for m, g, f, b in d.substitutions],
         },
     }
 
@@ -273,7 +273,7 @@ def _summary(doc: dict[str, Any]) -> list[str]:
     if subs:
         lines.append(
             "GPU substitution: "
-            + ", ".join(f"{s['traceModel']} -> {s['catalogGpu']} (x{s['throughputFactor']:g})" for s in subs)
+            + ", ".join(f"{s['traceModel']} -> {s['catalogGpu']} (x{s['throughputFactor']:g}: {s['basis']})" for s in subs)
             + " (counted GPU for GPU; --gpu-map changes it)."
         )
     return lines

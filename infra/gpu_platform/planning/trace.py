@@ -26,8 +26,9 @@ QOS = ("LS", "Guaranteed", "Burstable", "BE")
 DEFAULT_QOS_CLASS = {"LS": "inference", "Guaranteed": "training", "Burstable": "batch", "BE": "batch"}
 DEFAULT_INTERRUPTIBLE_QOS = ("BE",)
 # Trace GPU models -> the catalog model that takes their work: same model where the catalog has it,
-# else the closest in memory and FP16 throughput, counted GPU for GPU (throughput factor 1). The
-# undisclosed G2/G3 have no default: a trace that constrains tasks to them needs --gpu-map.
+# else the closest in memory and throughput; their work is scaled by the catalog's throughput ratio
+# (catalog.yaml `throughput`, substitution_factor). The undisclosed G2/G3 have no default: a trace
+# that constrains tasks to them needs --gpu-map.
 DEFAULT_GPU_MAP = {"T4": "T4", "A10": "A10G", "P100": "T4", "V100M16": "A10G", "V100M32": "A10G"}
 UNCONSTRAINED = "unconstrained"
 MAX_PROBLEMS = 50
@@ -150,6 +151,12 @@ def trace_demand(
             ]
         )
 
+    factors = {spec: substitution_factor(spec, models)[0] for spec in {t.spec for t in tasks}}
+
+    def work(t: Task) -> int:
+        """The task's milli-GPUs on the catalog GPU standing for its model."""
+        return round(t.milli * factors[t.spec])
+
     by_class: dict[str, list[Task]] = {}
     for t in tasks:
         by_class.setdefault(classes[t.qos], []).append(t)
@@ -157,8 +164,8 @@ def trace_demand(
     totals: list[DemandGroup] = []
     for cls in sorted(by_class, key=WORKLOAD_CLASSES.index):
         members = by_class[cls]
-        total = step_series(((t.start, t.end, t.milli) for t in members), start, end)
-        spot_part = step_series(((t.start, t.end, t.milli) for t in members if t.qos in interruptible_qos), start, end)
+        total = step_series(((t.start, t.end, work(t)) for t in members), start, end)
+        spot_part = step_series(((t.start, t.end, work(t)) for t in members if t.qos in interruptible_qos), start, end)
         totals.append(
             dataclasses.replace(
                 _group(cls, ANY, total, spot_part, opts.gpu_models.get(cls, ""), opts), shape=shape_of(members), shape_fit=fit_table(members)
@@ -167,8 +174,8 @@ def trace_demand(
         specs = sorted({t.spec for t in members})
         for spec in specs:
             part = [t for t in members if t.spec == spec]
-            series = total if specs == [""] else step_series(((t.start, t.end, t.milli) for t in part), start, end)
-            spot = step_series(((t.start, t.end, t.milli) for t in part if t.qos in interruptible_qos), start, end)
+            series = total if specs == [""] else step_series(((t.start, t.end, work(t)) for t in part), start, end)
+            spot = step_series(((t.start, t.end, work(t)) for t in part if t.qos in interruptible_qos), start, end)
             first = spec.split("|")[0]
             if first and first not in models:
                 raise ConfigError(
@@ -184,10 +191,16 @@ def trace_demand(
             gpu = models.get(first) or opts.gpu_models.get(cls, "")
             label = spec or (ANY if specs == [""] else UNCONSTRAINED)
             groups.append(
-                dataclasses.replace(_group(cls, label, series, spot, gpu, opts), shape=shape_of(part), shape_fit=fit_table(part), jobs=jobs_of(part), pods=pods_of(part))
+                dataclasses.replace(
+                    _group(cls, label, series, spot, gpu, opts),
+                    shape=shape_of(part),
+                    shape_fit=fit_table(part),
+                    jobs=jobs_of(part, factors[spec]),
+                    pods=pods_of(part),
+                )
             )
     used = sorted({t.spec.split("|")[0] for t in tasks if t.spec})
-    subs = tuple((m, models[m], 1.0) for m in used)  # counted GPU for GPU: no throughput data in the catalog to scale by
+    subs = tuple((m, models[m], *substitution_factor(m, models)) for m in used)
     return Demand(
         source=file, kind="alibaba-trace", groups=tuple(groups), totals=tuple(totals), options=opts, window=(start, end), substitutions=subs
     )
@@ -224,10 +237,31 @@ def _weighted_p95(pairs: list[tuple[float, float]]) -> float:
     return max((v for v, _ in pairs), default=0.0)
 
 
-def jobs_of(tasks: list[Task]) -> tuple[Job, ...]:
-    """The tasks as jobs: arrival at creation, run time from scheduling (else creation) to deletion, GPUs and share."""
+def substitution_factor(spec: str, models: Mapping[str, str]) -> tuple[float, str]:
+    """Catalog GPUs per GPU of a spec's (first) trace model, and where the factor comes from.
+
+    The catalog's `throughput` table gives one metric per model: a trace GPU's work takes
+    tflops[trace] / tflops[catalog] of the catalog GPU standing for it (P100 on T4: 9.3 / 8.1 = 1.15).
+    A model without data there is counted GPU for GPU, and the basis says so.
+    """
+    first = spec.split("|", maxsplit=1)[0]
+    if not first or first not in models:
+        return 1.0, "no substitution"
+    tp = load_catalog().throughput
+    f = tp.factor(first, models[first]) if tp else None
+    if f is None or tp is None:
+        return 1.0, f"assumed 1: no throughput data for {first} or {models[first]} in the catalog"
+    return f, f"{tp.metric}: {tp.tflops[first]:g} / {tp.tflops[models[first]]:g} (catalog throughput, {tp.as_of})"
+
+
+def jobs_of(tasks: list[Task], factor: float = 1.0) -> tuple[Job, ...]:
+    """The tasks as jobs: arrival at creation, run time from scheduling (else creation) to deletion, GPUs and share.
+
+    On a substituted GPU the run time scales by the throughput factor (a faster stand-in finishes sooner).
+    """
     return tuple(
-        Job(arrival=t.start, run=t.end - (t.scheduled if t.scheduled is not None else t.start), gpus=t.gpus, milli=t.milli // t.gpus) for t in tasks
+        Job(arrival=t.start, run=(t.end - (t.scheduled if t.scheduled is not None else t.start)) * factor, gpus=t.gpus, milli=t.milli // t.gpus)
+        for t in tasks
     )
 
 

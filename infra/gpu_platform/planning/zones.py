@@ -39,7 +39,7 @@ def zones_of(spec: PlatformSpec, catalog: Catalog, workload_class: str, gpu: str
 
 
 def per_zone(group: GroupPlan, zones: tuple[str, ...]) -> dict[str, dict[str, int]]:
-    """zone -> {reserved, onDemand, spot} whole nodes of one group."""
+    """Whole nodes of one group by zone: zone -> {reserved, onDemand, spot}."""
     tiers = {t: spread(group.nodes.get(t, 0), zones) for t in TIERS}
     return {z: {t: tiers[t][z] for t in TIERS} for z in zones}
 
