@@ -30,6 +30,7 @@ from gpu_platform.planning.demand import (
     Options,
     Sla,
 )
+from gpu_platform.planning.queueing import Requests, gpus_for, servers_for
 from gpu_platform.pricing import load_commitments
 
 KEYS = {
@@ -137,6 +138,15 @@ def _check_entry(e: dict[str, Any], at: str, file: str, catalog: Catalog) -> lis
             )
     elif unit == "shared" and "replicas" not in e:
         out.append(Problem(file, f"{at}.replicas", "required with unit: shared", "allowed: shares per physical GPU, 2..48"))
+    if "requests" in e and e.get("sla", DEFAULT_SLA.get(e["class"], "batch")) not in ("online", "inference"):
+        out.append(
+            Problem(
+                file,
+                f"{at}.requests",
+                f"request data given for {e['class']} demand with sla {e.get('sla', DEFAULT_SLA.get(e['class'], 'batch'))}",
+                "allowed: only with sla online or inference (queues of jobs are sized by their wait target)",
+            )
+        )
     if unit != "mig" and "migProfile" in e:
         out.append(Problem(file, f"{at}.migProfile", f"given with unit: {unit}", "allowed: only with unit: mig"))
     for k in ("p50", "p95", "p99", "peak", "growthPerMonth", "leadTimeMonths", "interruptibleShare"):
@@ -255,8 +265,22 @@ def _group(cls: str, model: str, members: list[dict[str, Any]], opts: Options, c
     teams: dict[str, float] = {}
     spot_teams: set[str] = set()
     sharing = None
+    request_gpus: float | None = None
+    request_p95 = 0.0
+    bases: list[str] = []
     for e in members:
         share, sharing_e = _share(e, catalog)
+        if "requests" in e:
+            q = e["requests"]
+            grow = (1 + e.get("growthPerMonth", 0.0)) ** e.get("leadTimeMonths", 0.0)
+            r = Requests(q["arrivalRate"] * grow, q["serviceTime"], q["targetWait"], q.get("percentile", 0.95), q.get("concurrency", 1))
+            units = gpus_for(r)
+            request_gpus = (request_gpus or 0.0) + units * share
+            request_p95 += e["p95"] * share
+            bases.append(
+                f"{e['team']}: {r.arrival_rate:g} req/s x {r.service_time:g} s = {r.arrival_rate * r.service_time:.3g} erlangs, "
+                f"{servers_for(r)} slots for P(wait > {r.target_wait:g} s) <= {1 - r.percentile:.0%}, {r.concurrency} per unit: {units} units"
+            )
         sharing = sharing or sharing_e
         p99 = e.get("p99", e["p95"])
         values = {"p50": e["p50"], "p95": e["p95"], "p99": p99, "peak": e.get("peak", p99)}
@@ -286,6 +310,9 @@ def _group(cls: str, model: str, members: list[dict[str, Any]], opts: Options, c
         sharing=sharing,
         teams=teams,
         interruptible_teams=tuple(sorted(spot_teams)),
+        request_gpus=request_gpus,
+        request_p95=request_p95,
+        request_basis="; ".join(bases),
     )
 
 

@@ -97,6 +97,12 @@ class DemandGroup:
     """The trace's jobs (arrival, run time, GPUs), for sizing queues by replay."""
     pods: tuple[Pod, ...] = ()
     """The trace's tasks as they hold a node (GPUs, vCPU, memory over their lifetime), for packing into whole nodes."""
+    request_gpus: float | None = None
+    """GPUs' worth Erlang C gives the entries with request data, at the horizon (planning/queueing.py); None without."""
+    request_p95: float = 0.0
+    """Declared P95 of those entries (GPUs' worth): the part of the group the request model sizes instead."""
+    request_basis: str = ""
+    """How the request model reached `request_gpus` (per entry: load, servers, wait target)."""
     shape: Shape | None = None
     """The tasks' shape (traces): instance types are chosen to fit it."""
     shape_fit: dict[tuple[int, float, float], float] = field(default_factory=dict)

@@ -228,7 +228,14 @@ def target_gpus(group: DemandGroup, opts: Options) -> tuple[float, str]:
     p95 = group.p95 * grow
     if group.sla in opts.safety_stock:
         buffer = opts.safety_stock[group.sla] + (opts.peak_buffer if group.known_peak and group.sla == "online" else 0.0)
-        # no request-level data (arrival rate, service time) reaches the planner, so no Erlang-C / M/G/c model: say so
+        if group.request_gpus is not None:
+            # entries with request data: Erlang C (M/M/c) for their wait target; the rest of the group by the rule of thumb
+            rest = max(0.0, group.p95 - group.request_p95) * grow
+            basis = f"Erlang C (M/M/c) for the wait target: {group.request_basis}"
+            if rest > 0:
+                basis += f"; the rest by rule of thumb: P95 + {buffer:.0%} safety stock"
+            return group.request_gpus + rest * (1 + buffer), basis
+        # no request-level data (arrival rate, service time) for this group, so no Erlang-C model: say so
         return p95 * (1 + buffer), f"rule of thumb: P95 + {buffer:.0%} safety stock ({group.sla}; no request data for a queueing model)"
     delay = opts.queue_delay_hours.get(group.sla)
     if delay is not None and group.jobs and grow == 1:
