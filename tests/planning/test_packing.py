@@ -56,3 +56,15 @@ def test_inference_from_a_trace_is_sized_on_packed_nodes_not_gpu_hours(tmp_path:
     assert plan["target"] == pytest.approx(3.45)
     assert sum(plan["nodes"].values()) == 5
     assert "first-fit decreasing" in plan["basis"] and "rule of thumb" in plan["basis"]
+
+
+def test_tasks_no_node_holds_are_named_in_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 9 GPUs in one inference task: the largest L4 node has 8, so no type holds it (none is preferred: the cheapest GPU-hour,
+    # g6.xlarge, is kept); it counts as the 9 one-GPU nodes it would fill, and the plan says so
+    path = tmp_path / "pods.csv"
+    path.write_text(f"{HEADER}\nbig,1000,1024,9,1000,,LS,Running,0,{100 * 86400},0\n")
+    doc = plan_json(capsys, "--demand", str(path))
+    plan = row(doc, "plan", "inference")
+    assert plan["unplaceableTasks"] == 1
+    assert plan["instanceType"] == "g6.xlarge" and plan["packedNodesP95"] == 9
+    assert any("1 tasks ask more GPUs, vCPU or memory than one" in n for n in doc["assumptions"]["notes"])

@@ -122,6 +122,11 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
     o = d.options
     notes = [*d.notes]
     for g in plan.groups:
+        if g.unplaceable:
+            notes.append(
+                f"{g.workload_class}/{g.gpu_model}: {g.unplaceable} tasks ask more GPUs, vCPU or memory than one {g.instance_type} node has; "
+                "they are counted as the whole nodes they would fill, but cannot run as one pod there"
+            )
         if g.shape_fit is not None and g.shape_fit < 0.95:
             notes.append(
                 f"{g.workload_class}/{g.gpu_model}: only {g.shape_fit:.0%} of its GPU-hours come from tasks that fit one {g.instance_type} "
