@@ -2,7 +2,7 @@
 
 Prints figures; never fails on timing. Each run is a fresh process (imports included), as a user runs
 it; best of --repeat runs. Also times the planner alone in-process (parse, step functions, quantiles,
-job-level replay, break-even sizing, the plan and its sensitivity table), which is what the trace's
+job-level replay, first-fit decreasing packing of inference, break-even sizing, the plan and its sensitivity table), which is what the trace's
 size drives; its caches are cleared before each repeat so every repeat does the whole work.
 Usage: .venv/bin/python benchmarks/capacity_plan_bench.py [--repeat N] [--trace FILE]
 """
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from gpu_platform.catalog import load_catalog
-from gpu_platform.planning import economics, replay, series
+from gpu_platform.planning import economics, packing, replay, series
 from gpu_platform.planning.planner import plan
 from gpu_platform.planning.trace import trace_demand
 from gpu_platform.planning.windows import sensitivity
@@ -69,6 +69,7 @@ def main() -> None:
     for _ in range(args.repeat):
         economics.from_series.cache_clear()
         replay.nodes_for_wait.cache_clear()
+        packing.pack.cache_clear()
         series._capacity_for_delay.cache_clear()
         demand = trace_demand(text, str(args.trace))
         plan(demand, load_catalog())
