@@ -6,7 +6,7 @@ import pytest
 
 from gpu_platform.planning.zones import spread
 from tests.conftest import ROOT
-from tests.planning.helpers import plan_json, row
+from tests.planning.helpers import plan_json, row, run_cli
 
 TEAMS = str(ROOT / "examples" / "demand" / "teams.yaml")
 
@@ -39,3 +39,9 @@ def test_prod_plan_states_nodes_per_zone_of_the_pools_that_hold_them(capsys: pyt
 def test_without_a_stack_no_zones_are_claimed(capsys: pytest.CaptureFixture[str]) -> None:
     doc = plan_json(capsys, "--demand", TEAMS)
     assert all(r["nodesPerZone"] is None for r in doc["plan"]["classes"])
+
+
+def test_the_table_prints_nodes_per_zone(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "capacity", "plan", "--demand", TEAMS, "--stack", "prod")
+    assert code == 0
+    assert "Nodes per zone training/H100-80GB (p5.48xlarge): us-east-1a reserved" in out

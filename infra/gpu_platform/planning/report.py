@@ -260,6 +260,10 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             f"Shortfall {s['class']}/{s['gpuModel']}: need {s['needed']} GPUs, stack {p['stack']} has {s['available']} (gap {s['gap']}){tail}."
         )
     lines += [f"Finding: {f}" for f in p["findings"]]
+    for c in p["classes"]:
+        if c.get("nodesPerZone") and c["gpuModel"] != "any":
+            zones = "; ".join(f"{z} " + ", ".join(f"{k} {n}" for k, n in tiers.items() if n) for z, tiers in c["nodesPerZone"].items())
+            lines.append(f"Nodes per zone {c['class']}/{c['gpuModel']} ({c['instanceType']}): {zones}.")
     w = p.get("writtenStack")
     if w:
         lines.append(
@@ -279,7 +283,7 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         lines.append(
             "GPU substitution: "
             + ", ".join(f"{s['traceModel']} -> {s['catalogGpu']} (x{s['throughputFactor']:g}: {s['basis']})" for s in subs)
-            + " (counted GPU for GPU; --gpu-map changes it)."
+            + " (the substituted work scaled by the factor; --gpu-map changes the mapping)."
         )
     return lines
 
