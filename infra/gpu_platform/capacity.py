@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.pools import gpu_of, gpus_per_node, node_counts
+from gpu_platform.pricing import HOURS_PER_MONTH, load_commitments, node_hour_price
 from gpu_platform.spec.models import NodePool, PlatformSpec
 
-HOURS_PER_MONTH = 730
-# Spot is billed at a market price; for estimates we assume this fraction of On-Demand (AWS's
-# GPU Spot prices have mostly sat between 30 % and 50 % of On-Demand). An estimate, labelled so.
-SPOT_PRICE_FACTOR = 0.4
+# Spot is billed at a market price; the estimate (a share of On-Demand) lives with the other
+# instruments in data/commitments.yaml, so `capacity` and `capacity plan` price Spot alike.
+SPOT_PRICE_FACTOR = 1 - load_commitments().spot_discount
 FLOOR_TIERS = ("reserved", "capacity-block", "on-demand")
 BILLED_WHEN_IDLE = ("reserved", "capacity-block")
 
@@ -34,6 +34,7 @@ class PoolCapacity:
     max_gpus: int
     quota_gpus: int
     hourly_cost: float | None
+    """Per hour at desired size; reserved pools at max (billed used or not); a Capacity Block at its rate while its dates run."""
 
     @property
     def quota_coverage(self) -> float:
@@ -56,31 +57,30 @@ class ClassCapacity:
         return self.spot_max_gpus / self.max_gpus if self.max_gpus else 0.0
 
 
-def hourly_price(pool: NodePool, catalog: Catalog) -> float | None:
-    """Estimated price per node-hour: On-Demand list price (also what ODCRs bill), Spot at SPOT_PRICE_FACTOR.
+def hourly_price(pool: NodePool, catalog: Catalog, file: str = "", where: str = "") -> float | None:
+    """Price per node-hour from the shared pricing model (gpu_platform.pricing).
 
-    On-prem pools are owned hardware and have no hourly price here.
+    On-Demand and ODCR at list, Spot at its estimate, a Capacity Block at its rate.
+
+    On-prem pools are owned hardware and have no hourly price here; a catalog type without a price is a ConfigError.
     """
     if not pool.instance_types:
         return None
     # Spot and mixed pools run the cheapest type that fits; estimate with the first (smallest) type.
-    price = catalog.instance(pool.instance_types[0]).price_per_hour
-    if price is None:
-        return None
-    return price * SPOT_PRICE_FACTOR if pool.capacity == "spot" else price
+    return node_hour_price(catalog.instance(pool.instance_types[0]), pool.capacity, file, where)
 
 
-def pool_capacity_report(spec: PlatformSpec, catalog: Catalog) -> list[PoolCapacity]:
-    """Per-pool GPUs, tenant quota and cost, in stack order."""
+def pool_capacity_report(spec: PlatformSpec, catalog: Catalog, file: str = "") -> list[PoolCapacity]:
+    """Per-pool GPUs, tenant quota and cost, in stack order; `file` names the stack in errors."""
     quota: dict[str, int] = {}
     for tenant in spec.tenants:
         for q in tenant.quotas:
             quota[q.pool] = quota.get(q.pool, 0) + q.gpus
     out = []
-    for pool in spec.node_pools:
+    for i, pool in enumerate(spec.node_pools):
         lo, want, hi = node_counts(pool)
         per = gpus_per_node(pool, catalog)
-        price = hourly_price(pool, catalog)
+        price = hourly_price(pool, catalog, file or f"stacks/Pulumi.{spec.stack}.yaml", f"gpu-platform:nodePools[{i}].instanceTypes")
         out.append(
             PoolCapacity(
                 pool=pool.name,
@@ -116,5 +116,10 @@ def class_capacity_report(pools: list[PoolCapacity]) -> list[ClassCapacity]:
 
 
 def monthly_cost(pools: list[PoolCapacity]) -> float:
-    """Estimated monthly cost at desired size of the pools that have a price."""
-    return sum(p.hourly_cost or 0.0 for p in pools) * HOURS_PER_MONTH
+    """Estimated monthly cost at desired size of the priced pools; Capacity Blocks are paid for their dates, not by the month."""
+    return sum(p.hourly_cost or 0.0 for p in pools if p.tier != "capacity-block") * HOURS_PER_MONTH
+
+
+def block_hourly_cost(pools: list[PoolCapacity]) -> float:
+    """Capacity Blocks' cost per hour of their dates (paid up front for the block, outside the monthly figure)."""
+    return sum(p.hourly_cost or 0.0 for p in pools if p.tier == "capacity-block")

@@ -77,12 +77,28 @@ class Pricing:
 
 
 @dataclass(frozen=True)
+class Throughput:
+    """Relative GPU throughput for substitutions: one metric per model, with where and when it was taken."""
+
+    metric: str
+    as_of: str
+    source: str
+    tflops: dict[str, float]
+
+    def factor(self, model: str, stand_in: str) -> float | None:
+        """Stand-in GPUs per GPU of `model` (its throughput over the stand-in's); None without data for both."""
+        a, b = self.tflops.get(model), self.tflops.get(stand_in)
+        return a / b if a and b else None
+
+
+@dataclass(frozen=True)
 class Catalog:
     """The whole catalog, loaded once from `data/catalog.yaml`."""
 
     gpus: dict[str, GpuModel]
     instance_types: dict[str, InstanceType]
     pricing: Pricing
+    throughput: Throughput | None = None
 
     def instance(self, name: str) -> InstanceType:
         """Look up an instance type; KeyError when unknown (callers validate first)."""
@@ -121,7 +137,13 @@ def parse_catalog(raw: dict) -> Catalog:
         )
         for name, t in raw["instance_types"].items()
     }
-    return Catalog(gpus=gpus, instance_types=types, pricing=Pricing(**raw["pricing"]))
+    tp = raw.get("throughput")
+    throughput = (
+        Throughput(metric=tp["metric"], as_of=str(tp["as_of"]), source=tp["source"], tflops={k: float(v) for k, v in tp["tflops"].items()})
+        if tp
+        else None
+    )
+    return Catalog(gpus=gpus, instance_types=types, pricing=Pricing(**raw["pricing"]), throughput=throughput)
 
 
 @cache

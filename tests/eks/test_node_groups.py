@@ -145,11 +145,12 @@ def test_capacity_report_bills_reserved_and_block_pools_whole() -> None:
     """EC2 user guide, "Capacity Reservation pricing and billing" / "Capacity Blocks pricing": every reserved
     instance is billed whether or not it runs, so a block at desired 0 still costs its full size."""
     from gpu_platform.capacity import pool_capacity_report
+    from gpu_platform.pricing import load_commitments
 
     catalog = load_catalog()
     report = {p.pool: p for p in pool_capacity_report(spec_for("prod"), catalog)}
     block = report["train-h100-block"]
     assert (block.tier, block.desired_gpus, block.max_gpus) == ("capacity-block", 0, 16)
-    price = catalog.instance("p5.48xlarge").price_per_hour
-    assert price is not None and block.hourly_cost == pytest.approx(price * 2)
+    # a block bills its own Capacity Block rate for its dates (gpu_platform.pricing), not the On-Demand list price
+    assert block.hourly_cost == pytest.approx(load_commitments().capacity_blocks["p5.48xlarge"].price * 2)
     assert report["infer-l4-ondemand"].hourly_cost == pytest.approx(catalog.instance("g6.2xlarge").price_per_hour * 2)  # type: ignore[operator]

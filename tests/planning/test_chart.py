@@ -21,21 +21,48 @@ DEMAND = {"demand": [{"team": "a", "class": "batch", "gpuModel": "L4", "p50": 50
 
 
 def test_svg_stacks_the_tiers_to_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Batch P50 50, P95 100: GPU k is busy 1 - 0.5 (k - 0.5) / 50 of the time, so break-even at 35 % off reserves 35;
+    Spot takes 30 (the cap), on-demand the 35 between; the reserve line sits on top of the reserved band."""
     chart = tmp_path / "plan.svg"
     code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(write_demand(tmp_path, DEMAND)), "--chart", str(chart))
     assert code == 0, err
     root = ET.fromstring(chart.read_text())
     bands = {r.get("class"): float(r.get("height", 0)) for r in root.iter(f"{SVG}rect") if r.get("class")}
-    # batch P95 100: 70 reserved, 30 Spot, stacked bottom-up at the same scale
-    assert bands["reserved"] / bands["spot"] == pytest.approx(70 / 30, rel=1e-3)
-    assert "onDemand" not in bands or bands["onDemand"] == 0
+    assert bands["reserved"] / bands["spot"] == pytest.approx(35 / 30, rel=1e-3)
+    assert bands["onDemand"] / bands["spot"] == pytest.approx(35 / 30, rel=1e-3)
     lines = {p.get("class"): p for p in root.iter(f"{SVG}polyline")}
     assert lines["p95"].get("stroke-dasharray")
     reserved = next(r for r in root.iter(f"{SVG}rect") if r.get("class") == "reserved")
     spot = next(r for r in root.iter(f"{SVG}rect") if r.get("class") == "spot")
     p95_y = float(lines["p95"].get("points", "").split()[0].split(",")[1])
-    assert p95_y == pytest.approx(float(spot.get("y", 0)), abs=0.1)  # 70 + 30 = P95: the stack tops out at the P95 line
-    assert float(spot.get("y", 0)) + float(spot.get("height", 0)) == pytest.approx(float(reserved.get("y", 0)), abs=0.1)
+    assert p95_y == pytest.approx(float(spot.get("y", 0)), abs=0.1)  # 35 + 35 + 30 = P95: the stack tops out at the P95 line
+    reserve_y = float(lines["reserve"].get("points", "").split()[0].split(",")[1])
+    assert reserve_y == pytest.approx(float(reserved.get("y", 0)), abs=0.1)
+    label = next(t.text or "" for t in root.iter(f"{SVG}text") if (t.text or "").startswith("reserve 35"))
+    assert "busy" in label and "above it" in label
+
+
+def test_svg_shades_the_use_above_the_reserve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A history: 1 GPU all the time, 3 GPUs for the last fifth. Break-even reserves 1 (GPUs 2-3 are busy 20 %);
+    the use above it is shaded only over the last fifth of the time axis, up to 3 GPUs."""
+    trace = tmp_path / "pods.csv"
+    rows = [
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time",
+        "a,1000,1024,1,1000,,LS,Running,0,1000,0",
+        "b,1000,1024,1,1000,,LS,Running,800,1000,800",
+        "c,1000,1024,1,1000,,LS,Running,800,1000,800",
+    ]
+    trace.write_text("\n".join(rows) + "\n")
+    chart = tmp_path / "plan.svg"
+    code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(trace), "--chart", str(chart))
+    assert code == 0, err
+    root = ET.fromstring(chart.read_text())
+    above = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "above"]
+    inner = WIDTH - LEFT - 20
+    xs = sorted(float(r.get("x", 0)) - LEFT for r in above)
+    assert xs[0] == pytest.approx(0.8 * inner, abs=1.0) and xs[-1] == pytest.approx(inner - 1, abs=1.0)
+    reserve_y = float(next(p for p in root.iter(f"{SVG}polyline") if p.get("class") == "reserve").get("points", "").split()[0].split(",")[1])
+    assert all(float(r.get("y", 0)) + float(r.get("height", 0)) == pytest.approx(reserve_y, abs=0.1) for r in above)
 
 
 def read_png(data: bytes) -> tuple[int, int, bytes]:
@@ -81,6 +108,6 @@ def test_png_shows_the_bands(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     top = TOP + 30
     ymax = 100 * 1.1  # the panel's scale: the larger of P95, peak and the tiers, plus 10 %
     x = LEFT + 200
-    assert pixel(x, round(top + PANEL - 35 / ymax * PANEL)) == blended("reserved")  # 35 GPUs: inside the reserved band
-    assert pixel(x, round(top + PANEL - 85 / ymax * PANEL)) == blended("spot")  # 85 GPUs: inside the Spot band
+    assert pixel(x, round(top + PANEL - 20 / ymax * PANEL)) == blended("reserved")  # 20 GPUs: inside the reserved band (0-35)
+    assert pixel(x, round(top + PANEL - 85 / ymax * PANEL)) == blended("spot")  # 85 GPUs: inside the Spot band (70-100)
     assert pixel(x, round(top + PANEL - 105 / ymax * PANEL)) == (255, 255, 255)  # above every tier

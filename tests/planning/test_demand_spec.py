@@ -59,5 +59,5 @@ def test_make_demo_capacity_plan_runs(tmp_path: Path, capsys: pytest.CaptureFixt
     argv = [str(ROOT / a) if a.startswith("examples/") else a for a in argv]
     code, out, err = run_cli(capsys, *argv)
     assert code == 0, err
-    assert "inference" in out and "Monthly cost" in out
+    assert "inference" in out and "Expected monthly bill" in out
     assert (tmp_path / "plan.svg").read_text().startswith("<svg")

@@ -2,6 +2,9 @@
 
 Worked figures (issue 11): P95 1,000 GPUs with 700 reserved is 70 % coverage; 300 on Spot is 30 %
 exposure; 7 on-demand + 3 Spot GPUs at a 50 % Spot discount cost 15 % less than 10 on-demand.
+Reserved is sized by break-even (issue 19): declared quantiles draw the quantile function linearly
+through (0, 0), (0.5, P50), (0.95, P95), so with P50 = P95 = D the k-th GPU is busy 1 - 0.5 k / D of
+the time and a 35 %-off commitment (break-even 65 %) reserves the first 0.7 D GPUs.
 MIG layouts are the catalog's (NVIDIA mig-parted config-default.yaml per PCI device id).
 """
 
@@ -13,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.capacity import HOURS_PER_MONTH
 from gpu_platform.catalog import load_catalog
+from gpu_platform.pricing import HOURS_PER_MONTH
 from tests.conftest import stack_path
-from tests.planning.helpers import plan_json, row, write_demand
+from tests.planning.helpers import plan_json, row, run_cli, write_demand
 
 L4_HOUR = load_catalog().instance("g6.xlarge").price_per_hour  # the cheapest L4 GPU-hour: one GPU per node
 
@@ -27,13 +30,17 @@ def entry(**kw: Any) -> dict[str, Any]:
 
 
 def test_worked_coverage_and_spot_exposure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """P95 1,000 interruptible GPUs: 700 reserved (70 % coverage), 300 Spot (30 % exposure), nothing else needed."""
-    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p95=1000, interruptible=True)]})))
+    """P50 = P95 = 1,000 interruptible GPUs: GPU k is busy 1 - 0.5 (k - 0.5) / 1000 of the time, 65.03 % for the 700th,
+    64.98 % for the 701st, against the break-even of 35 % off (65 %):
+    700 reserved (70 % coverage), 300 Spot (30 % exposure), nothing else needed."""
+    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p50=1000, p95=1000, interruptible=True)]})))
     p = row(doc, "plan", "batch")
     assert (p["reserved"], p["onDemand"], p["spot"]) == (700, 0, 300)
     assert p["coverage"] == 0.7
     assert p["spotExposure"] == 0.3
     assert p["nodes"] == {"reserved": 700, "onDemand": 0, "spot": 300}  # g6.xlarge: one L4 per node
+    assert (p["instrument"], p["breakEvenUtilization"]) == ("savings-plan-1y", 0.65)
+    assert p["reservedUtilization"] == pytest.approx(1 - 0.5 * 350 / 1000, abs=1e-4)  # mean of 1 - 0.5 (k - 0.5) / 1000 over k <= 700
 
 
 def test_worked_saving_of_spot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -54,15 +61,16 @@ def test_reserved_price_uses_the_discount(tmp_path: Path, capsys: pytest.Capture
     doc = plan_json(
         capsys,
         "--demand",
-        str(write_demand(tmp_path, {"planning": {"coverageTarget": 1, "reservedDiscount": 0.4}, "demand": [entry(p95=10)]})),
+        str(write_demand(tmp_path, {"planning": {"reservedDiscount": 0.4}, "demand": [entry(p50=10, p95=10)]})),
     )
     p = row(doc, "plan", "batch")
-    assert (p["reserved"], p["onDemand"], p["spot"]) == (10, 0, 0)
-    assert p["monthlyCost"] == pytest.approx(10 * 0.6 * L4_HOUR * HOURS_PER_MONTH, abs=0.01)
+    assert (p["reserved"], p["onDemand"], p["spot"]) == (8, 2, 0)  # GPU k busy 1 - 0.05 (k - 0.5) >= 0.6 for k <= 8.5
+    assert p["breakEvenUtilization"] == 0.6
+    assert p["monthlyCost"] == pytest.approx((8 * 0.6 + 2) * L4_HOUR * HOURS_PER_MONTH, abs=0.01)
 
 
 def test_non_interruptible_work_never_goes_to_spot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p95=100, interruptible=False)]})))
+    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p50=100, p95=100, interruptible=False)]})))
     p = row(doc, "plan", "batch")
     assert p["spot"] == 0 and p["reserved"] == 70 and p["onDemand"] == 30
 
@@ -91,11 +99,11 @@ def test_safety_stock_by_sla(sla: str, extra: dict[str, Any], target: float, tmp
 
 def test_growth_over_the_lead_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """10 % a month over a 2-month lead time: sized for P95 x 1.21; coverage still reads against today's P95."""
-    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p95=100, growthPerMonth=0.1, leadTimeMonths=2)]})))
+    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p50=100, p95=100, growthPerMonth=0.1, leadTimeMonths=2)]})))
     p = row(doc, "plan", "batch")
     assert p["target"] == pytest.approx(121)
-    assert p["reserved"] == 84  # floor(0.7 x 121)
-    assert p["coverage"] == 0.84
+    assert p["reserved"] == 85  # GPU k (from k - 1 to k) busy 1 - 0.5 (k - 0.5) / 121 >= 0.65 for k <= 85.2
+    assert p["coverage"] == 0.85
 
 
 def test_mig_slices_pack_by_the_catalog_layouts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,9 +177,13 @@ def test_shortfall_against_a_pool_of_600(tmp_path: Path, capsys: pytest.CaptureF
     assert "3 months" in short["options"][2]["detail"]
 
 
-def test_unpriced_gpu_is_said_not_counted_as_free(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """H200 (p5e/p5en) has no on-demand list price in the catalog: its cost is null and the plan says so."""
-    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(**{"class": "training"}, gpuModel="H200-141GB", p95=16)]})))
-    p = row(doc, "plan", "training")
-    assert p["monthlyCost"] is None and p["reserved"] + p["onDemand"] == 16
-    assert any("H200-141GB has no on-demand list price" in n for n in doc["assumptions"]["notes"])
+def test_unpriced_gpu_is_an_error_not_free(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """H200 (p5e/p5en) has no On-Demand list price in the catalog: one line naming the type, exit 2, never $0."""
+    demand = write_demand(tmp_path, {"demand": [entry(**{"class": "training"}, gpuModel="H200-141GB", p95=16)]})
+    code, out, err = run_cli(capsys, "capacity", "plan", "--demand", str(demand))
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"{demand}: training.H200-141GB.instanceType: p5e.48xlarge (H200-141GB) has no On-Demand list price in the catalog "
+        "(AWS sells it as Capacity Blocks); allowed: a priced instance type (another GPU model via --gpu-map or gpuModel), "
+        "or add its price with date and source to data/catalog.yaml"
+    )

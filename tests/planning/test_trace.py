@@ -115,12 +115,76 @@ def test_gpu_spec_gives_one_entry_per_model_and_the_class_total(tmp_path: Path, 
     doc = plan_json(capsys, "--demand", str(trace))
     models = {r["gpuModel"] for r in doc["demand"]["classes"]}
     assert models == {"V100M16|V100M32", "T4", "unconstrained", "any"}
-    assert row(doc, "demand", "inference")["peak"] == 3  # 2 + 1 on [0, 50), 2 + 0.5 on [50, 100)
-    assert row(doc, "demand", "inference", "V100M16|V100M32")["p50"] == 2
+    # 2 V100s on the A10G standing for them: 2 x 15.7 / 31.2 TFLOPS (catalog throughput) = 1.006 A10Gs' worth
+    assert row(doc, "demand", "inference")["peak"] == pytest.approx(2.006)  # 1.006 + 1 on [0, 50), 1.006 + 0.5 on [50, 100)
+    assert row(doc, "demand", "inference", "V100M16|V100M32")["p50"] == pytest.approx(1.006)
     assert row(doc, "plan", "inference", "V100M16|V100M32")["catalogGpu"] == "A10G"
     assert row(doc, "plan", "inference", "T4")["catalogGpu"] == "T4"
+    assert doc["assumptions"]["gpuSubstitutions"] == [  # the mapping is stated, not silent
+        {
+            "traceModel": "T4",
+            "catalogGpu": "T4",
+            "throughputFactor": 1.0,
+            "basis": "peak FP32 TFLOPS (dense, non-tensor): 8.1 / 8.1 (catalog throughput, 2026-11-26)",
+        },
+        {
+            "traceModel": "V100M16",
+            "catalogGpu": "A10G",
+            "throughputFactor": 0.5032,
+            "basis": "peak FP32 TFLOPS (dense, non-tensor): 15.7 / 31.2 (catalog throughput, 2026-11-26)",
+        },
+    ]
     doc = plan_json(capsys, "--demand", str(trace), "--gpu-map", "V100M16=L4,inference=L40S")
     assert row(doc, "plan", "inference", "V100M16|V100M32")["catalogGpu"] == "L4"
     assert row(doc, "plan", "inference", "unconstrained")["catalogGpu"] == "L40S"
     code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(trace), "--gpu-map", "V100M16=A100-40G")
     assert code == 2 and "did you mean 'A100-40GB'" in err
+
+
+POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+
+
+def test_instance_types_hold_the_tasks_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Inference tasks asking 12 vCPU and 48 GiB per L4 do not fit a g6.xlarge (4 vCPU, 16 GiB): the plan takes the
+    cheapest GPU-hour among L4 types with at least that per GPU: g6.12xlarge (4 GPUs, 48 vCPU, 192 GiB: $1.15 a GPU-hour)
+    before g6.4xlarge (16 vCPU, 64 GiB: $1.32); batch with 8-GPU tasks takes 8-GPU nodes."""
+    trace = tmp_path / "pods.csv"
+    rows = [POD_HEADER]
+    rows += [f"i{i},12000,49152,1,1000,,LS,Running,0,1000,0" for i in range(4)]
+    rows += ["b0,96000,393216,8,1000,,Burstable,Running,0,1000,0"]
+    trace.write_text("\n".join(rows) + "\n")
+    doc = plan_json(capsys, "--demand", str(trace))
+    inference = row(doc, "plan", "inference")
+    assert inference["instanceType"] == "g6.12xlarge"
+    assert inference["taskShape"] == {"gpusPerTask": 1, "vcpuPerGpu": 12.0, "memoryGiBPerGpu": 48.0}
+    assert inference["fitsNode"] == 1.0
+    batch = row(doc, "plan", "batch")
+    assert batch["instanceType"] == "g6e.48xlarge" and batch["taskShape"]["gpusPerTask"] == 8
+
+
+def test_an_unmapped_trace_gpu_model_is_an_error_with_a_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """G2 is undisclosed: it used to become the class default silently; now one line names the flag that maps it."""
+    trace = tmp_path / "pods.csv"
+    trace.write_text(f"{POD_HEADER}\na,1000,1024,1,1000,G2,LS,Running,0,100,0\n")
+    code, out, err = run_cli(capsys, "capacity", "plan", "--demand", str(trace))
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith(
+        f"{trace}: gpu_spec: trace GPU model 'G2' (1 inference tasks) has no catalog GPU to stand for it; allowed: map it with --gpu-map G2="
+    )
+    doc = plan_json(capsys, "--demand", str(trace), "--gpu-map", "G2=T4")
+    assert row(doc, "plan", "inference", "G2")["catalogGpu"] == "T4"
+    # G2 has no throughput figure: counted GPU for GPU, and the plan says it assumed so
+    (sub,) = doc["assumptions"]["gpuSubstitutions"]
+    assert sub["throughputFactor"] == 1.0 and sub["basis"].startswith("assumed 1: no throughput data for G2")
+
+
+def test_substituted_gpu_work_scales_by_the_catalog_throughput_ratio(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """P100 work on the T4 standing for it: 9.3 / 8.1 = 1.148 T4s per P100 (catalog.yaml throughput, FP32 peak)."""
+    trace = tmp_path / "pods.csv"
+    trace.write_text(f"{POD_HEADER}\n" + "".join(f"p{i},1000,1024,1,1000,P100,LS,Running,0,100,0\n" for i in range(10)))
+    doc = plan_json(capsys, "--demand", str(trace))
+    # 10 P100s busy all the time: 10 x 1.148 = 11.48 T4s' worth
+    assert row(doc, "demand", "inference", "P100")["p95"] == pytest.approx(11.48, abs=0.01)
+    (sub,) = doc["assumptions"]["gpuSubstitutions"]
+    assert (sub["traceModel"], sub["catalogGpu"], sub["throughputFactor"]) == ("P100", "T4", pytest.approx(1.1481, abs=1e-4))

@@ -17,7 +17,7 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.commands.check import check_stack
 from gpu_platform.engine import run_program
 from gpu_platform.k8s.demand import DEMAND_CONFIGMAP
-from tests.conftest import ROOT
+from tests.conftest import ROOT, stack_path
 from tests.planning.helpers import TRACE_FILES, plan_json, require_trace, row, run_cli
 
 TEAMS = ROOT / "examples" / "demand" / "teams.yaml"
@@ -25,6 +25,7 @@ TEAMS = ROOT / "examples" / "demand" / "teams.yaml"
 
 def written(capsys: pytest.CaptureFixture[str], tmp_path: Path, demand: Path, stack: str) -> tuple[dict[str, Any], Path, dict[str, Any]]:
     out = tmp_path / f"Pulumi.planned-{stack}.yaml"
+    out.unlink(missing_ok=True)
     doc = plan_json(capsys, "--demand", str(demand), "--stack", stack, "--write-stack", str(out))
     return doc, out, yaml.safe_load(out.read_text())["config"]
 
@@ -38,15 +39,17 @@ def test_stack_from_declared_demand_passes_check(stack: str, tmp_path: Path, cap
     doc, out, cfg = written(capsys, tmp_path, TEAMS, stack)
     _, violations = check_stack(out, out.stem.removeprefix("Pulumi."), root=ROOT)
     assert [v for v in violations if v.level == "mandatory"] == []
-    assert not [v for v in violations if v.policy in ("demand-coverage", "demand-spot-exposure", "spot-fallback-for-non-interruptible")]
+    assert not [v for v in violations if v.policy in ("demand-coverage", "spot-fallback-for-non-interruptible")]
+    w = doc["plan"]["writtenStack"]
     pools = {p["name"]: p for p in cfg["gpu-platform:nodePools"]}
+    planned = {n: pools[n] for n in w["updated"] + w["added"]}
     for cls in ("training", "inference", "batch"):
         plan = row(doc, "plan", cls)
-        mine = [p for p in pools.values() if p["workloadClass"] == cls]
+        mine = [p for p in planned.values() if p["workloadClass"] == cls]
         assert sum(pool_gpus(p) for p in mine if p["capacity"] == "spot") == plan["spot"]
         floor = sum(p["scaling"]["min"] * load_catalog().instance(p["instanceTypes"][0]).gpus for p in mine if p["capacity"] != "spot")
         assert floor >= plan["reserved"]
-    for pool in pools.values():  # every pool's GPUs are promised exactly once
+    for pool in planned.values():  # every planned pool's GPUs are promised exactly once
         quota = sum(q["gpus"] for t in cfg["gpu-platform:tenants"] for q in t["quotas"] if q["pool"] == pool["name"])
         assert quota == pool_gpus(pool), pool["name"]
     assert {d["workloadClass"] for d in cfg["gpu-platform:demand"]} == {"training", "inference", "batch"}
@@ -57,22 +60,24 @@ def test_teams_become_tenants_and_mig_demand_a_mig_pool(tmp_path: Path, capsys: 
     tenants = {t["name"]: t for t in cfg["gpu-platform:tenants"]}
     assert set(tenants) == {"llm-training", "foundation-research", "serving", "search-ranking", "data-platform"}
     assert tenants["serving"]["groups"] == ["serving-oncall"]  # kept from the base stack's tenant of that name
-    mig = [p for p in cfg["gpu-platform:nodePools"] if p.get("sharing", {}).get("mode") == "mig"]
-    assert mig and all(p["sharing"]["migConfig"] == "all-3g.40gb" and p["instanceTypes"] == ["p4de.24xlarge"] for p in mig)
+    mig = [p for p in cfg["gpu-platform:nodePools"] if p.get("sharing", {}).get("mode") == "mig" and p["instanceTypes"] == ["p4de.24xlarge"]]
+    assert mig and all(p["sharing"]["migConfig"] == "all-3g.40gb" for p in mig)
     shared = [p for p in cfg["gpu-platform:nodePools"] if p.get("sharing", {}).get("mode") == "time-slicing"]
     assert shared and all(p["sharing"]["replicas"] == 4 for p in shared)
 
 
-def test_reserved_tier_reuses_the_base_reservation_up_to_its_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """prod reserves 4 p5.48xlarge (cr-0a1b2c3d4e5f60718); the plan wants 5 reserved nodes: 4 reuse it, 1 is a baseline pool."""
+def test_reserved_tier_keeps_the_base_reservation_as_given_supply(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """prod reserves 4 p5.48xlarge (cr-0a1b2c3d4e5f60718): given supply, billed at list. teams.yaml states a 70 % floor,
+    floor(0.7 x 56 x 1.03^3 / 8) = 5 nodes: the reservation's 4 stay, 1 more is a `-baseline` pool to commit."""
     doc, _, cfg = written(capsys, tmp_path, TEAMS, "prod")
-    assert row(doc, "plan", "training", "H100-80GB")["nodes"]["reserved"] == 5
+    p = row(doc, "plan", "training", "H100-80GB")
+    assert p["nodes"]["reserved"] == 5 and p["existingReserved"] == 32
+    assert p["instrument"] == "odcr (existing, 4 nodes) + savings-plan-1y"
     pools = {p["name"]: p for p in cfg["gpu-platform:nodePools"]}
-    reserved = pools["train-h100-80gb-reserved"]
-    # The whole reservation is reused, with the cluster placement group it was made in (EFA pools).
+    reserved = pools["train-h100-reserved"]  # the base pool itself, under its own name
     assert reserved["reservation"] == {"id": "cr-0a1b2c3d4e5f60718", "placementGroup": "gpu-prod-h100-cpg"}
     assert reserved["scaling"] == {"min": 4, "desired": 4, "max": 4}
-    assert reserved["efa"] is True and reserved["availabilityZones"] == ["us-east-1a"]
+    assert reserved["efa"] is True and reserved["availabilityZones"] == ["us-east-1a"] and reserved["rootVolumeGiB"] == 1000
     assert pools["train-h100-80gb-baseline"]["scaling"] == {"min": 1, "desired": 1, "max": 1}
 
 
@@ -126,3 +131,71 @@ def test_check_sees_the_written_demand(tmp_path: Path, capsys: pytest.CaptureFix
     assert ("spot-fallback-for-non-interruptible", "mandatory") in fired
     code, _, _ = run_cli(capsys, "check", "--config", str(grown))
     assert code == 1
+
+
+def test_prod_round_trips_with_nothing_lost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Merging a plan into prod keeps every pool (the Capacity Block, the H100 MIG pool), every key of a resized pool
+    (`efa`, `rootVolumeGiB`, zones, reservations), every tenant key (borrowing and lending limits, fair-share weight,
+    resources), every comment line and every non-planning section byte for byte."""
+    base_text = stack_path("prod").read_text()
+    base = yaml.safe_load(base_text)["config"]
+    doc, out, cfg = written(capsys, tmp_path, TEAMS, "prod")
+    text = out.read_text()
+    for line in base_text.splitlines():
+        if line.strip().startswith("#"):
+            assert line in text, f"comment lost: {line}"
+    for key, value in base.items():
+        if key not in ("gpu-platform:nodePools", "gpu-platform:tenants"):
+            assert cfg[key] == value, key
+    w = doc["plan"]["writtenStack"]
+    pools = {p["name"]: p for p in cfg["gpu-platform:nodePools"]}
+    for old in base["gpu-platform:nodePools"]:
+        new = pools[old["name"]]
+        if old["name"] in w["kept"]:
+            assert new == old, old["name"]
+        else:
+            assert set(old) <= set(new), old["name"]
+            assert {k: v for k, v in new.items() if k not in ("scaling", "sharing")} == {
+                k: v for k, v in old.items() if k not in ("scaling", "sharing")
+            }
+    assert {"train-h100-block", "infer-h100-mig"} <= set(w["kept"])
+    tenants = {t["name"]: t for t in cfg["gpu-platform:tenants"]}
+    for old in base["gpu-platform:tenants"]:
+        new = tenants[old["name"]]
+        assert {k: v for k, v in new.items() if k != "quotas"} == {k: v for k, v in old.items() if k != "quotas"}
+        for q in old["quotas"]:
+            if q["pool"] in w["kept"]:
+                assert q in new["quotas"], (old["name"], q)
+    quota = {(t, q["pool"]): q for t, tt in tenants.items() for q in tt["quotas"]}
+    assert quota[("llm-training", "train-h100-reserved")]["lendingLimit"] == 8  # kept: 8 <= the new quota
+    assert quota[("foundation-research", "train-h100-reserved")]["borrowingLimit"] == 8
+    assert quota[("llm-training", "train-h100-block")] == {"pool": "train-h100-block", "gpus": 16}
+
+
+def test_spot_quota_only_for_interruptible_teams(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """In teams.yaml `serving` is not interruptible and `search-ranking` is (half its work): prod gave serving 16 GPUs of
+    the L4 Spot pool; the merged stack gives that pool's quota to search-ranking alone."""
+    _, _, cfg = written(capsys, tmp_path, TEAMS, "prod")
+    spot = {p["name"] for p in cfg["gpu-platform:nodePools"] if p["capacity"] == "spot"}
+    holders = {t["name"] for t in cfg["gpu-platform:tenants"] for q in t["quotas"] if q["pool"] == "infer-l4-spot"}
+    assert holders == {"search-ranking"}
+    for t in cfg["gpu-platform:tenants"]:
+        if t["name"] in ("llm-training", "serving"):  # declared interruptible: false
+            assert not [q for q in t["quotas"] if q["pool"] in spot], t["name"]
+
+
+def test_never_overwrites_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An existing file, and above all the base stack itself, is not overwritten: one line, exit 2; --force replaces."""
+    out = tmp_path / "Pulumi.next.yaml"
+    out.write_text("# mine\n")
+    code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(TEAMS), "--stack", "prod", "--write-stack", str(out))
+    assert code == 2 and err.strip() == f"{out}: --write-stack: exists; not overwritten; allowed: a new file, or --force to replace it"
+    assert out.read_text() == "# mine\n"
+    base = tmp_path / "Pulumi.base.yaml"
+    base.write_text(stack_path("prod").read_text())
+    code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(TEAMS), "--config", str(base), "--write-stack", str(base))
+    assert code == 2 and "is the base stack it was planned from; not overwritten" in err
+    assert base.read_text() == stack_path("prod").read_text()
+    code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(TEAMS), "--stack", "prod", "--write-stack", str(out), "--force")
+    assert code == 0, err
+    assert out.read_text().startswith("# Written by `gpu-platform capacity plan")

@@ -12,11 +12,13 @@ from gpu_platform.capacity import (
     SPOT_PRICE_FACTOR,
     ClassCapacity,
     PoolCapacity,
+    block_hourly_cost,
     class_capacity_report,
     monthly_cost,
     pool_capacity_report,
 )
 from gpu_platform.catalog import load_catalog
+from gpu_platform.pricing import catalog_note
 from gpu_platform.spec.loader import load_stack_file
 
 
@@ -37,8 +39,12 @@ def render_table(stack: str, pools: list[PoolCapacity], classes: list[ClassCapac
     for c in classes:
         lines.append(f"{c.workload_class:<12} {c.max_gpus:>9} {c.floor_gpus:>6} {c.spot_max_gpus:>9} {c.spot_exposure:>14.0%}")
     cost = f"Estimated cost at desired size: {_money(monthly_cost(pools))} per month ({HOURS_PER_MONTH} h)"
-    fixed = "reserved and Capacity Block pools count at full size (billed used or not; a block only for its dates)"
-    lines += ["", cost, fixed, pricing_note]
+    fixed = "reserved (ODCR, billed at On-Demand list) pools count at full size, billed used or not"
+    lines += ["", cost, fixed]
+    block = block_hourly_cost(pools)
+    if block:
+        lines.append(f"Capacity Blocks: {_money(block)} per hour of their dates at full size, paid up front per block (not in the monthly figure)")
+    lines.append(pricing_note)
     return "\n".join(lines)
 
 
@@ -46,10 +52,10 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point of the subcommand."""
     spec = load_stack_file(path, stack)
     catalog = load_catalog()
-    pools = pool_capacity_report(spec, catalog)
+    pools = pool_capacity_report(spec, catalog, str(path))
     classes = class_capacity_report(pools)
     p = catalog.pricing
-    note = f"Prices: {p.source}, as of {p.as_of}; Spot estimated at {SPOT_PRICE_FACTOR:.0%} of On-Demand; on-prem pools unpriced."
+    note = catalog_note(catalog) + " On-prem pools are owned hardware: unpriced."
     if spec.region and spec.region != p.region:
         note += f"\nThis stack runs in {spec.region}; its prices may differ from these {p.region} list prices."
     if args.format == "json":
@@ -58,6 +64,7 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
             "pools": [{**asdict(x), "quota_coverage": round(x.quota_coverage, 4)} for x in pools],
             "classes": [{**asdict(c), "spot_exposure": round(c.spot_exposure, 4)} for c in classes],
             "monthly_cost": round(monthly_cost(pools), 2),
+            "capacity_block_hourly_cost": round(block_hourly_cost(pools), 2),
             "pricing": {"region": p.region, "as_of": p.as_of, "source": p.source, "spot_price_factor": SPOT_PRICE_FACTOR},
         }
         print(json.dumps(payload, indent=2))

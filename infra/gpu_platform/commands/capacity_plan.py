@@ -10,13 +10,19 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.planning.chart import write_chart
 from gpu_platform.planning.demand import WORKLOAD_CLASSES
-from gpu_platform.planning.inputs import load_demand
+from gpu_platform.planning.inputs import load_demand, read_text
 from gpu_platform.planning.planner import plan
 from gpu_platform.planning.report import render_markdown, render_table, to_json
 from gpu_platform.planning.shortfall import shortfall
-from gpu_platform.planning.stackfile import stack_text, write_text
+from gpu_platform.planning.stackmerge import merged_stack, write_new
 from gpu_platform.planning.trace import DEFAULT_GPU_MAP, QOS
+from gpu_platform.planning.windows import history_notes, sensitivity, windowed
+from gpu_platform.planning.zones import zoned
+from gpu_platform.pools import node_counts
+from gpu_platform.pricing import load_commitments
 from gpu_platform.spec.loader import load_stack
+from gpu_platform.spec.models import PlatformSpec
+from gpu_platform_policies.model import default_production  # the gate's own reading of "production"
 
 FORMATS = ("table", "json", "markdown")
 
@@ -26,7 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demand", type=Path, required=True, help="demand YAML, Alibaba trace pod list CSV, or Prometheus query_range JSON")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--chart", type=Path, help="write demand over time and the tiers to FILE.svg or FILE.png")
-    p.add_argument("--write-stack", type=Path, help="write a stack file (based on --stack, default dev) whose pools and quotas carry the plan")
+    p.add_argument(
+        "--write-stack", type=Path, help="write a new stack file: the base stack (--stack, default dev) with the plan's pools and quotas merged in"
+    )
+    p.add_argument("--force", action="store_true", help="let --write-stack replace an existing file")
+    p.add_argument("--window-days", type=float, help="plan a history on its last N days (the sensitivity table shows full, 90 and 28 days)")
     p.add_argument("--qos-class", default="", help="trace QoS -> workload class overrides, e.g. Burstable=training,BE=batch")
     p.add_argument(
         "--gpu-map",
@@ -53,6 +63,16 @@ def _pairs(text: str, flag: str, keys: tuple[str, ...] | None, values: tuple[str
     return out
 
 
+def existing_reservations(spec: PlatformSpec) -> dict[tuple[str, str], int]:
+    """(workload class, instance type) -> nodes the stack already reserves (ODCR pools at max size): supply the plan is given."""
+    out: dict[tuple[str, str], int] = {}
+    for pool in spec.node_pools:
+        if pool.capacity == "reserved" and pool.reservation is not None and len(pool.instance_types) == 1:
+            key = (pool.workload_class, pool.instance_types[0])
+            out[key] = out.get(key, 0) + node_counts(pool)[2]
+    return out
+
+
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point: read demand, plan, compare with the stack (when given), print, chart, write a stack."""
     catalog = load_catalog()
@@ -68,18 +88,37 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     demand = load_demand(
         args.demand, catalog, spec if given else None, str(path), qos_class=qos, gpu_map={**DEFAULT_GPU_MAP, **by_model}, class_gpu=by_class
     )
-    result = plan(demand, catalog)
+    if args.window_days is not None:
+        if not args.window_days > 0 or demand.window is None:
+            what = "needs a history (a trace or an export)" if demand.window is None else f"{args.window_days:g} is not a positive number of days"
+            raise ConfigError([Problem("--window-days", str(args.window_days), what, "allowed: days > 0, with a trace CSV or a Prometheus export")])
+        demand = windowed(demand, args.window_days)
+    production = False
+    if spec is not None:
+        production = spec.policy.production if spec.policy.production is not None else default_production(spec.environment)
+    existing = existing_reservations(spec) if given and spec is not None else None
+    result = plan(demand, catalog, production, existing)
     if given and spec is not None:
-        result = shortfall(result, spec, catalog)
+        result = zoned(shortfall(result, spec, catalog), spec, catalog)
     doc = to_json(result, catalog)
+    notes, history = history_notes(demand, load_commitments().instrument(demand.options.instrument).term_months)
+    doc["demand"]["history"] = history
+    doc["assumptions"]["notes"] += notes
+    doc["sensitivity"] = sensitivity(demand, catalog, production, existing)
     planned = None
     if args.write_stack is not None:  # validated before any file is written: nothing half-applied
         assert config is not None and spec is not None
-        planned = stack_text(result, config, spec, catalog, args.write_stack, base_file=str(path))
+        planned, merge = merged_stack(result, read_text(path), spec, catalog, args.write_stack, base_file=str(path))
+        doc["plan"]["writtenStack"] = {
+            "file": str(args.write_stack),
+            "updated": list(merge.updated),
+            "added": list(merge.added),
+            "kept": list(merge.kept),
+        }
     if args.chart is not None:
         write_chart(result, args.chart)
     if planned is not None:
-        write_text(args.write_stack, planned)
+        write_new(args.write_stack, planned, args.force, (path, args.demand))
     if args.format == "json":
         print(json.dumps(doc, indent=2))
     elif args.format == "markdown":

@@ -1,4 +1,4 @@
-"""`--chart FILE.svg|png`: demand over time per class, with the planned tiers stacked under it and the P95 line.
+"""`--chart FILE.svg|png`: demand over time per class, the planned tiers stacked under it, the reserve line, the use above it and the P95 line.
 
 One scene (rectangles, lines, text) is built as plain data and drawn twice: as SVG text, and as a PNG
 rasterised here (zlib + a 3x5 pixel font), so the chart needs no plotting library.
@@ -23,6 +23,8 @@ COLORS = {
     "spot": (245, 124, 0),
     "demand": (33, 33, 33),
     "p95": (198, 40, 40),
+    "reserve": (27, 94, 32),
+    "above": (123, 31, 162),
     "axis": (120, 120, 120),
 }
 TIERS = (("reserved", "reserved"), ("onDemand", "on-demand"), ("spot", "Spot"))
@@ -101,11 +103,17 @@ def panel(demand: DemandGroup, plan: GroupPlan, top: float) -> list[Shape]:
         if n:
             shapes.append(Rect(LEFT, y(base + n), inner, y(base) - y(base + n), key))
         base += n
+    reserve = plan.reserved
     if env is not None:
+        # the use above the reserve, column by column: what on-demand and Spot are billed for
+        shapes += [Rect(LEFT + i, y(v), 1, y(reserve) - y(v), "above") for i, v in enumerate(env) if v > reserve]
         pts = [(LEFT + i + 0.5, y(v)) for i, v in enumerate(env)]
         shapes.append(Line(tuple(pts), "demand"))
     else:
         shapes.append(Line(((LEFT, y(demand.p50)), (LEFT + inner, y(demand.p50))), "demand"))
+    shapes.append(Line(((LEFT, y(reserve)), (LEFT + inner, y(reserve))), "reserve", 2.0))
+    used = "" if plan.reserved_utilization is None else f", busy {plan.reserved_utilization:.0%}"
+    shapes.append(Text(LEFT + 6, y(reserve) - 4, f"reserve {reserve}{used}; above it {plan.mean_above_reserve:.1f} GPUs on average", "reserve"))
     shapes.append(Line(((LEFT, y(demand.p95)), (LEFT + inner, y(demand.p95))), "p95", 1.5, True))
     shapes.append(Text(LEFT + inner - 90, y(demand.p95) - 4, f"P95 {demand.p95:g}", "p95"))
     shapes.append(Line(((LEFT, top), (LEFT, top + PANEL), (LEFT + inner, top + PANEL)), "axis", 1.0))
@@ -119,9 +127,9 @@ def scene(plan: Plan) -> tuple[list[Shape], int]:
     """Every shape of the chart and its height: one panel per class, legend on top."""
     shapes: list[Shape] = []
     x = LEFT
-    for key, name in (*TIERS, ("demand", "demand"), ("p95", "P95")):
+    for key, name in (*TIERS, ("reserve", "reserve"), ("above", "use above"), ("demand", "demand"), ("p95", "P95")):
         shapes += [Rect(x, 10, 12, 12, key, legend=True), Text(x + 16, 21, name)]
-        x += 110
+        x += 105
     top = TOP + 30
     for d, p in zip(plan.demand.totals, plan.totals, strict=True):
         shapes += panel(d, p, top)

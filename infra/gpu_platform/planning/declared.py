@@ -7,6 +7,7 @@ GPU models and MIG profiles against the catalog, and p50 <= p95 <= p99 <= peak.
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from importlib import resources
 from itertools import pairwise
@@ -17,13 +18,28 @@ from jsonschema.exceptions import ValidationError
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
-from gpu_platform.planning.demand import ANY, DEFAULT_GPU, DEFAULT_SLA, SLAS, WORKLOAD_CLASSES, Demand, DemandGroup, Options, Sla
+from gpu_platform.planning.demand import (
+    ANY,
+    DEFAULT_GPU,
+    DEFAULT_SLA,
+    MAX_HORIZON_GROWTH,
+    SLAS,
+    WORKLOAD_CLASSES,
+    Demand,
+    DemandGroup,
+    Options,
+    Sla,
+)
+from gpu_platform.planning.queueing import Requests, gpus_for, servers_for
+from gpu_platform.pricing import load_commitments
 
 KEYS = {
     "coverageTarget": "coverage_target",
     "spotCap": "spot_cap",
     "reservedDiscount": "reserved_discount",
     "spotDiscount": "spot_discount",
+    "instrument": "instrument",
+    "spotFallbackShare": "spot_fallback_share",
     "safetyStock": "safety_stock",
     "peakBuffer": "peak_buffer",
     "queueDelayHours": "queue_delay_hours",
@@ -122,8 +138,32 @@ def _check_entry(e: dict[str, Any], at: str, file: str, catalog: Catalog) -> lis
             )
     elif unit == "shared" and "replicas" not in e:
         out.append(Problem(file, f"{at}.replicas", "required with unit: shared", "allowed: shares per physical GPU, 2..48"))
+    if "requests" in e and e.get("sla", DEFAULT_SLA.get(e["class"], "batch")) not in ("online", "inference"):
+        out.append(
+            Problem(
+                file,
+                f"{at}.requests",
+                f"request data given for {e['class']} demand with sla {e.get('sla', DEFAULT_SLA.get(e['class'], 'batch'))}",
+                "allowed: only with sla online or inference (queues of jobs are sized by their wait target)",
+            )
+        )
     if unit != "mig" and "migProfile" in e:
         out.append(Problem(file, f"{at}.migProfile", f"given with unit: {unit}", "allowed: only with unit: mig"))
+    for k in ("p50", "p95", "p99", "peak", "growthPerMonth", "leadTimeMonths", "interruptibleShare"):
+        if isinstance(e.get(k), float) and not math.isfinite(e[k]):
+            out.append(Problem(file, f"{at}.{k}", f"{e[k]} is not a finite number", "allowed: a finite number"))
+    if out:
+        return out
+    grow = (1 + e.get("growthPerMonth", 0.0)) ** e.get("leadTimeMonths", 0.0)
+    if grow > MAX_HORIZON_GROWTH:
+        out.append(
+            Problem(
+                file,
+                f"{at}.growthPerMonth",
+                f"{e['growthPerMonth']:g} a month over {e.get('leadTimeMonths', 0):g} months multiplies demand by {grow:.3g}",
+                f"allowed: at most x{MAX_HORIZON_GROWTH:g} to the horizon (a fraction: 0.05 is 5 % a month)",
+            )
+        )
     values = [(k, e[k]) for k in ("p50", "p95", "p99", "peak") if k in e]
     for (k1, v1), (k2, v2) in pairwise(values):
         if v1 > v2:
@@ -170,6 +210,8 @@ def declared_demand(doc: dict[str, Any], file: str, catalog: Catalog) -> Demand:
             value = planning[key]
             base = getattr(defaults, attr)
             kwargs[attr] = {**base, **value} if isinstance(base, dict) else value
+    if "instrument" in kwargs and "reserved_discount" not in kwargs:
+        kwargs["reserved_discount"] = load_commitments().instrument(kwargs["instrument"]).discount
     opts = Options(**kwargs)
 
     buckets: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -221,9 +263,24 @@ def _group(cls: str, model: str, members: list[dict[str, Any]], opts: Options, c
     """Sum the entries of one (class, model) in physical GPUs' worth."""
     sums = dict.fromkeys(("p50", "p95", "p99", "peak", "spot"), 0.0)
     teams: dict[str, float] = {}
+    spot_teams: set[str] = set()
     sharing = None
+    request_gpus: float | None = None
+    request_p95 = 0.0
+    bases: list[str] = []
     for e in members:
         share, sharing_e = _share(e, catalog)
+        if "requests" in e:
+            q = e["requests"]
+            grow = (1 + e.get("growthPerMonth", 0.0)) ** e.get("leadTimeMonths", 0.0)
+            r = Requests(q["arrivalRate"] * grow, q["serviceTime"], q["targetWait"], q.get("percentile", 0.95), q.get("concurrency", 1))
+            units = gpus_for(r)
+            request_gpus = (request_gpus or 0.0) + units * share
+            request_p95 += e["p95"] * share
+            bases.append(
+                f"{e['team']}: {r.arrival_rate:g} req/s x {r.service_time:g} s = {r.arrival_rate * r.service_time:.3g} erlangs, "
+                f"{servers_for(r)} slots for P(wait > {r.target_wait:g} s) <= {1 - r.percentile:.0%}, {r.concurrency} per unit: {units} units"
+            )
         sharing = sharing or sharing_e
         p99 = e.get("p99", e["p95"])
         values = {"p50": e["p50"], "p95": e["p95"], "p99": p99, "peak": e.get("peak", p99)}
@@ -231,6 +288,8 @@ def _group(cls: str, model: str, members: list[dict[str, Any]], opts: Options, c
             sums[k] += v * share
         part = e.get("interruptibleShare", 1.0 if e.get("interruptible") else 0.0)
         sums["spot"] += e["p95"] * share * part
+        if part > 0:
+            spot_teams.add(e["team"])
         teams[e["team"]] = teams.get(e["team"], 0.0) + e["p95"] * share
     gpu = model if model != ANY else opts.gpu_models.get(cls, DEFAULT_GPU[cls])
     return DemandGroup(
@@ -242,6 +301,7 @@ def _group(cls: str, model: str, members: list[dict[str, Any]], opts: Options, c
         peak=sums["peak"],
         interruptible=sums["spot"] > 0,
         interruptible_p95=sums["spot"],
+        interruptible_share=sums["spot"] / sums["p95"] if sums["p95"] > 0 else 0.0,
         sla=_strictest([e.get("sla", DEFAULT_SLA[cls]) for e in members]),
         growth_per_month=_weighted([(e.get("growthPerMonth", 0.0), e["p95"]) for e in members]),
         lead_time_months=max(e.get("leadTimeMonths", 0.0) for e in members),
@@ -249,6 +309,10 @@ def _group(cls: str, model: str, members: list[dict[str, Any]], opts: Options, c
         catalog_gpu=gpu,
         sharing=sharing,
         teams=teams,
+        interruptible_teams=tuple(sorted(spot_teams)),
+        request_gpus=request_gpus,
+        request_p95=request_p95,
+        request_basis="; ".join(bases),
     )
 
 

@@ -9,9 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpu_platform.planning.packing import Pod
+from gpu_platform.planning.replay import Job
 from gpu_platform.planning.series import StepSeries
+from gpu_platform.pricing import DEFAULT_INSTRUMENT, load_commitments
 
 ANY = "any"
+# Sanity bounds: a plan past these is an input mistake (a growth rate read as a percentage), not a purchase.
+MAX_HORIZON_GROWTH = 10.0
+MAX_GROUP_GPUS = 100_000
 Sla = Literal["online", "inference", "training", "batch"]
 SLAS: tuple[str, ...] = ("online", "inference", "training", "batch")
 WORKLOAD_CLASSES = ("training", "inference", "batch", "development")
@@ -25,14 +31,18 @@ DEFAULT_GPU: dict[str, str] = {"training": "H100-80GB", "inference": "L4", "batc
 class Options:
     """Planning knobs; every one can be set in a demand file's `planning:` section."""
 
-    coverage_target: float = 0.7
-    """Reserved GPUs as a share of P95 demand (the common target is 60-70 %)."""
+    coverage_target: float = 0.0
+    """A stated floor of reserved GPUs as a share of P95 for classes with an SLA, on top of break-even (0: break-even alone)."""
     spot_cap: float = 0.3
     """Most Spot GPUs as a share of a class's P95 demand (the common cap is 20-30 %)."""
-    reserved_discount: float = 0.35
-    """Reserved price below on-demand list price (Savings Plans / RIs for 1 year: roughly 30-40 %)."""
-    spot_discount: float = 0.6
+    instrument: str = DEFAULT_INSTRUMENT
+    """The commitment the reserved tier is bought as (data/commitments.yaml)."""
+    reserved_discount: float = field(default_factory=lambda: load_commitments().instrument(DEFAULT_INSTRUMENT).discount)
+    """The instrument's price below on-demand list price (its data value unless a demand file overrides it)."""
+    spot_discount: float = field(default_factory=lambda: load_commitments().spot_discount)
     """Spot price below on-demand list price (GPU Spot has mostly sat 50-70 % below)."""
+    spot_fallback_share: float = field(default_factory=lambda: load_commitments().spot_fallback_share)
+    """Share of Spot GPU-hours that run on on-demand after reclaims, in the expected bill."""
     safety_stock: dict[str, float] = field(default_factory=lambda: {"online": 0.10, "inference": 0.15})
     """Buffer over P95 by SLA class (online 5-15 %, inference 10-20 %); training and batch use a queueing target."""
     peak_buffer: float = 0.25
@@ -43,6 +53,15 @@ class Options:
     """SLA classes that get N+1: one spare node on demand."""
     gpu_models: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_GPU))
     """Catalog GPU for each class's demand that names no model."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one task asks of a node, at the 95th percentile of GPU-hours: whole GPUs, vCPU and memory per GPU's worth."""
+
+    gpus_per_task: int
+    vcpu_per_gpu: float
+    memory_gib_per_gpu: float
 
 
 @dataclass(frozen=True)
@@ -58,6 +77,8 @@ class DemandGroup:
     interruptible: bool
     interruptible_p95: float
     sla: Sla
+    interruptible_share: float = 0.0
+    """Interruptible demand's share of the group's GPU-hours (its mean over the total mean; declared: its share of P95)."""
     growth_per_month: float = 0.0
     lead_time_months: float = 0.0
     known_peak: bool = False
@@ -67,7 +88,25 @@ class DemandGroup:
     """(`mig`, mig config) or (`time-slicing`, replicas) when the demand is in slices or shares."""
     teams: dict[str, float] = field(default_factory=dict)
     """Team -> its P95 in GPUs' worth (declared inputs; tenant quotas are split by it)."""
+    interruptible_teams: tuple[str, ...] = ()
+    """Teams whose demand may run on Spot (declared inputs; only they get Spot quota)."""
     series: StepSeries | None = None
+    spot_series: StepSeries | None = None
+    """The interruptible part of `series` (histories), so a shorter window can be re-read exactly."""
+    jobs: tuple[Job, ...] = ()
+    """The trace's jobs (arrival, run time, GPUs), for sizing queues by replay."""
+    pods: tuple[Pod, ...] = ()
+    """The trace's tasks as they hold a node (GPUs, vCPU, memory over their lifetime), for packing into whole nodes."""
+    request_gpus: float | None = None
+    """GPUs' worth Erlang C gives the entries with request data, at the horizon (planning/queueing.py); None without."""
+    request_p95: float = 0.0
+    """Declared P95 of those entries (GPUs' worth): the part of the group the request model sizes instead."""
+    request_basis: str = ""
+    """How the request model reached `request_gpus` (per entry: load, servers, wait target)."""
+    shape: Shape | None = None
+    """The tasks' shape (traces): instance types are chosen to fit it."""
+    shape_fit: dict[tuple[int, float, float], float] = field(default_factory=dict)
+    """(GPUs, vCPU, GiB) of a node -> share of the group's GPU-hours whose tasks fit one such node."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +121,8 @@ class Demand:
     options: Options = Options()
     window: tuple[float, float] | None = None
     notes: tuple[str, ...] = ()
+    substitutions: tuple[tuple[str, str, float, str], ...] = ()
+    """(trace GPU model, catalog GPU standing for it, throughput factor: catalog GPUs per trace GPU, its basis)."""
 
     def groups_of(self, workload_class: str) -> list[DemandGroup]:
         """The groups of one class."""

@@ -3,19 +3,27 @@
 Method (README "Capacity planning"): size each group for its P95 at the procurement horizon plus the
 safety stock of its SLA class (online and inference: a buffer; training and batch: the capacity that
 keeps queueing delay under a target, when a history is available), then split that capacity into a
-reserved baseline (coverage target x P95), Spot for the interruptible part (at most the Spot cap x P95)
-and on-demand for the rest, in whole nodes of the catalog's instance types.
+reserved tier sized from the exceedance curve for the commitment instrument (the most whole nodes
+whose last one is busy at least the break-even share, planning/economics.py), Spot for the
+interruptible part (at most the Spot cap x P95) and on-demand for the rest, in whole nodes of the
+catalog's instance types; and price it three ways: the expected bill, full size, all on-demand.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpu_platform.capacity import HOURS_PER_MONTH
 from gpu_platform.catalog import Catalog, InstanceType
-from gpu_platform.planning.demand import ANY, Demand, DemandGroup, Options
+from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.planning.checks import SLA_CLASSES
+from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Demand, DemandGroup, Options, Shape
+from gpu_platform.planning.economics import Exceedance, break_even_nodes, expected_bill, from_quantiles, from_series
+from gpu_platform.planning.packing import NodeShape, nodes_over
+from gpu_platform.planning.replay import Waits, nodes_for_wait
 from gpu_platform.planning.series import scaled
+from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments
 
 EPS = 1e-9
 
@@ -45,6 +53,42 @@ class GroupPlan:
     sla: str
     sharing: tuple[str, str | int] | None = None
     teams: dict[str, float] = field(default_factory=dict)
+    interruptible_teams: tuple[str, ...] = ()
+    """Teams whose demand may run on Spot (only they get Spot quota in a written stack)."""
+    instrument: str = ""
+    break_even: float = 1.0
+    """Utilisation at which a committed GPU costs what on-demand would for the same hours: 1 - discount."""
+    reserved_used: float = 0.0
+    """Mean GPUs of the reserved tier in use over the window."""
+    expected_cost: float | None = None
+    """Expected monthly bill: committed fixed cost + on-demand and Spot GPU-hours above the reserve."""
+    expected_on_demand_only: float | None = None
+    """The same demand on elastic on-demand nodes alone."""
+    expected_parts: dict[str, float] = field(default_factory=dict)
+    """The expected bill by tier: committed, alwaysOn, onDemand, spot."""
+    shape_fit: float | None = None
+    """Share of the group's GPU-hours whose tasks fit one node of the chosen type (histories with task shapes)."""
+    waits: Waits | None = None
+    """Job waits of the replay at the planned capacity (training and batch from a trace)."""
+    mean_above_reserve: float = 0.0
+    """Mean GPUs of demand above the reserved tier over the window: what on-demand and Spot serve."""
+    break_even_reserved: int = 0
+    """GPUs break-even alone would reserve (below `reserved` when a stated coverage floor asks for more)."""
+    existing_reserved: int = 0
+    """Reserved GPUs that are existing reservations of the stack (ODCRs, billed at list)."""
+    packed_p95_nodes: float | None = None
+    """P95 of the nodes the running tasks take, packed first-fit decreasing at each event (inference from a trace)."""
+    unplaceable: int = 0
+    """Tasks no node of the chosen type holds (more GPUs, vCPU or memory than one node has)."""
+    always_on: int = 0
+    """GPUs of the on-demand nodes kept up whatever the demand: the SLA floor over the reserve and the N+1 spare."""
+    nodes_per_zone: dict[str, dict[str, int]] = field(default_factory=dict)
+    """zone -> whole nodes of each tier, where a stack's pools place the group (planning/zones.py)."""
+
+    @property
+    def reserved_utilization(self) -> float | None:
+        """Share of the reserved tier's GPU-hours used over the window (None without a reserve)."""
+        return self.reserved_used / self.reserved if self.reserved else None
 
     @property
     def total(self) -> int:
@@ -83,11 +127,19 @@ class Shortfall:
     needed: int
     available: int
     options: tuple[Option, ...]
+    non_spot_needed: int = 0
+    """Planned reserved and on-demand GPUs: work that Spot pools cannot hold."""
+    non_spot_available: int = 0
+    """The stack's non-Spot GPUs for the class and model at max size."""
 
     @property
     def gap(self) -> int:
-        """GPUs missing."""
-        return max(0, self.needed - self.available)
+        """GPUs missing: non-Spot demand above non-Spot pools, plus Spot demand above Spot pools and spare non-Spot GPUs."""
+        spot_needed = self.needed - self.non_spot_needed
+        spot_available = self.available - self.non_spot_available
+        short = max(0, self.non_spot_needed - self.non_spot_available)
+        spare = max(0, self.non_spot_available - self.non_spot_needed)
+        return short + max(0, spot_needed - spot_available - spare)
 
 
 @dataclass(frozen=True)
@@ -110,16 +162,49 @@ class Plan:
         """The same GPUs all on on-demand."""
         return sum(t.on_demand_only_cost or 0.0 for t in self.totals)
 
+    @property
+    def expected_cost(self) -> float:
+        """Sum of the classes' expected bills."""
+        return sum(t.expected_cost or 0.0 for t in self.totals)
 
-def instance_for(workload_class: str, gpu: str, catalog: Catalog, need: float = math.inf) -> InstanceType | None:
+    @property
+    def expected_on_demand_only(self) -> float:
+        """The classes' demand on elastic on-demand alone."""
+        return sum(t.expected_on_demand_only or 0.0 for t in self.totals)
+
+
+def holds_shape(t: InstanceType, shape: Shape | None) -> bool:
+    """True when one node of the type holds the tasks' shape: their GPUs, and vCPU and memory per GPU."""
+    if shape is None:
+        return True
+    return t.gpus >= shape.gpus_per_task and t.vcpu / t.gpus >= shape.vcpu_per_gpu - EPS and t.memory_gib / t.gpus >= shape.memory_gib_per_gpu - EPS
+
+
+def instance_for(
+    workload_class: str,
+    gpu: str,
+    catalog: Catalog,
+    need: float = math.inf,
+    shape: Shape | None = None,
+    fit: Mapping[tuple[int, float, float], float] | None = None,
+) -> InstanceType | None:
     """The catalog type a class's GPUs run on (training: most GPUs per node its demand fills, else the smallest; others: cheapest GPU-hour).
 
-    Training prefers GPUs in one node (NVLink, EFA); inference and batch scale one GPU at a time.
+    Training prefers GPUs in one node (NVLink, EFA); inference and batch scale one GPU at a time. With a
+    history's task shape, only types whose nodes hold it are candidates; when none does, the type that
+    holds the most GPU-hours of tasks.
     """
     types = [t for t in catalog.instance_types.values() if t.gpu.name == gpu]
     priced = [t for t in types if t.price_per_hour is not None] or types
     if not priced:
         return None
+    if shape is not None:
+        holding = [t for t in priced if holds_shape(t, shape)]
+        if holding:
+            priced = holding
+        elif fit:
+            best = max(fit.get((t.gpus, float(t.vcpu), float(t.memory_gib)), 0.0) for t in priced)
+            priced = [t for t in priced if fit.get((t.gpus, float(t.vcpu), float(t.memory_gib)), 0.0) >= best - EPS]
 
     def per_gpu(t: InstanceType) -> float:
         return (t.price_per_hour or 0.0) / t.gpus
@@ -143,37 +228,131 @@ def target_gpus(group: DemandGroup, opts: Options) -> tuple[float, str]:
     p95 = group.p95 * grow
     if group.sla in opts.safety_stock:
         buffer = opts.safety_stock[group.sla] + (opts.peak_buffer if group.known_peak and group.sla == "online" else 0.0)
-        return p95 * (1 + buffer), f"P95 + {buffer:.0%} safety stock ({group.sla})"
+        if group.request_gpus is not None:
+            # entries with request data: Erlang C (M/M/c) for their wait target; the rest of the group by the rule of thumb
+            rest = max(0.0, group.p95 - group.request_p95) * grow
+            basis = f"Erlang C (M/M/c) for the wait target: {group.request_basis}"
+            if rest > 0:
+                basis += f"; the rest by rule of thumb: P95 + {buffer:.0%} safety stock"
+            return group.request_gpus + rest * (1 + buffer), basis
+        # no request-level data (arrival rate, service time) for this group, so no Erlang-C model: say so
+        return p95 * (1 + buffer), f"rule of thumb: P95 + {buffer:.0%} safety stock ({group.sla}; no request data for a queueing model)"
     delay = opts.queue_delay_hours.get(group.sla)
+    if delay is not None and group.jobs and grow == 1:
+        return p95, "P95 (until the job-level replay sizes it)"  # plan_group replays the jobs on the chosen type's nodes
     if delay is not None and group.series is not None:
         cap = scaled(group.series, grow).capacity_for_delay(delay * 3600) if grow != 1 else group.series.capacity_for_delay(delay * 3600)
         return cap, f"queueing delay <= {delay:g} h ({group.sla}, fluid model over the history)"
     return p95, f"P95 ({group.sla}: no history for a queueing-delay model)"
 
 
-def plan_group(group: DemandGroup, opts: Options, catalog: Catalog) -> GroupPlan:
-    """Reserved, on-demand and Spot nodes for one group."""
+def commitment(opts: Options) -> Instrument:
+    """The instrument the reserved tier is bought as, at the discount the plan assumes."""
+    base = load_commitments().instrument(opts.instrument)
+    return Instrument(base.name, base.kind, base.term_months, opts.reserved_discount)
+
+
+def curve_of(group: DemandGroup, grow: float) -> Exceedance:
+    """The group's exceedance curve at the horizon: its history, else its declared quantiles."""
+    if group.series is not None:
+        return from_series(group.series, grow)
+    return from_quantiles(group.p50, group.p95, group.p99, group.peak, grow)
+
+
+def _bounds(group: DemandGroup, grow: float, target: float, source: str) -> None:
+    at = f"{group.workload_class}.{group.gpu_model}"
+    if grow > MAX_HORIZON_GROWTH:
+        raise ConfigError(
+            [
+                Problem(
+                    source,
+                    f"{at}.growthPerMonth",
+                    f"growth {group.growth_per_month:g}/month over {group.lead_time_months:g} months multiplies demand by {grow:.3g}",
+                    f"allowed: at most x{MAX_HORIZON_GROWTH:g} to the horizon (growth is a fraction: 0.05 is 5 %)",
+                )
+            ]
+        )
+    if not math.isfinite(target) or target > MAX_GROUP_GPUS:
+        raise ConfigError([Problem(source, at, f"plans {target:.3g} GPUs", f"allowed: at most {MAX_GROUP_GPUS:,} GPUs per class and GPU model")])
+
+
+def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str = "", production: bool = False, given: int = 0) -> GroupPlan:
+    """Reserved, on-demand and Spot nodes for one group, and its expected, full-size and all-on-demand bills.
+
+    `given` nodes are existing reservations (ODCRs) of the planned type: supply already held, billed at
+    list, under the new commitment that break-even adds on top of them.
+    """
     grow = horizon_factor(group)
     p95h = group.p95 * grow
     target, basis = target_gpus(group, opts)
-    itype = instance_for(group.workload_class, group.catalog_gpu, catalog, target) if group.catalog_gpu else None
+    _bounds(group, grow, target, source)
+    itype = instance_for(group.workload_class, group.catalog_gpu, catalog, target, group.shape, group.shape_fit) if group.catalog_gpu else None
     per = itype.gpus if itype else 1
+    delay = opts.queue_delay_hours.get(group.sla)
+    waits = None
+    if delay is not None and group.jobs and grow == 1 and group.sla not in opts.safety_stock:
+        # whole jobs on whole GPUs of this type's nodes wait longer than the fluid bound: size by replay
+        replay_nodes, waits = nodes_for_wait(group.jobs, per, delay * 3600)
+        target = float(replay_nodes * per)
+        basis = f"job-level replay: 99 % of jobs wait <= {delay:g} h ({group.sla}, BestEffortFIFO, whole GPUs of {per}-GPU nodes)"
+    packed = None
+    if group.sla in opts.safety_stock and group.pods and itype is not None and group.series is not None:
+        # the tasks' GPUs, vCPU and memory packed into whole nodes at every event, not GPU-hours / GPUs per node
+        packed = nodes_over(group.pods, NodeShape(itype.gpus, itype.vcpu, itype.memory_gib), group.series.start, group.series.end)
+        p95_nodes = packed.nodes.quantile(0.95)
+        buffer = target / p95h - 1 if p95h > 0 else opts.safety_stock[group.sla]
+        target = p95_nodes * grow * (1 + buffer) * per
+        basis = (
+            f"rule of thumb on packed nodes: P95 of {p95_nodes:g} {itype.name} nodes (first-fit decreasing of the running tasks "
+            f"at each event) + {buffer:.0%} safety stock ({group.sla}; no request data for a queueing model)"
+        )
+        if packed.unplaceable:
+            basis += f"; {packed.unplaceable} tasks fit no {itype.name} node"
     total_nodes = math.ceil(target / per - EPS)
-    reserved_nodes = min(total_nodes, math.floor(opts.coverage_target * p95h / per + EPS))
+    inst = commitment(opts)
+    curve = curve_of(group, grow)
+    be_nodes = given + break_even_nodes(curve, per, inst.break_even, max(0, total_nodes - given), given * per)
+    reserved_nodes = be_nodes
+    if group.sla in SLA_CLASSES and opts.coverage_target > 0:
+        # a stated stable floor for a class with an SLA: capacity held every hour anyway is cheapest committed
+        reserved_nodes = max(be_nodes, min(total_nodes, math.floor(opts.coverage_target * p95h / per + EPS)))
+    total_nodes = max(total_nodes, reserved_nodes)
     spot_room = min(opts.spot_cap * p95h, group.interruptible_p95 * grow) if group.interruptible else 0.0
     spot_nodes = min(total_nodes - reserved_nodes, math.floor(spot_room / per + EPS))
     od_nodes = total_nodes - reserved_nodes - spot_nodes
+    always_on = 0
+    if production and total_nodes > 0 and reserved_nodes == 0:
+        always_on = 1  # a production class keeps one non-Spot node up (the gate's production-capacity-floor rule)
+        od_nodes = max(od_nodes, 1)
+        spot_nodes = min(spot_nodes, total_nodes - od_nodes)
     if group.sla in opts.redundancy_slas and total_nodes > 0:
-        od_nodes += 1  # N+1: one spare node, so losing a node or a zone does not cut below the SLA target
+        od_nodes += 1  # N+1: one spare node, kept up, so losing a node or a zone does not cut below the SLA target
+        always_on += 1
         basis += ", N+1"
     nodes = {"reserved": reserved_nodes, "onDemand": od_nodes, "spot": spot_nodes}
-    price = itype.price_per_hour if itype else None
-    cost = None
-    baseline = None
-    if price is not None:
-        hourly = price * (reserved_nodes * (1 - opts.reserved_discount) + od_nodes + spot_nodes * (1 - opts.spot_discount))
+    cost = baseline = expected = expected_od = None
+    parts: dict[str, float] = {}
+    if itype is not None and total_nodes > 0:
+        price = list_price(itype, source, f"{group.workload_class}.{group.gpu_model}.instanceType")
+        hourly = price * ((reserved_nodes - given) * (1 - inst.discount) + given + od_nodes + spot_nodes * (1 - opts.spot_discount))
         cost = hourly * HOURS_PER_MONTH
         baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
+        spot_share = group.interruptible_share if spot_nodes else 0.0
+        bill = expected_bill(
+            curve,
+            reserved_nodes * per,
+            per,
+            price / per,
+            inst.discount,
+            spot_share,
+            opts.spot_discount,
+            opts.spot_fallback_share,
+            HOURS_PER_MONTH,
+            always_on * per,
+            given * per,
+        )
+        expected, expected_od = bill.expected, bill.on_demand_only
+        parts = {"committed": bill.committed, "alwaysOn": bill.always_on, "onDemand": bill.on_demand, "spot": bill.spot}
     return GroupPlan(
         workload_class=group.workload_class,
         gpu_model=group.gpu_model,
@@ -194,6 +373,21 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog) -> GroupPlan
         sla=group.sla,
         sharing=group.sharing,
         teams=dict(group.teams),
+        interruptible_teams=group.interruptible_teams,
+        instrument=inst.name if not given else (f"odcr (existing, {given} nodes) + {inst.name}" if reserved_nodes > given else "odcr (existing)"),
+        existing_reserved=given * per,
+        break_even=inst.break_even,
+        reserved_used=curve.used_within(reserved_nodes * per),
+        expected_cost=expected,
+        expected_on_demand_only=expected_od,
+        expected_parts=parts,
+        always_on=always_on * per,
+        break_even_reserved=be_nodes * per,
+        mean_above_reserve=curve.mean_above(reserved_nodes * per),
+        waits=waits,
+        packed_p95_nodes=packed.nodes.quantile(0.95) if packed else None,
+        unplaceable=packed.unplaceable if packed else 0,
+        shape_fit=group.shape_fit.get((itype.gpus, float(itype.vcpu), float(itype.memory_gib))) if itype and group.shape_fit else None,
     )
 
 
@@ -201,6 +395,7 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
     """The `any` entry of a class: its groups' tiers and costs summed, against the class's own P95."""
     costs = [m.monthly_cost for m in members]
     bases = [m.on_demand_only_cost for m in members]
+    priced = [m for m in members if m.total]
     nodes = {k: sum(m.nodes[k] for m in members) for k in ("reserved", "onDemand", "spot")}
     single = members[0] if len(members) == 1 else None
     return GroupPlan(
@@ -221,12 +416,39 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
         on_demand_only_cost=None if any(b is None for b in bases) else sum(b or 0.0 for b in bases),
         interruptible=total.interruptible,
         sla=total.sla,
+        instrument=members[0].instrument,
+        break_even=members[0].break_even,
+        reserved_used=sum(m.reserved_used for m in members),
+        expected_cost=None if any(m.expected_cost is None for m in priced) else sum(m.expected_cost or 0.0 for m in priced),
+        expected_on_demand_only=None
+        if any(m.expected_on_demand_only is None for m in priced)
+        else sum(m.expected_on_demand_only or 0.0 for m in priced),
+        expected_parts={k: sum(m.expected_parts.get(k, 0.0) for m in members) for k in ("committed", "alwaysOn", "onDemand", "spot")},
+        always_on=sum(m.always_on for m in members),
+        existing_reserved=sum(m.existing_reserved for m in members),
+        break_even_reserved=sum(m.break_even_reserved for m in members),
+        shape_fit=single.shape_fit if single else None,
+        waits=single.waits if single else None,
+        packed_p95_nodes=single.packed_p95_nodes if single else None,
+        unplaceable=sum(m.unplaceable for m in members),
+        mean_above_reserve=sum(m.mean_above_reserve for m in members),
     )
 
 
-def plan(demand: Demand, catalog: Catalog) -> Plan:
-    """Size every group of the demand and total each class."""
+def plan(demand: Demand, catalog: Catalog, production: bool = False, existing: Mapping[tuple[str, str], int] | None = None) -> Plan:
+    """Size every group of the demand and total each class.
+
+    `production` keeps one non-Spot node up per class (for a production stack); `existing` maps
+    (workload class, instance type) to nodes already reserved (the stack's ODCR pools), given supply
+    for the first group of that class planned on that type.
+    """
     opts = demand.options
-    groups = tuple(plan_group(g, opts, catalog) for g in demand.groups)
+    left = dict(existing or {})
+    out = []
+    for g in demand.groups:
+        itype = instance_for(g.workload_class, g.catalog_gpu, catalog, target_gpus(g, opts)[0], g.shape, g.shape_fit) if g.catalog_gpu else None
+        given = left.pop((g.workload_class, itype.name), 0) if itype else 0
+        out.append(plan_group(g, opts, catalog, demand.source, production, given))
+    groups = tuple(out)
     totals = tuple(class_total(t, [g for g in groups if g.workload_class == t.workload_class]) for t in demand.totals)
     return Plan(demand=demand, groups=groups, totals=totals)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_platform.capacity import HOURS_PER_MONTH
 from gpu_platform.catalog import Catalog
 from gpu_platform.planning.checks import (
     DEFAULT_MIN_COVERAGE,
@@ -16,6 +15,7 @@ from gpu_platform.planning.checks import (
 )
 from gpu_platform.planning.demand import ANY, DemandGroup
 from gpu_platform.planning.planner import GroupPlan, Plan, horizon_factor
+from gpu_platform.pricing import HOURS_PER_MONTH, load_commitments
 
 
 def _label(g: DemandGroup | GroupPlan, siblings: int) -> str:
@@ -38,7 +38,10 @@ def plan_findings(plan: Plan) -> list[str]:
     """The capacity policy checks over the plan itself (stable capacity = reserved)."""
     out: list[str] = []
     for t in plan.totals:
-        supply = ClassSupply(t.workload_class, t.sla, t.interruptible, t.p95, t.reserved, t.spot, t.reserved + t.on_demand + t.spot_fallback)
+        # stable: the reserve and the on-demand nodes the plan keeps up (what --write-stack sets as the pools' minimum)
+        supply = ClassSupply(
+            t.workload_class, t.sla, t.interruptible, t.p95, t.reserved + t.always_on, t.spot, t.reserved + t.on_demand + t.spot_fallback
+        )
         out += coverage_below_target(supply, DEFAULT_MIN_COVERAGE)
         out += spot_above_cap(supply, DEFAULT_SPOT_CAPS)
         out += spot_without_fallback(supply)
@@ -85,24 +88,66 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "onDemand": pg.on_demand,
                 "spot": pg.spot,
                 "spotFallback": pg.spot_fallback,
+                "alwaysOn": pg.always_on,
+                "existingReserved": pg.existing_reserved,
+                "breakEvenReserved": pg.break_even_reserved,
+                "meanAboveReserve": _r(pg.mean_above_reserve),
+                "taskShape": None
+                if dg.shape is None
+                else {
+                    "gpusPerTask": dg.shape.gpus_per_task,
+                    "vcpuPerGpu": _r(dg.shape.vcpu_per_gpu),
+                    "memoryGiBPerGpu": _r(dg.shape.memory_gib_per_gpu),
+                },
+                "fitsNode": _r(pg.shape_fit, 4),
+                "replayWaitHours": None
+                if pg.waits is None
+                else {"p99": _r(pg.waits.p99 / 3600), "max": _r(pg.waits.max / 3600), "jobs": pg.waits.jobs},
                 "nodes": pg.nodes,
+                "nodesPerZone": pg.nodes_per_zone or None,
+                "packedNodesP95": pg.packed_p95_nodes,
+                "unplaceableTasks": pg.unplaceable,
                 "coverage": _r(pg.coverage, 4),
                 "spotExposure": _r(pg.spot_exposure, 4),
                 "monthlyCost": _r(pg.monthly_cost, 2),
                 "onDemandOnlyMonthlyCost": _r(pg.on_demand_only_cost, 2),
+                "instrument": pg.instrument,
+                "breakEvenUtilization": _r(pg.break_even, 4),
+                "reservedUtilization": _r(pg.reserved_utilization, 4),
+                "expectedMonthlyCost": _r(pg.expected_cost, 2),
+                "expectedCost": {k: round(v, 2) for k, v in pg.expected_parts.items()},
+                "onDemandOnlyExpectedMonthlyCost": _r(pg.expected_on_demand_only, 2),
             }
         )
     o = d.options
-    unpriced = sorted({g.catalog_gpu for g in plan.groups if g.monthly_cost is None and g.total})
-    notes = [*d.notes] + [
-        f"{gpu} has no on-demand list price in the catalog (sold as Capacity Blocks): its cost is left out of the totals" for gpu in unpriced
-    ]
+    notes = [*d.notes]
+    for g in plan.groups:
+        if g.unplaceable:
+            notes.append(
+                f"{g.workload_class}/{g.gpu_model}: {g.unplaceable} tasks ask more GPUs, vCPU or memory than one {g.instance_type} node has; "
+                "they are counted as the whole nodes they would fill, but cannot run as one pod there"
+            )
+        if g.shape_fit is not None and g.shape_fit < 0.95:
+            notes.append(
+                f"{g.workload_class}/{g.gpu_model}: only {g.shape_fit:.0%} of its GPU-hours come from tasks that fit one {g.instance_type} "
+                "(GPUs, vCPU, memory); the rest need a larger node of another GPU model: map them with --gpu-map"
+            )
+        if g.total and g.gpus_per_node > 1 and g.target < g.gpus_per_node / 2:
+            notes.append(
+                f"{g.workload_class}/{g.gpu_model}: {g.target:.3g} GPUs of demand take whole {g.gpus_per_node}-GPU {g.instance_type} nodes "
+                f"(no smaller {g.catalog_gpu} type in the catalog)"
+            )
     saving = 1 - plan.monthly_cost / plan.on_demand_only_cost if plan.on_demand_only_cost else 0.0
+    expected_saving = 1 - plan.expected_cost / plan.expected_on_demand_only if plan.expected_on_demand_only else 0.0
+    window = {"start": d.window[0], "end": d.window[1]} if d.window else None
     return {
         "source": {"file": d.source, "kind": d.kind, "window": list(d.window) if d.window else None},
-        "demand": {"classes": demand_rows},
+        "demand": {"classes": demand_rows, "window": window},
         "plan": {
             "classes": plan_rows,
+            "expectedMonthlyCost": round(plan.expected_cost, 2),
+            "onDemandOnlyExpectedMonthlyCost": round(plan.expected_on_demand_only, 2),
+            "expectedSaving": round(expected_saving, 4),
             "monthlyCost": round(plan.monthly_cost, 2),
             "onDemandOnlyMonthlyCost": round(plan.on_demand_only_cost, 2),
             "saving": round(saving, 4),
@@ -113,6 +158,8 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                     "needed": s.needed,
                     "available": s.available,
                     "gap": s.gap,
+                    "nonSpotNeeded": s.non_spot_needed,
+                    "nonSpotAvailable": s.non_spot_available,
                     "options": [
                         {"action": x.action, "gpus": x.gpus, "monthlyCost": _r(x.monthly_cost, 2), "risk": x.risk, "detail": x.detail}
                         for x in s.options
@@ -126,13 +173,22 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
         "assumptions": {
             "coverageTarget": o.coverage_target,
             "spotCap": o.spot_cap,
+            "instrument": o.instrument,
             "reservedDiscount": o.reserved_discount,
             "spotDiscount": o.spot_discount,
+            "spotFallbackShare": o.spot_fallback_share,
             "safetyStock": o.safety_stock,
             "queueDelayHours": o.queue_delay_hours,
             "hoursPerMonth": HOURS_PER_MONTH,
-            "prices": {"region": catalog.pricing.region, "asOf": catalog.pricing.as_of, "source": catalog.pricing.source},
+            "prices": {
+                "region": catalog.pricing.region,
+                "asOf": catalog.pricing.as_of,
+                "source": catalog.pricing.source,
+                "commitmentsAsOf": load_commitments().as_of,
+                "commitmentsSource": load_commitments().source,
+            },
             "notes": notes,
+            "gpuSubstitutions": [{"traceModel": m, "catalogGpu": g, "throughputFactor": round(f, 4), "basis": b} for m, g, f, b in d.substitutions],
         },
     }
 
@@ -159,6 +215,9 @@ def _table_rows(doc: dict[str, Any]) -> list[list[str]]:
                 str(p["spot"]),
                 f"{p['coverage']:.0%}",
                 f"{p['spotExposure']:.0%}",
+                "-" if p["reservedUtilization"] is None else f"{p['reservedUtilization']:.0%}",
+                f"{p['breakEvenUtilization']:.0%}",
+                _money(p["expectedMonthlyCost"]),
                 _money(p["monthlyCost"]),
             ]
         )
@@ -179,14 +238,20 @@ HEAD = [
     "spot",
     "coverage",
     "spot exp.",
-    "$/month",
+    "res. used",
+    "break-even",
+    "expected $/mo",
+    "full-size $/mo",
 ]
 
 
 def _summary(doc: dict[str, Any]) -> list[str]:
     p = doc["plan"]
     lines = [
-        f"Monthly cost {_money(p['monthlyCost'])} against {_money(p['onDemandOnlyMonthlyCost'])} all on-demand ({p['saving']:.0%} less).",
+        f"Expected monthly bill {_money(p['expectedMonthlyCost'])} (reserved fixed cost + on-demand and Spot GPU-hours used above it) against "
+        f"{_money(p['onDemandOnlyExpectedMonthlyCost'])} for the same plan on on-demand alone "
+        f"({abs(p['expectedSaving']):.0%} {'less' if p['expectedSaving'] >= 0 else 'more'}).",
+        f"Full size (every tier up 730 h): {_money(p['monthlyCost'])}; all on-demand at full size: {_money(p['onDemandOnlyMonthlyCost'])}.",
     ]
     for s in p["shortfall"]:
         best = s["options"][0] if s["options"] else None
@@ -195,25 +260,66 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             f"Shortfall {s['class']}/{s['gpuModel']}: need {s['needed']} GPUs, stack {p['stack']} has {s['available']} (gap {s['gap']}){tail}."
         )
     lines += [f"Finding: {f}" for f in p["findings"]]
+    for c in p["classes"]:
+        if c.get("nodesPerZone") and c["gpuModel"] != "any":
+            zones = "; ".join(f"{z} " + ", ".join(f"{k} {n}" for k, n in tiers.items() if n) for z, tiers in c["nodesPerZone"].items())
+            lines.append(f"Nodes per zone {c['class']}/{c['gpuModel']} ({c['instanceType']}): {zones}.")
+    w = p.get("writtenStack")
+    if w:
+        lines.append(
+            f"Wrote {w['file']}: {len(w['updated'])} pools resized, {len(w['added'])} added, {len(w['kept'])} kept as they were "
+            f"({', '.join(w['kept']) or 'none'}: not planned, so their capacity adds to the plan's)."
+        )
     a = doc["assumptions"]
     lines.append(
-        f"Assumptions: reserved {a['reservedDiscount']:.0%} and Spot {a['spotDiscount']:.0%} below list price; "
-        f"coverage target {a['coverageTarget']:.0%}, "
+        f"Assumptions: reserved as {a['instrument']} at {a['reservedDiscount']:.0%} below list (a reserved GPU pays busy at least "
+        f"{1 - a['reservedDiscount']:.0%} of the time) and Spot {a['spotDiscount']:.0%} below list, {a['spotFallbackShare']:.0%} of its hours "
+        "falling back to on-demand; "
         f"Spot cap {a['spotCap']:.0%}; prices {a['prices']['region']} as of {a['prices']['asOf']}; GPUs are physical GPUs' worth."
     )
     lines += [f"Note: {n}" for n in a["notes"]]
+    subs = a.get("gpuSubstitutions") or []
+    if subs:
+        lines.append(
+            "GPU substitution: "
+            + ", ".join(f"{s['traceModel']} -> {s['catalogGpu']} (x{s['throughputFactor']:g}: {s['basis']})" for s in subs)
+            + " (the substituted work scaled by the factor; --gpu-map changes the mapping)."
+        )
     return lines
 
 
+SENS_HEAD = ["window", "instrument", "Spot off", "reserved GPUs by class", "expected $/mo", "on-demand only $/mo"]
+
+
+def _sensitivity_rows(doc: dict[str, Any]) -> list[list[str]]:
+    return [
+        [
+            r["window"],
+            r["instrument"],
+            f"{r['spotDiscount']:.0%}",
+            ", ".join(f"{k} {v}" for k, v in r["reserved"].items()),
+            _money(r["expectedMonthlyCost"]),
+            _money(r["onDemandOnlyExpectedMonthlyCost"]),
+        ]
+        for r in doc.get("sensitivity", [])
+    ]
+
+
+def _aligned(head: list[str], body: list[list[str]], left: tuple[int, ...]) -> list[str]:
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+    fmt = "  ".join(f"{{:<{w}}}" if i in left else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return [fmt.format(*r) for r in [head, *body]]
+
+
 def render_table(doc: dict[str, Any]) -> str:
-    """Aligned columns for a terminal."""
-    body = _table_rows(doc)
-    widths = [max(len(r[i]) for r in [HEAD, *body]) for i in range(len(HEAD))]
-    fmt = "  ".join(f"{{:<{w}}}" if i < 2 or i == 7 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    """Aligned columns for a terminal: the plan, its summary, and the sensitivity table."""
     src = doc["source"]
-    lines = [f"Capacity plan from {src['kind']} {src['file']}", "", fmt.format(*HEAD)]
-    lines += [fmt.format(*r) for r in body]
-    return "\n".join([*lines, "", *_summary(doc)])
+    lines = [f"Capacity plan from {src['kind']} {src['file']}", "", *_aligned(HEAD, _table_rows(doc), (0, 1, 7))]
+    lines += ["", *_summary(doc)]
+    if doc.get("sensitivity"):
+        lines += ["", "Sensitivity (the same plan over other windows, instruments and Spot discounts):"]
+        lines += _aligned(SENS_HEAD, _sensitivity_rows(doc), (0, 1, 3))
+    return "\n".join(lines)
 
 
 def render_markdown(doc: dict[str, Any], chart: str | None = None) -> str:
@@ -234,4 +340,8 @@ def render_markdown(doc: dict[str, Any], chart: str | None = None) -> str:
         lines += [f"1. {o['action']}: {o['gpus']} GPUs, {_money(o['monthlyCost'])}/month, {o['risk']} risk; {o['detail']}" for o in s["options"]]
         lines.append("")
     lines += [f"- {line}" for line in _summary(doc) if not line.startswith("Shortfall")]
+    if doc.get("sensitivity"):
+        lines += ["", "**Sensitivity** (the same plan over other windows, instruments and Spot discounts):", ""]
+        lines += ["| " + " | ".join(SENS_HEAD) + " |", "|---|---|---:|---|---:|---:|"]
+        lines += ["| " + " | ".join(r) + " |" for r in _sensitivity_rows(doc)]
     return "\n".join(lines)

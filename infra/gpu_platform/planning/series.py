@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 SECONDS_PER_MONTH = 30.4375 * 86400  # a mean Gregorian month
 
@@ -34,14 +35,25 @@ class StepSeries:
             if t1 > t0:
                 yield t0, t1, v
 
+    @cached_property
+    def _segs(self) -> tuple[tuple[float, float, int], ...]:
+        """segments(), computed once: quantiles, the peak and the fluid queue all walk them."""
+        return tuple(self.segments())
+
+    @cached_property
+    def durations(self) -> dict[int, float]:
+        """Milli-GPU value -> seconds spent at it."""
+        durations: dict[int, float] = {}
+        for t0, t1, v in self._segs:
+            durations[v] = durations.get(v, 0.0) + (t1 - t0)
+        return durations
+
     def quantile(self, q: float) -> float:
         """Time-weighted quantile in GPUs: the least value v with share(time with demand <= v) >= q."""
         total = self.window
         if total <= 0:
             return 0.0
-        durations: dict[int, float] = {}
-        for t0, t1, v in self.segments():
-            durations[v] = durations.get(v, 0.0) + (t1 - t0)
+        durations = self.durations
         need = q * total
         seen = 0.0
         for v in sorted(durations):
@@ -53,13 +65,13 @@ class StepSeries:
 
     def peak(self) -> float:
         """Highest concurrent demand in GPUs."""
-        return max((v for _, _, v in self.segments()), default=0) / 1000
+        return max(self.durations, default=0) / 1000
 
     def mean(self) -> float:
         """Time-weighted mean demand in GPUs."""
         if self.window <= 0:
             return 0.0
-        return sum((t1 - t0) * v for t0, t1, v in self.segments()) / self.window / 1000
+        return sum(d * v for v, d in self.durations.items()) / self.window / 1000
 
     def growth_per_month(self) -> float:
         """Relative growth per month: the time-weighted least-squares slope of demand, over its mean.
@@ -73,12 +85,16 @@ class StepSeries:
             return 0.0
         mid = (self.start + self.end) / 2
         # integral of (t - mid) * d(t) dt over the window, shifted to keep the floats small
-        cov = sum(v * ((t1 - mid) ** 2 - (t0 - mid) ** 2) / 2 for t0, t1, v in self.segments()) / w
+        cov = sum(v * ((t1 - mid) ** 2 - (t0 - mid) ** 2) / 2 for t0, t1, v in self._segs) / w
         var = w * w / 12
         slope = cov / var  # milli-GPUs per second
         return slope * SECONDS_PER_MONTH / mean
 
     def capacity_for_delay(self, max_delay_s: float) -> float:
+        """Fewest GPUs whose queue never holds more than `max_delay_s` of the pool's work (fluid model); cached per series and delay."""
+        return _capacity_for_delay(self, max_delay_s)
+
+    def _capacity_for_delay(self, max_delay_s: float) -> float:
         """Fewest GPUs whose queue never holds more than `max_delay_s` of the pool's work (fluid model).
 
         Work above capacity waits in a backlog B that grows at (demand - C) and drains at (C - demand);
@@ -87,7 +103,7 @@ class StepSeries:
         """
         lo = max(1, math.ceil(self.mean() * 1000))
         hi = max(lo, math.ceil(self.peak() * 1000))
-        segs = list(self.segments())
+        segs = self._segs
 
         def ok(cap: int) -> bool:
             backlog = 0.0
@@ -106,6 +122,12 @@ class StepSeries:
             else:
                 lo = mid
         return hi / 1000
+
+
+@lru_cache(maxsize=256)
+def _capacity_for_delay(series: StepSeries, max_delay_s: float) -> float:
+    # the sensitivity table re-plans one window under several prices: the queueing capacity does not change
+    return series._capacity_for_delay(max_delay_s)
 
 
 def step_series(intervals: Iterable[tuple[float, float, int]], start: float, end: float) -> StepSeries:

@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpu_platform.capacity import HOURS_PER_MONTH
 from gpu_platform.catalog import Catalog
 from gpu_platform.planning.planner import GroupPlan, Option, Plan, Shortfall
 from gpu_platform.pools import gpu_of, max_gpus
+from gpu_platform.pricing import HOURS_PER_MONTH
 from gpu_platform.spec.models import PlatformSpec
 
 RISK = {"low": 0, "medium": 1, "high": 2}
 
 
-def stack_gpus(spec: PlatformSpec, catalog: Catalog) -> dict[tuple[str, str], int]:
-    """(workload class, catalog GPU) -> GPUs of the stack's pools at max size."""
+def stack_gpus(spec: PlatformSpec, catalog: Catalog, spot: bool | None = None) -> dict[tuple[str, str], int]:
+    """(workload class, catalog GPU) -> GPUs of the stack's pools at max size (only Spot pools, only the others, or all)."""
     out: dict[tuple[str, str], int] = {}
     for pool in spec.node_pools:
+        if spot is not None and (pool.capacity == "spot") != spot:
+            continue
         key = (pool.workload_class, gpu_of(pool, catalog).name)
         out[key] = out.get(key, 0) + max_gpus(pool, catalog)
     return out
@@ -110,6 +112,7 @@ def options_for(gap: int, group: GroupPlan, surplus: int, lead_months: float, pl
 def shortfall(plan: Plan, spec: PlatformSpec, catalog: Catalog) -> Plan:
     """The plan with its shortfall against the stack's pools at max size."""
     have = stack_gpus(spec, catalog)
+    have_stable = stack_gpus(spec, catalog, spot=False)
     needs = _needs(plan)
     surplus_by_gpu: dict[str, int] = {}
     for (cls, gpu), n in have.items():
@@ -118,12 +121,19 @@ def shortfall(plan: Plan, spec: PlatformSpec, catalog: Catalog) -> Plan:
     lead = {(g.workload_class, g.gpu_model): g.lead_time_months for g in plan.demand.groups}
     out = []
     for (cls, gpu), members in needs.items():
-        needed = sum(g.total for g in members)
-        available = have.get((cls, gpu), 0)
-        if needed <= available:
+        # Spot pools hold only the planned Spot tier: non-interruptible work needs non-Spot GPUs
+        found = Shortfall(
+            cls,
+            gpu,
+            sum(g.total for g in members),
+            have.get((cls, gpu), 0),
+            (),
+            sum(g.reserved + g.on_demand for g in members),
+            have_stable.get((cls, gpu), 0),
+        )
+        if found.gap == 0:
             continue
-        group = members[0]
-        gap = needed - available
         months = max(lead.get((g.workload_class, g.gpu_model), 0.0) for g in members)
-        out.append(Shortfall(cls, gpu, needed, available, tuple(options_for(gap, group, surplus_by_gpu.get(gpu, 0), months, plan, catalog))))
+        options = tuple(options_for(found.gap, members[0], surplus_by_gpu.get(gpu, 0), months, plan, catalog))
+        out.append(dataclasses.replace(found, options=options))
     return dataclasses.replace(plan, shortfall=tuple(out), stack=spec.stack)

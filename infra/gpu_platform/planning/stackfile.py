@@ -1,27 +1,19 @@
-"""`--write-stack OUT`: a stack file whose node pools, tenant quotas and `demand` carry the plan.
+"""`--write-stack OUT`: the node pools that carry the plan (merged into the base stack by planning/stackmerge.py).
 
-Starts from the base stack (cluster, network, queueing, monitoring are kept) and replaces its GPU
-pools and tenants. A reserved tier reuses the base stack's reservation for the same instance type,
-up to that pool's size; reserved GPUs beyond any existing reservation are written as an always-on
-on-demand `-baseline` pool (min = desired = max), because a stack cannot name a reservation that has
-not been bought yet. The result is validated like any stack before a byte is written.
+A reserved tier reuses the base stack's reservation for the same instance type, up to that pool's
+size; reserved GPUs beyond any existing reservation are written as an always-on on-demand `-baseline`
+pool (min = desired = max), the capacity a Savings Plan then covers as it runs (a stack cannot name
+a commitment that has not been bought yet).
 """
 
 from __future__ import annotations
 
-import copy
 import math
 import re
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpu_platform.catalog import Catalog
-from gpu_platform.errors import ConfigError, Problem
-from gpu_platform.planning.checks import SLA_CLASSES
 from gpu_platform.planning.planner import GroupPlan, Plan
-from gpu_platform.spec.loader import PROJECT, spec_from_config
 from gpu_platform.spec.models import NodePool, PlatformSpec
 
 PRIORITY = {"training": "production-training", "inference": "inference", "batch": "batch", "development": "experiments"}
@@ -61,9 +53,12 @@ def planned_pools(plan: Plan, base: PlatformSpec, catalog: Catalog) -> tuple[lis
         share = _sharing(g)
         suffix = "" if share is None else f"-{share['mode'][:3]}{share.get('replicas', '')}"
         key = (g.workload_class, g.instance_type, suffix)
-        entry = merged.setdefault(key, {"group": g, "sharing": share, "suffix": suffix, "reserved": 0, "onDemand": 0, "spot": 0, "fallback": 0})
+        entry = merged.setdefault(
+            key, {"group": g, "sharing": share, "suffix": suffix, "reserved": 0, "onDemand": 0, "spot": 0, "fallback": 0, "alwaysOn": 0}
+        )
         for tier in ("reserved", "onDemand", "spot"):
             entry[tier] += g.nodes[tier]
+        entry["alwaysOn"] += g.always_on // g.gpus_per_node
         entry["fallback"] += math.ceil(g.spot_fallback / g.gpus_per_node)
         owners.setdefault(key, []).append((g.workload_class, g.gpu_model))
     pools: list[dict[str, Any]] = []
@@ -102,9 +97,7 @@ def planned_pools(plan: Plan, base: PlatformSpec, catalog: Catalog) -> tuple[lis
             )
         od, fallback = e["onDemand"], e["fallback"]
         if od or fallback:
-            keep_up = od if first.sla in plan.demand.options.redundancy_slas else 0
-            if not keep_up and not e["reserved"] and first.sla in SLA_CLASSES:
-                keep_up = 1  # a class with an SLA keeps one node up even when node size rounds its reserved share to zero
+            keep_up = e["alwaysOn"]  # the SLA floor and the N+1 spare the plan keeps up (and bills in its expected cost)
             add(
                 f"{stem}-ondemand",
                 {"capacity": "on-demand", "instanceTypes": [key[1]], "scaling": {"min": keep_up, "desired": keep_up, "max": od + fallback}},
@@ -132,77 +125,3 @@ def _split(total: int, shares: dict[str, float]) -> dict[str, int]:
     for k in sorted(raw, key=lambda k: (out[k] - raw[k], k))[: total - sum(out.values())]:
         out[k] += 1
     return out
-
-
-def planned_tenants(
-    plan: Plan, pools: list[dict[str, Any]], by_group: dict[tuple[str, str, str], list[str]], base: PlatformSpec, catalog: Catalog
-) -> list[dict[str, Any]]:
-    """Tenants (teams, else one per class) with quotas that add up to each pool's GPUs at max size."""
-    gpus = {p["name"]: p["scaling"]["max"] * catalog.instance(p["instanceTypes"][0]).gpus for p in pools}
-    shares: dict[str, dict[str, float]] = {}  # pool -> team -> weight
-    for g in plan.groups:
-        if g.instance_type is None:
-            continue
-        teams = g.teams or {g.workload_class: max(g.p95, 1e-9)}
-        for pool in by_group.get((g.workload_class, g.instance_type, g.gpu_model), []):
-            for team, weight in teams.items():
-                shares.setdefault(pool, {})
-                shares[pool][team] = shares[pool].get(team, 0.0) + weight
-    quotas: dict[str, list[dict[str, Any]]] = {}
-    classes: dict[str, str] = {}
-    for p in pools:
-        for team, n in _split(gpus[p["name"]], shares.get(p["name"], {})).items():
-            quotas.setdefault(team, []).append({"pool": p["name"], "gpus": n})
-            classes.setdefault(team, p["workloadClass"])
-    known = {t.name: t for t in base.tenants}
-    out = []
-    for team in sorted(quotas):
-        old = known.get(team)
-        tenant: dict[str, Any] = (
-            old.model_dump(by_alias=True, exclude_defaults=True, exclude={"quotas"})
-            if old is not None
-            else {"name": team, "groups": [team], "cohort": classes[team], "priority": PRIORITY[classes[team]]}
-        )
-        tenant["name"] = team
-        tenant["quotas"] = quotas[team]
-        out.append(tenant)
-    return out
-
-
-def stack_config(plan: Plan, config: dict[str, Any], base: PlatformSpec, catalog: Catalog) -> dict[str, Any]:
-    """The base stack's config with the plan's pools, tenants and demand."""
-    pools, by_group = planned_pools(plan, base, catalog)
-    new = copy.deepcopy(config)
-    new[f"{PROJECT}:nodePools"] = pools
-    new[f"{PROJECT}:tenants"] = planned_tenants(plan, pools, by_group, base, catalog)
-    new[f"{PROJECT}:demand"] = [
-        {"workloadClass": t.workload_class, "p95": round(t.p95, 3), "sla": t.sla, "interruptible": t.interruptible}
-        for t in plan.totals
-        if any(p["workloadClass"] == t.workload_class for p in pools)
-    ]
-    return new
-
-
-def stack_text(plan: Plan, config: dict[str, Any], base: PlatformSpec, catalog: Catalog, out: Path, base_file: str) -> str:
-    """The planned stack file's text, validated like any stack file (ConfigError when it would be invalid)."""
-    if not base.is_eks:
-        raise ConfigError(
-            [Problem(base_file, f"{PROJECT}:cluster.provider", "--write-stack sizes EKS node groups", "allowed: an EKS base stack (--stack NAME)")]
-        )
-    new = stack_config(plan, config, base, catalog)
-    name = out.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
-    spec_from_config(new, stack=name, file=str(out))
-    header = (
-        f"# Written by `gpu-platform capacity plan --demand {plan.demand.source}` from {base_file}.\n"
-        "# Node pools, tenant quotas and demand carry the plan; `-baseline` pools are reserved GPUs that still\n"
-        "# need a reservation: buy it, then set capacity: reserved and reservation.id on the pool.\n"
-    )
-    return header + yaml.safe_dump({"config": new}, sort_keys=False, width=140)
-
-
-def write_text(out: Path, text: str) -> None:
-    """Write an output file; an unwritable path is bad input, not a crash."""
-    try:
-        out.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError([Problem(str(out), "--write-stack", f"cannot be written: {exc.strerror}", "allowed: a writable path")]) from None

@@ -9,12 +9,16 @@ the first GPU task's creation to the last GPU task's deletion, the same for ever
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem
-from gpu_platform.planning.demand import ANY, DEFAULT_SLA, WORKLOAD_CLASSES, Demand, DemandGroup, Options
+from gpu_platform.planning.demand import ANY, DEFAULT_SLA, WORKLOAD_CLASSES, Demand, DemandGroup, Options, Shape
+from gpu_platform.planning.packing import Pod
+from gpu_platform.planning.replay import Job
 from gpu_platform.planning.series import StepSeries, step_series
 
 COLUMNS = ("name", "num_gpu", "gpu_milli", "gpu_spec", "qos", "creation_time", "deletion_time")
@@ -22,7 +26,9 @@ QOS = ("LS", "Guaranteed", "Burstable", "BE")
 DEFAULT_QOS_CLASS = {"LS": "inference", "Guaranteed": "training", "Burstable": "batch", "BE": "batch"}
 DEFAULT_INTERRUPTIBLE_QOS = ("BE",)
 # Trace GPU models -> the catalog model that takes their work: same model where the catalog has it,
-# else the closest in memory and FP16 throughput; the undisclosed G2/G3 go to the class's default.
+# else the closest in memory and throughput; their work is scaled by the catalog's throughput ratio
+# (catalog.yaml `throughput`, substitution_factor). The undisclosed G2/G3 have no default: a trace
+# that constrains tasks to them needs --gpu-map.
 DEFAULT_GPU_MAP = {"T4": "T4", "A10": "A10G", "P100": "T4", "V100M16": "A10G", "V100M32": "A10G"}
 UNCONSTRAINED = "unconstrained"
 MAX_PROBLEMS = 50
@@ -37,6 +43,11 @@ class Task:
     spec: str
     start: int
     end: int
+    gpus: int = 1
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    scheduled: int | None = None
+    """When the task started running; the time before it is queueing, not work."""
 
 
 def looks_like_trace(head: str) -> bool:
@@ -77,12 +88,24 @@ def read_tasks(text: str, file: str) -> list[Task]:
             continue
         if num == 0 or milli == 0:
             continue
-        tasks.append(Task(qos=qos, milli=num * milli, spec=(row.get("gpu_spec") or "").strip(), start=start, end=end))
+        cpu, mem = _int_or_zero(row.get("cpu_milli")), _int_or_zero(row.get("memory_mib"))
+        spec = (row.get("gpu_spec") or "").strip()
+        ran = _int_or_zero(row.get("scheduled_time"))
+        scheduled = ran if start <= ran <= end else None
+        tasks.append(Task(qos=qos, milli=num * milli, spec=spec, start=start, end=end, gpus=num, cpu_milli=cpu, memory_mib=mem, scheduled=scheduled))
     if problems:
         raise ConfigError(_capped(problems, file))
     if not tasks:
         raise ConfigError([Problem(file, "", "the trace has no GPU task (num_gpu > 0)", "allowed: a pod list with at least one GPU task")])
     return tasks
+
+
+def _int_or_zero(value: object) -> int:
+    """A CPU or memory request; an empty cell is no request."""
+    try:
+        return max(0, int(str(value)))
+    except ValueError:
+        return 0
 
 
 def _is_int(value: object) -> bool:
@@ -107,6 +130,7 @@ def trace_demand(
     interruptible_qos: tuple[str, ...] = DEFAULT_INTERRUPTIBLE_QOS,
     gpu_map: Mapping[str, str] | None = None,
     options: Options | None = None,
+    known_gpus: tuple[str, ...] = (),
 ) -> Demand:
     """Demand per class (QoS mapped to a workload class) and per `gpu_spec`, from one pod list."""
     opts = options or Options()
@@ -115,6 +139,23 @@ def trace_demand(
     tasks = read_tasks(text, file)
     start = min(t.start for t in tasks)
     end = max(t.end for t in tasks)
+    if end <= start:
+        raise ConfigError(
+            [
+                Problem(
+                    file,
+                    "deletion_time",
+                    f"every GPU task ends when it starts ({start}): the trace spans no time",
+                    "allowed: a window of positive length",
+                )
+            ]
+        )
+
+    factors = {spec: substitution_factor(spec, models)[0] for spec in {t.spec for t in tasks}}
+
+    def work(t: Task) -> int:
+        """The task's milli-GPUs on the catalog GPU standing for its model."""
+        return round(t.milli * factors[t.spec])
 
     by_class: dict[str, list[Task]] = {}
     for t in tasks:
@@ -123,19 +164,46 @@ def trace_demand(
     totals: list[DemandGroup] = []
     for cls in sorted(by_class, key=WORKLOAD_CLASSES.index):
         members = by_class[cls]
-        total = step_series(((t.start, t.end, t.milli) for t in members), start, end)
-        spot_part = step_series(((t.start, t.end, t.milli) for t in members if t.qos in interruptible_qos), start, end)
-        totals.append(_group(cls, ANY, total, spot_part, opts.gpu_models.get(cls, ""), opts))
+        total = step_series(((t.start, t.end, work(t)) for t in members), start, end)
+        spot_part = step_series(((t.start, t.end, work(t)) for t in members if t.qos in interruptible_qos), start, end)
+        totals.append(
+            dataclasses.replace(
+                _group(cls, ANY, total, spot_part, opts.gpu_models.get(cls, ""), opts), shape=shape_of(members), shape_fit=fit_table(members)
+            )
+        )
         specs = sorted({t.spec for t in members})
         for spec in specs:
             part = [t for t in members if t.spec == spec]
-            series = total if specs == [""] else step_series(((t.start, t.end, t.milli) for t in part), start, end)
-            spot = step_series(((t.start, t.end, t.milli) for t in part if t.qos in interruptible_qos), start, end)
+            series = total if specs == [""] else step_series(((t.start, t.end, work(t)) for t in part), start, end)
+            spot = step_series(((t.start, t.end, work(t)) for t in part if t.qos in interruptible_qos), start, end)
             first = spec.split("|")[0]
+            if first and first not in models:
+                raise ConfigError(
+                    [
+                        Problem(
+                            file,
+                            "gpu_spec",
+                            f"trace GPU model '{first}' ({len(part)} {cls} tasks) has no catalog GPU to stand for it",
+                            f"allowed: map it with --gpu-map {first}=<catalog GPU> (one of {', '.join(sorted(known_gpus or models.values()))})",
+                        )
+                    ]
+                )
             gpu = models.get(first) or opts.gpu_models.get(cls, "")
             label = spec or (ANY if specs == [""] else UNCONSTRAINED)
-            groups.append(_group(cls, label, series, spot, gpu, opts))
-    return Demand(source=file, kind="alibaba-trace", groups=tuple(groups), totals=tuple(totals), options=opts, window=(start, end))
+            groups.append(
+                dataclasses.replace(
+                    _group(cls, label, series, spot, gpu, opts),
+                    shape=shape_of(part),
+                    shape_fit=fit_table(part),
+                    jobs=jobs_of(part, factors[spec]),
+                    pods=pods_of(part),
+                )
+            )
+    used = sorted({t.spec.split("|")[0] for t in tasks if t.spec})
+    subs = tuple((m, models[m], *substitution_factor(m, models)) for m in used)
+    return Demand(
+        source=file, kind="alibaba-trace", groups=tuple(groups), totals=tuple(totals), options=opts, window=(start, end), substitutions=subs
+    )
 
 
 def _group(cls: str, model: str, series: StepSeries, spot: StepSeries, gpu: str, opts: Options) -> DemandGroup:
@@ -149,8 +217,78 @@ def _group(cls: str, model: str, series: StepSeries, spot: StepSeries, gpu: str,
         peak=series.peak(),
         interruptible=spot.peak() > 0,
         interruptible_p95=spot_p95,
+        interruptible_share=spot.mean() / series.mean() if series.mean() > 0 else 0.0,
         sla=DEFAULT_SLA[cls],
         growth_per_month=series.growth_per_month(),
         catalog_gpu=gpu,
         series=series,
+        spot_series=spot,
     )
+
+
+def _weighted_p95(pairs: list[tuple[float, float]]) -> float:
+    """The value at 95 % of the weight, values ascending."""
+    total = sum(w for _, w in pairs)
+    acc = 0.0
+    for v, w in sorted(pairs):
+        acc += w
+        if acc >= 0.95 * total * (1 - 1e-12):
+            return v
+    return max((v for v, _ in pairs), default=0.0)
+
+
+def substitution_factor(spec: str, models: Mapping[str, str]) -> tuple[float, str]:
+    """Catalog GPUs per GPU of a spec's (first) trace model, and where the factor comes from.
+
+    The catalog's `throughput` table gives one metric per model: a trace GPU's work takes
+    tflops[trace] / tflops[catalog] of the catalog GPU standing for it (P100 on T4: 9.3 / 8.1 = 1.15).
+    A model without data there is counted GPU for GPU, and the basis says so.
+    """
+    first = spec.split("|", maxsplit=1)[0]
+    if not first or first not in models:
+        return 1.0, "no substitution"
+    tp = load_catalog().throughput
+    f = tp.factor(first, models[first]) if tp else None
+    if f is None or tp is None:
+        return 1.0, f"assumed 1: no throughput data for {first} or {models[first]} in the catalog"
+    return f, f"{tp.metric}: {tp.tflops[first]:g} / {tp.tflops[models[first]]:g} (catalog throughput, {tp.as_of})"
+
+
+def jobs_of(tasks: list[Task], factor: float = 1.0) -> tuple[Job, ...]:
+    """The tasks as jobs: arrival at creation, run time from scheduling (else creation) to deletion, GPUs and share.
+
+    On a substituted GPU the run time scales by the throughput factor (a faster stand-in finishes sooner).
+    """
+    return tuple(
+        Job(arrival=t.start, run=(t.end - (t.scheduled if t.scheduled is not None else t.start)) * factor, gpus=t.gpus, milli=t.milli // t.gpus)
+        for t in tasks
+    )
+
+
+def pods_of(tasks: list[Task]) -> tuple[Pod, ...]:
+    """The tasks as they hold a node from creation to deletion: GPUs at their share, vCPU and memory."""
+    return tuple(Pod(t.start, t.end, t.gpus, t.milli // t.gpus, t.cpu_milli, t.memory_mib) for t in tasks)
+
+
+def shape_of(tasks: list[Task]) -> Shape:
+    """GPUs per task, vCPU and GiB per GPU's worth, each at the 95th percentile of the tasks' GPU-hours."""
+    weight = [(t, t.milli * (t.end - t.start)) for t in tasks]
+    return Shape(
+        gpus_per_task=int(_weighted_p95([(t.gpus, w) for t, w in weight])),
+        vcpu_per_gpu=_weighted_p95([(t.cpu_milli / t.milli, w) for t, w in weight]),
+        memory_gib_per_gpu=_weighted_p95([(t.memory_mib / 1024 * 1000 / t.milli, w) for t, w in weight]),
+    )
+
+
+def fit_table(tasks: list[Task]) -> dict[tuple[int, float, float], float]:
+    """Per catalog node shape (GPUs, vCPU, GiB) the share of the tasks' GPU-hours that fit one node of it."""
+    weight = [(t, t.milli * (t.end - t.start)) for t in tasks]
+    total = sum(w for _, w in weight) or 1
+    out = {}
+    for it in load_catalog().instance_types.values():
+        key = (it.gpus, float(it.vcpu), float(it.memory_gib))
+        if key in out:
+            continue
+        ok = sum(w for t, w in weight if t.gpus <= it.gpus and t.cpu_milli <= it.vcpu * 1000 and t.memory_mib <= it.memory_gib * 1024)
+        out[key] = ok / total
+    return out

@@ -1,0 +1,192 @@
+"""Commitment economics: the exceedance curve of demand, break-even reserve sizing and the expected bill.
+
+A committed GPU costs (1 - discount) x list every hour of the term; the same GPU-hours bought on
+demand cost list only while busy. So the k-th committed GPU pays for itself exactly when it is busy
+at least (1 - discount) of the time, and the best reserve is the largest R whose last unit is that
+busy. With demand d(t) over a window of length W, the excess above a level y is
+
+    G(y) = (1/W) * integral of max(0, d(t) - y) dt        (mean GPUs above y)
+
+and unit k (from k - 1 to k GPUs) is busy a share u(k) = G(k - 1) - G(k) of the time; a node of g
+GPUs sitting on top of R reserved GPUs is busy (G(R) - G(R + g)) / g. G is exact: a history is atoms
+(each value of the step function with the share of time spent there), declared quantiles are uniform
+pieces between them (the quantile function drawn linearly), whose G is a parabola.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import pairwise
+
+from gpu_platform.planning.series import StepSeries
+
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Exceedance:
+    """Demand as (value in GPUs, share of the window's time) pairs, sorted by value, with suffix sums for G(y)."""
+
+    values: tuple[float, ...]
+    shares: tuple[float, ...]
+    tail_share: tuple[float, ...]
+    """tail_share[i]: share of time with demand >= values[i]."""
+    tail_mass: tuple[float, ...]
+    """tail_mass[i]: sum of value x share over values[i:]."""
+    pieces: tuple[tuple[float, float, float], ...] = field(default=())
+    """(low, high, share): demand spread uniformly over [low, high) for that share of the time (declared quantiles)."""
+
+    def mean_above(self, y: float) -> float:
+        """G(y): the time-weighted mean of max(0, demand - y), in GPUs."""
+        i = bisect.bisect_right(self.values, y)
+        atoms = self.tail_mass[i] - y * self.tail_share[i] if i < len(self.values) else 0.0
+        return atoms + sum(_uniform_above(a, b, m, y) for a, b, m in self.pieces)
+
+    def mean(self) -> float:
+        """Time-weighted mean demand."""
+        return self.mean_above(0.0)
+
+    def node_busy(self, base: float, gpus: int) -> float:
+        """Share of the time a node of `gpus` GPUs stacked on `base` GPUs below it is busy (its GPU-hours used / GPU-hours held)."""
+        return (self.mean_above(base) - self.mean_above(base + gpus)) / gpus
+
+    def used_within(self, reserve: float) -> float:
+        """Time-weighted mean of min(demand, reserve): the reserve's GPUs in use."""
+        return self.mean() - self.mean_above(reserve)
+
+    def elastic_gpus(self, reserve: float, gpus_per_node: int) -> float:
+        """Mean GPUs billed on elastic nodes above the reserve: the excess rounded up to whole nodes at every instant."""
+        g = gpus_per_node
+        out = sum(s * g * math.ceil(max(0.0, v - reserve) / g - EPS) for v, s in zip(self.values, self.shares, strict=True))
+        for a, b, m in self.pieces:
+            # j nodes are up while the excess is in ((j - 1) g, j g]: weight by the piece's share of that range
+            j = 1
+            while reserve + (j - 1) * g < b:
+                lo, hi = max(a, reserve + (j - 1) * g), min(b, reserve + j * g)
+                if hi > lo:
+                    out += m * (hi - lo) / (b - a) * j * g
+                j += 1
+        return out
+
+
+def _uniform_above(a: float, b: float, share: float, y: float) -> float:
+    """Share x E[max(0, U - y)] for U uniform on [a, b)."""
+    if y <= a:
+        return share * ((a + b) / 2 - y)
+    if y >= b:
+        return 0.0
+    return share * (b - y) ** 2 / (2 * (b - a))
+
+
+def exceedance(points: list[tuple[float, float]], pieces: tuple[tuple[float, float, float], ...] = ()) -> Exceedance:
+    """Build the curve from (GPUs, duration) atoms (durations normalised to shares of their sum) and uniform pieces (shares as given)."""
+    durations: dict[float, float] = {}
+    for v, d in points:
+        if d > 0:
+            durations[v] = durations.get(v, 0.0) + d
+    total = sum(durations.values())
+    values = tuple(sorted(durations))
+    shares = tuple(durations[v] / total for v in values) if total > 0 else tuple(0.0 for _ in values)
+    tail_share = [0.0] * len(values)
+    tail_mass = [0.0] * len(values)
+    acc_s = acc_m = 0.0
+    for i in range(len(values) - 1, -1, -1):
+        acc_s += shares[i]
+        acc_m += shares[i] * values[i]
+        tail_share[i], tail_mass[i] = acc_s, acc_m
+    return Exceedance(values, shares, tuple(tail_share), tuple(tail_mass), pieces)
+
+
+@lru_cache(maxsize=128)
+def from_series(series: StepSeries, factor: float = 1.0) -> Exceedance:
+    """The curve of a step series (milli-GPUs) scaled by a growth factor (cached: sensitivity rows re-plan one window)."""
+    return exceedance([(v * factor / 1000, d) for v, d in series.durations.items()])
+
+
+def from_quantiles(p50: float, p95: float, p99: float, peak: float, factor: float = 1.0) -> Exceedance:
+    """A curve for declared demand: the quantile function linear through (0, 0), (0.5, P50), (0.95, P95), (0.99, P99), (1, peak).
+
+    Declared demand gives no time below its median; assuming demand falls linearly to zero there
+    makes every reserve look less busy than it may be, so a declared plan never over-commits.
+    Between knots demand is uniform; a flat stretch (equal knots) is an atom.
+    """
+    knots = ((0.0, 0.0), (0.5, p50 * factor), (0.95, p95 * factor), (0.99, p99 * factor), (1.0, peak * factor))
+    atoms: list[tuple[float, float]] = []
+    pieces: list[tuple[float, float, float]] = []
+    for (q0, y0), (q1, y1) in pairwise(knots):
+        if y1 > y0:
+            pieces.append((y0, y1, q1 - q0))
+        else:
+            atoms.append((y0, q1 - q0))
+    curve = exceedance(atoms)
+    # exceedance() normalises atoms to shares of their own sum; scale them back to their true share
+    weight = sum(d for _, d in atoms)
+    shares = tuple(x * weight for x in curve.shares)
+    return Exceedance(curve.values, shares, tuple(x * weight for x in curve.tail_share), tuple(x * weight for x in curve.tail_mass), tuple(pieces))
+
+
+def break_even_nodes(curve: Exceedance, gpus_per_node: int, break_even: float, limit: int, given: int = 0) -> int:
+    """Whole nodes to commit on top of `given` already-committed GPUs: the most nodes whose last one is busy at least `break_even` of the time.
+
+    Node utilisation falls with each node stacked higher (u is non-increasing), so the first node
+    below break-even ends the search; `limit` caps it at the nodes the group is planned for.
+    """
+    n = 0
+    while n < limit and curve.node_busy(given + n * gpus_per_node, gpus_per_node) >= break_even - EPS:
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class Bill:
+    """The expected monthly bill of one group, beside the full-size and all-on-demand bills."""
+
+    committed: float
+    """Reserved GPUs x committed price x hours: paid whether used or not."""
+    always_on: float
+    """On-demand GPUs kept up (the SLA floor and the N+1 spare) x list price x hours."""
+    on_demand: float
+    """Expected on-demand GPU-hours above the reserve (including Spot's fallback) x list price."""
+    spot: float
+    """Expected Spot GPU-hours above the reserve x Spot price."""
+    on_demand_only: float
+    """The same plan with no commitment: the reserve and the kept-up GPUs on on-demand, the rest elastic on-demand."""
+
+    @property
+    def expected(self) -> float:
+        """Committed + always-on + on-demand + Spot."""
+        return self.committed + self.always_on + self.on_demand + self.spot
+
+
+def expected_bill(
+    curve: Exceedance,
+    reserve_gpus: int,
+    gpus_per_node: int,
+    list_gpu_hour: float,
+    discount: float,
+    spot_share: float,
+    spot_discount: float,
+    fallback_share: float,
+    hours: float,
+    always_on_gpus: int = 0,
+    given_gpus: int = 0,
+) -> Bill:
+    """Expected monthly cost: R x (1 - discount) x price + A x price + elastic GPU-hours above R + A, a `spot_share` of them on Spot.
+
+    A is on-demand kept up whatever the demand (an SLA floor, the N+1 spare). Elastic GPUs are
+    billed in whole nodes at each instant (the excess rounded up to nodes); of the Spot GPU-hours a
+    `fallback_share` runs on on-demand after reclaims. `given_gpus` of the reserve are existing ODCRs,
+    billed at list.
+    """
+    above = curve.elastic_gpus(reserve_gpus + always_on_gpus, gpus_per_node)
+    spot_hours = above * spot_share
+    committed = ((reserve_gpus - given_gpus) * (1 - discount) + given_gpus) * list_gpu_hour * hours
+    always_on = always_on_gpus * list_gpu_hour * hours
+    on_demand = (above - spot_hours + spot_hours * fallback_share) * list_gpu_hour * hours
+    spot = spot_hours * (1 - fallback_share) * list_gpu_hour * (1 - spot_discount) * hours
+    floor = reserve_gpus + always_on_gpus
+    baseline = (floor + curve.elastic_gpus(floor, gpus_per_node)) * list_gpu_hour * hours
+    return Bill(committed=committed, always_on=always_on, on_demand=on_demand, spot=spot, on_demand_only=baseline)

@@ -1,0 +1,134 @@
+"""Queues by replay: whole jobs of a trace on whole GPUs of whole nodes, for the capacity that meets a wait target.
+
+The fluid bound (series.capacity_for_delay) lets work flow into any idle fraction of a GPU; real jobs
+wait for whole GPUs in one node. The replay admits jobs the way Kueue's default queueing strategy
+does (BestEffortFIFO: kueue v0.9 apis/kueue/v1beta1 clusterqueue_types.go, QueueingStrategy; the head
+that does not fit does not block later jobs that do), places each job first-fit on the nodes (a job of
+n GPUs needs n GPUs of one node, each with its share free: a GPU-sharing task takes `milli` of one
+GPU), and runs it for its own run time. The capacity is the fewest nodes whose 99th-percentile wait
+meets the target.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of a trace: when it arrived, how long it ran, and what it holds while it runs."""
+
+    arrival: float
+    run: float
+    gpus: int
+    milli: int
+    """Share of each of its GPUs, 1..1000."""
+
+
+@dataclass(frozen=True)
+class Waits:
+    """Job waits of one replay, in seconds."""
+
+    p99: float
+    max: float
+    jobs: int
+
+
+def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float = math.inf) -> Waits:
+    """Replay the jobs on `nodes` nodes; stop early (p99 = inf) once more than 1 % of the jobs wait past `give_up`."""
+    free = [[1000] * gpus_per_node for _ in range(nodes)]
+    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
+    waiting: list[int] = []
+    running: list[tuple[float, int, int, tuple[int, ...]]] = []  # (end, job, node, gpus)
+    waits: list[float] = []
+    late = 0
+    limit = len(jobs) // 100
+    nxt = 0
+
+    def place(j: Job) -> tuple[int, tuple[int, ...]] | None:
+        if j.gpus > gpus_per_node:
+            return None
+        for n, gpus in enumerate(free):
+            fit = tuple(g for g, left in enumerate(gpus) if left >= j.milli)[: j.gpus]
+            if len(fit) == j.gpus:
+                return n, fit
+        return None
+
+    now = 0.0
+    while nxt < len(order) or waiting:
+        arrive = jobs[order[nxt]].arrival if nxt < len(order) else math.inf
+        finish = running[0][0] if running else math.inf
+        if arrive == math.inf and finish == math.inf:
+            return Waits(math.inf, math.inf, len(jobs))  # jobs that can never start (too many GPUs for one node)
+        now = min(arrive, finish)
+        freed = False
+        while running and running[0][0] <= now:
+            _, j, n, gpus = heapq.heappop(running)
+            for g in gpus:
+                free[n][g] += jobs[j].milli
+            freed = True
+        first_new = len(waiting)
+        while nxt < len(order) and jobs[order[nxt]].arrival <= now:
+            waiting.append(order[nxt])
+            nxt += 1
+        still: list[int] = []
+        # BestEffortFIFO: every waiting job in arrival order, each that fits starts. Nothing freed: jobs that
+        # did not fit before still do not, so only the new arrivals are tried.
+        whole = max(sum(1 for left in gpus if left == 1000) for gpus in free) if free else 0
+        for k, j in enumerate(waiting):
+            if (not freed and k < first_new) or (jobs[j].milli == 1000 and jobs[j].gpus > whole):
+                still.append(j)
+                continue
+            spot = place(jobs[j])
+            if spot is None:
+                still.append(j)
+                continue
+            n, gpus = spot
+            for g in gpus:
+                free[n][g] -= jobs[j].milli
+            whole = max(sum(1 for left in node if left == 1000) for node in free)
+            heapq.heappush(running, (now + jobs[j].run, j, n, gpus))
+            wait = now - jobs[j].arrival
+            waits.append(wait)
+            if wait > give_up:
+                late += 1
+                if late > limit:
+                    return Waits(math.inf, math.inf, len(jobs))
+        waiting = still
+    waits.sort()
+    return Waits(waits[min(len(waits) - 1, math.ceil(0.99 * len(waits)) - 1)] if waits else 0.0, waits[-1] if waits else 0.0, len(jobs))
+
+
+@lru_cache(maxsize=64)
+def nodes_for_wait(jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float) -> tuple[int, Waits]:
+    """Fewest nodes whose replay keeps the 99th-percentile wait within `max_wait_s` (doubling from one node, then bisection).
+
+    Unlike the fluid bound, the mean is no floor: a finite history's backlog may drain after its end.
+
+    Jobs asking more GPUs than one node has cannot run on this type at all; they are left out (the plan
+    reports the share of GPU-hours whose tasks fit a node).
+    """
+    jobs = tuple(j for j in jobs if j.gpus <= gpus_per_node)
+    if not jobs:
+        return 0, Waits(0.0, 0.0, 0)
+    lo = hi = 1
+    result = replay(jobs, hi, gpus_per_node, max_wait_s)
+    while result.p99 > max_wait_s:
+        lo, hi = hi, hi * 2
+        if hi > 100_000:
+            return hi, result
+        result = replay(jobs, hi, gpus_per_node, max_wait_s)
+    best = (hi, result)
+    if lo == hi:
+        return best
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        r = replay(jobs, mid, gpus_per_node, max_wait_s)
+        if r.p99 <= max_wait_s:
+            hi, best = mid, (mid, r)
+        else:
+            lo = mid
+    return best

@@ -1,0 +1,243 @@
+"""`--write-stack`: merge the plan into the base stack file, keeping every pool, key and comment it does not plan.
+
+The base file is read with a round-trip YAML loader (ruamel.yaml), so comments, key order and flow
+style survive. Each planned pool takes the place of the base pool it matches (same workload class,
+capacity tier, GPU model and GPUs per node; same sharing except for a reserved pool, whose
+reservation is the given supply), and only its `scaling` (and, for a reserved pool, the planned
+`sharing`) change: `efa`, `rootVolumeGiB`, zones, reservations and comments stay. A planned pool with
+no match is added. Tenants keep every key; on planned pools their quota is re-split to add up to the
+pool's GPUs (lending limits clamped to the new quota, since Kueue rejects a lendingLimit above the
+nominal quota), and only teams whose demand is interruptible get Spot quota.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.planning.planner import Plan
+from gpu_platform.planning.stackfile import PRIORITY, _split, planned_pools
+from gpu_platform.spec.loader import PROJECT, spec_from_config
+from gpu_platform.spec.models import PlatformSpec
+
+POOLS = f"{PROJECT}:nodePools"
+TENANTS = f"{PROJECT}:tenants"
+DEMAND = f"{PROJECT}:demand"
+
+
+@dataclass(frozen=True)
+class Merge:
+    """What the merge did, for the plan's output: pools updated in place, added, and kept untouched."""
+
+    updated: tuple[str, ...]
+    added: tuple[str, ...]
+    kept: tuple[str, ...]
+
+
+def _yaml() -> YAML:
+    """The round-trip loader/dumper, set to the stack files' layout (2-space maps, lists indented under their key)."""
+    y = YAML()
+    y.preserve_quotes = True
+    y.width = 4096
+    y.indent(mapping=2, sequence=4, offset=2)
+    return y
+
+
+def _gpu(pool: dict[str, Any], catalog: Catalog) -> tuple[str, int] | None:
+    types = pool.get("instanceTypes") or []
+    if not types or types[0] not in catalog.instance_types:
+        return None
+    t = catalog.instance(types[0])
+    return t.gpu.name, t.gpus
+
+
+def _sharing(pool: dict[str, Any]) -> tuple[str, Any]:
+    s = pool.get("sharing") or {}
+    return str(s.get("mode", "none")), s.get("migConfig", s.get("replicas"))
+
+
+def _matches(planned: dict[str, Any], base: dict[str, Any], catalog: Catalog) -> bool:
+    """Same class, tier, GPU model and GPUs per node; same sharing unless reserved; a `-baseline` pool only by name."""
+    if planned["name"].endswith("-baseline"):
+        return bool(base.get("name") == planned["name"])
+    if base.get("workloadClass") != planned["workloadClass"] or base.get("capacity") != planned["capacity"]:
+        return False
+    if _gpu(base, catalog) != _gpu(planned, catalog) or _gpu(base, catalog) is None:
+        return False
+    if planned["capacity"] == "reserved":
+        return planned.get("reservation") == _plain(base.get("reservation"))
+    return _sharing(base) == _sharing(planned)
+
+
+def _plain(value: Any) -> Any:
+    """Round-trip nodes (quoted scalars, commented maps) as plain Python values."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def _flow(mapping: dict[str, Any]) -> CommentedMap:
+    out = CommentedMap(mapping)
+    out.fa.set_flow_style()
+    return out
+
+
+def merge_pools(seq: CommentedSeq, planned: list[dict[str, Any]], catalog: Catalog) -> tuple[dict[str, str], Merge]:
+    """Lay the planned pools over the base list in place; planned name -> the name it has in the merged stack."""
+    used: set[int] = set()
+    names: dict[str, str] = {}
+    updated, added = [], []
+    taken = {str(p.get("name")) for p in seq}
+    original = len(seq)  # only the base's own pools are matched, never one this merge added
+    for p in planned:
+        hit = next((i for i in range(original) if i not in used and _matches(p, seq[i], catalog)), None)
+        if hit is None:
+            name = p["name"] if p["name"] not in taken else f"{p['name']}-planned"
+            body = dict(p, name=name)
+            body["scaling"] = _flow(p["scaling"])
+            if "sharing" in body:
+                body["sharing"] = _flow(body["sharing"])
+            seq.append(CommentedMap(body))
+            taken.add(name)
+            names[p["name"]] = name
+            added.append(name)
+            continue
+        used.add(hit)
+        base = seq[hit]
+        scaling = base.get("scaling")
+        if isinstance(scaling, dict):
+            for k in ("min", "desired", "max"):
+                scaling[k] = p["scaling"][k]
+        else:
+            base["scaling"] = _flow(p["scaling"])
+        if p["capacity"] == "reserved" and "sharing" in p and _sharing(base) != _sharing(p):
+            base["sharing"] = _flow(p["sharing"])
+        names[p["name"]] = str(base["name"])
+        updated.append(str(base["name"]))
+    kept = tuple(str(seq[i].get("name")) for i in range(original) if i not in used)
+    return names, Merge(tuple(updated), tuple(added), kept)
+
+
+def quota_shares(
+    plan: Plan, by_group: dict[tuple[str, str, str], list[str]], names: dict[str, str], tenants: list[Any]
+) -> dict[str, dict[str, float]]:
+    """Merged pool -> team -> weight of its quota.
+
+    Declared demand names its teams (Spot pools: only the interruptible ones); a history names none,
+    so a pool's current quota holders keep their proportions, else one tenant per class.
+    """
+    holders: dict[str, dict[str, float]] = {}
+    for t in tenants:
+        for q in t.get("quotas") or []:
+            holders.setdefault(str(q["pool"]), {})[str(t["name"])] = float(q.get("gpus", 0))
+    shares: dict[str, dict[str, float]] = {}
+    for g in plan.groups:
+        if g.instance_type is None:
+            continue
+        for planned in by_group.get((g.workload_class, g.instance_type, g.gpu_model), []):
+            pool = names[planned]
+            spot = planned.endswith("-spot")
+            if g.teams:
+                weights = {t: w for t, w in g.teams.items() if not spot or t in g.interruptible_teams}
+            elif holders.get(pool) and sum(holders[pool].values()) > 0:
+                weights = dict(holders[pool])
+            else:
+                weights = {g.workload_class: max(g.p95, 1e-9)}
+            mine = shares.setdefault(pool, {})
+            for team, w in weights.items():
+                mine[team] = mine.get(team, 0.0) + w
+    return shares
+
+
+def merge_tenants(seq: CommentedSeq, gpus: dict[str, int], shares: dict[str, dict[str, float]], classes: dict[str, str]) -> None:
+    """Re-split the quota of every planned pool in place; other quotas and every tenant key stay."""
+    want: dict[str, dict[str, int]] = {pool: _split(gpus[pool], shares.get(pool, {})) for pool in gpus}
+    known = {str(t["name"]): t for t in seq}
+    for pool, split in want.items():
+        for team, n in split.items():
+            if team not in known and n > 0:
+                cls = classes[pool]
+                t = CommentedMap({"name": team, "groups": [team], "cohort": cls, "priority": PRIORITY[cls], "quotas": CommentedSeq()})
+                seq.append(t)
+                known[team] = t
+    for name, t in known.items():
+        quotas = t.get("quotas")
+        if quotas is None:
+            quotas = t["quotas"] = CommentedSeq()
+        have = {str(q["pool"]) for q in quotas}
+        for i in range(len(quotas) - 1, -1, -1):
+            q = quotas[i]
+            pool = str(q["pool"])
+            if pool not in want:
+                continue
+            n = want[pool].get(name, 0)
+            if n == 0:
+                del quotas[i]
+                continue
+            q["gpus"] = n
+            if "lendingLimit" in q and q["lendingLimit"] > n:
+                q["lendingLimit"] = n
+        for pool, split in want.items():
+            if pool not in have and split.get(name, 0) > 0:
+                quotas.append(_flow({"pool": pool, "gpus": split[name]}))
+
+
+def merged_stack(plan: Plan, base_text: str, base: PlatformSpec, catalog: Catalog, out: Path, base_file: str) -> tuple[str, Merge]:
+    """The base stack's text with the plan merged in, validated like any stack (ConfigError when it would be invalid)."""
+    if not base.is_eks:
+        raise ConfigError(
+            [Problem(base_file, f"{PROJECT}:cluster.provider", "--write-stack sizes EKS node groups", "allowed: an EKS base stack (--stack NAME)")]
+        )
+    y = _yaml()
+    doc = y.load(base_text)
+    cfg = doc["config"]
+    planned, by_group = planned_pools(plan, base, catalog)
+    if cfg.get(POOLS) is None:
+        cfg[POOLS] = CommentedSeq()
+    names, merge = merge_pools(cfg[POOLS], planned, catalog)
+    pools = {str(p["name"]): p for p in cfg[POOLS]}
+    gpus = {n: int(pools[n]["scaling"]["max"]) * catalog.instance(pools[n]["instanceTypes"][0]).gpus for n in set(names.values())}
+    classes = {n: str(pools[n]["workloadClass"]) for n in gpus}
+    if cfg.get(TENANTS) is None:
+        cfg[TENANTS] = CommentedSeq()
+    merge_tenants(cfg[TENANTS], gpus, quota_shares(plan, by_group, names, list(cfg[TENANTS])), classes)
+    cfg[DEMAND] = [
+        {"workloadClass": t.workload_class, "p95": round(t.p95, 3), "sla": t.sla, "interruptible": t.interruptible}
+        for t in plan.totals
+        if any(p["workloadClass"] == t.workload_class for p in planned)
+    ]
+    buf = io.StringIO()
+    y.dump(doc, buf)
+    text = buf.getvalue()
+    name = out.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
+    spec_from_config(yaml.safe_load(text)["config"], stack=name, file=str(out))
+    header = (
+        f"# Written by `gpu-platform capacity plan --demand {plan.demand.source}` from {base_file}:\n"
+        f"# {len(merge.updated)} pools resized, {len(merge.added)} added, {len(merge.kept)} kept as they were "
+        f"({', '.join(merge.kept) or 'none'}); every other key and comment kept.\n"
+        "# `-baseline` pools are reserved GPUs still to commit: buy the plan's instrument (a Savings Plan covers them as they run).\n"
+    )
+    return header + text, merge
+
+
+def write_new(out: Path, text: str, force: bool, inputs: tuple[Path, ...]) -> None:
+    """Write the planned stack to a new file; an existing file (the input stack above all) only with --force."""
+    if out.exists() and not force:
+        what = "is the base stack it was planned from" if any(out.resolve() == p.resolve() for p in inputs if p.exists()) else "exists"
+        raise ConfigError([Problem(str(out), "--write-stack", f"{what}; not overwritten", "allowed: a new file, or --force to replace it")])
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([Problem(str(out), "--write-stack", f"cannot be written: {exc.strerror}", "allowed: a writable path")]) from None

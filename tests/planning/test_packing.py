@@ -1,0 +1,70 @@
+"""First-fit decreasing packing of running tasks into whole nodes at each event, against hand-packed cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpu_platform.planning.packing import NodeShape, Pod, ffd, nodes_over
+from tests.planning.helpers import plan_json, row
+from tests.planning.test_replay import HEADER
+
+NODE = NodeShape(gpus=4, vcpu=16, memory_gib=64)
+
+
+def test_ffd_packs_largest_first_and_respects_cpu_memory_and_gpu_shares() -> None:
+    # by hand, largest first: 3 GPUs -> node 1 (1 GPU left); 2 GPUs -> node 2; 1 GPU -> node 1 (full); 0.6 -> node 2; 0.6 -> node 2
+    # (a 0.6 share needs 0.6 of one GPU: node 2 has 2 free GPUs) : 2 nodes
+    pods = [Pod(0, 1, 3, 1000), Pod(0, 1, 2, 1000), Pod(0, 1, 1, 1000), Pod(0, 1, 1, 600), Pod(0, 1, 1, 600)]
+    assert ffd(pods, NODE) == 2
+    # three 0.6 shares: 1.8 GPUs of fluid work, but no two share a GPU: 3 GPUs, one node
+    assert ffd([Pod(0, 1, 1, 600)] * 3, NODE) == 1
+    # five 0.6 shares on a 4-GPU node: the fifth needs a second node
+    assert ffd([Pod(0, 1, 1, 600)] * 5, NODE) == 2
+    # CPU binds before GPUs: two 1-GPU tasks of 10 vCPU each on 16-vCPU nodes take two nodes
+    assert ffd([Pod(0, 1, 1, 1000, cpu_milli=10_000)] * 2, NODE) == 2
+    # memory binds: 40 GiB each on 64 GiB nodes
+    assert ffd([Pod(0, 1, 1, 1000, memory_mib=40 * 1024)] * 2, NODE) == 2
+
+
+def test_nodes_over_time_follow_the_running_tasks_and_a_window_reads_the_same_packing() -> None:
+    # [0,10): one 3-GPU task -> 1 node; [10,20): plus a 2-GPU task -> 2 nodes; [20,40): only the 2-GPU task -> 1 node
+    pods = (Pod(0, 20, 3, 1000), Pod(10, 40, 2, 1000))
+    packing = nodes_over(pods, NODE, 0, 40)
+    assert list(packing.nodes.segments()) == [(0, 10, 1000), (10, 20, 2000), (20, 40, 1000)]
+    # time-weighted: 2 nodes for 10 of 40 s (25 %) -> P95 is 2 nodes, P50 1 node
+    assert packing.nodes.quantile(0.95) == 2 and packing.nodes.quantile(0.5) == 1
+    assert list(nodes_over(pods, NODE, 15, 40).nodes.segments()) == [(15, 20, 2000), (20, 40, 1000)]
+
+
+def test_a_task_larger_than_a_node_is_reported_and_counted_as_the_nodes_it_would_fill() -> None:
+    # 9 GPUs on 4-GPU nodes: no node holds it; it counts as ceil(9 / 4) = 3 nodes, beside a 1-GPU task's node
+    packing = nodes_over((Pod(0, 10, 9, 1000), Pod(0, 10, 1, 1000)), NODE, 0, 10)
+    assert packing.unplaceable == 1
+    assert packing.nodes.quantile(0.95) == pytest.approx(4)
+
+
+def test_inference_from_a_trace_is_sized_on_packed_nodes_not_gpu_hours(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # three 0.6-GPU inference tasks all the time: 1.8 GPUs of fluid demand, but no two 0.6 shares fit one GPU,
+    # so on 1-GPU nodes they take 3 nodes; + 15 % safety stock = 3.45 GPUs -> 4 nodes, + 1 N+1 spare = 5
+    path = tmp_path / "pods.csv"
+    path.write_text("\n".join([HEADER, *(f"t{i},1000,1024,1,600,,LS,Running,0,{100 * 86400},0" for i in range(3))]) + "\n")
+    plan = row(plan_json(capsys, "--demand", str(path)), "plan", "inference")
+    assert plan["instanceType"] == "g6.xlarge"
+    assert plan["packedNodesP95"] == 3 and plan["unplaceableTasks"] == 0
+    assert plan["target"] == pytest.approx(3.45)
+    assert sum(plan["nodes"].values()) == 5
+    assert "first-fit decreasing" in plan["basis"] and "rule of thumb" in plan["basis"]
+
+
+def test_tasks_no_node_holds_are_named_in_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 9 GPUs in one inference task: the largest L4 node has 8, so no type holds it (none is preferred: the cheapest GPU-hour,
+    # g6.xlarge, is kept); it counts as the 9 one-GPU nodes it would fill, and the plan says so
+    path = tmp_path / "pods.csv"
+    path.write_text(f"{HEADER}\nbig,1000,1024,9,1000,,LS,Running,0,{100 * 86400},0\n")
+    doc = plan_json(capsys, "--demand", str(path))
+    plan = row(doc, "plan", "inference")
+    assert plan["unplaceableTasks"] == 1
+    assert plan["instanceType"] == "g6.xlarge" and plan["packedNodesP95"] == 9
+    assert any("1 tasks ask more GPUs, vCPU or memory than one" in n for n in doc["assumptions"]["notes"])

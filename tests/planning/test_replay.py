@@ -1,0 +1,66 @@
+"""Queues by replay: whole jobs on whole GPUs of whole nodes, against small traces with answers worked by hand.
+
+Admission reproduces Kueue's default queueing strategy, BestEffortFIFO (kueue apis/kueue/v1beta1
+clusterqueue_types.go, QueueingStrategy: "BestEffortFIFO ... an older workload that can't be admitted
+will not block admitting newer workloads that fit"), with first-fit placement on nodes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpu_platform.planning.replay import Job, nodes_for_wait, replay
+from gpu_platform.planning.series import step_series
+from tests.planning.helpers import plan_json, row
+
+H = 3600.0
+HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+
+
+def three_jobs() -> tuple[Job, ...]:
+    """Three 1-GPU jobs of 10 h, all arriving at 0."""
+    return tuple(Job(0, 10 * H, 1, 1000) for _ in range(3))
+
+
+@pytest.mark.parametrize(("nodes", "p99"), [(1, 20 * H), (2, 10 * H), (3, 0.0)])
+def test_waits_by_hand(nodes: int, p99: float) -> None:
+    """One 1-GPU node runs them one after another: waits 0, 10, 20 h; two nodes: 0, 0, 10 h; three: none."""
+    assert replay(three_jobs(), nodes, 1).p99 == p99
+
+
+@pytest.mark.parametrize(("target_h", "nodes"), [(24, 1), (12, 2), (5, 3)])
+def test_fewest_nodes_for_the_wait_target(target_h: float, nodes: int) -> None:
+    assert nodes_for_wait(three_jobs(), 1, target_h * H)[0] == nodes
+
+
+def test_best_effort_fifo_does_not_block_on_the_head() -> None:
+    """A 2-GPU node: A (1 GPU, 10 h) at 0; B (2 GPUs, 1 h) at 1 h cannot start until A ends; C (1 GPU) at 2 h fits now."""
+    jobs = (Job(0, 10 * H, 1, 1000), Job(1 * H, 1 * H, 2, 1000), Job(2 * H, 1 * H, 1, 1000))
+    waits = replay(jobs, 1, 2)
+    assert waits.max == 9 * H  # B waited from 1 h to 10 h; C did not wait behind it
+
+
+def test_fragmentation_the_fluid_bound_misses() -> None:
+    """Four tasks of 0.6 GPU for 10 h: 2.4 GPUs of fluid work, but no two share one GPU, so no wait needs 4 GPUs."""
+    jobs = tuple(Job(0, 10 * H, 1, 600) for _ in range(4))
+    assert nodes_for_wait(jobs, 1, 1 * H)[0] == 4
+    fluid = step_series([(0, 10 * H, 2400)], 0, 10 * H).capacity_for_delay(1 * H)
+    assert fluid < 4
+
+
+def test_jobs_larger_than_a_node_are_left_out() -> None:
+    jobs = (Job(0, H, 8, 1000), Job(0, H, 1, 1000))
+    assert nodes_for_wait(jobs, 4, H)[0] == 1
+
+
+def test_batch_is_sized_by_replay_from_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three Burstable 1-GPU jobs of 10 h at 0 against the 24 h batch target: one L40S node, 99th-percentile wait 20 h."""
+    trace = tmp_path / "pods.csv"
+    trace.write_text("\n".join([HEADER] + [f"j{i},4000,16384,1,1000,,Burstable,Running,0,36000,0" for i in range(3)]) + "\n")
+    p = row(plan_json(capsys, "--demand", str(trace)), "plan", "batch")
+    assert p["instanceType"] == "g6e.xlarge"
+    assert p["target"] == 1
+    assert p["replayWaitHours"] == {"p99": 20.0, "max": 20.0, "jobs": 3}
+    assert p["basis"].startswith("job-level replay: 99 % of jobs wait <= 24 h")
