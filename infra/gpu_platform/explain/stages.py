@@ -1,9 +1,10 @@
 """The stages a workload passes through, in order, each reproducing one component (gpu_platform.behaviour).
 
 namespace -> admission-policy -> kueue-managed -> local-queue -> priority -> kueue-flavor -> kueue-fallback
--> pod-admission -> node-pool -> device-resources -> autoscaler -> volcano -> capacity. A blocked stage
-ends the walk: what follows it never happens. NetworkPolicy reach (DNS, API, data) is not a stage
-yet: gpu_platform.behaviour.networkpolicy.connection plugs in after `node-pool` once merged.
+-> pod-admission -> node-pool -> network -> device-resources -> autoscaler -> volcano -> capacity. A
+blocked stage ends the walk: what follows it never happens. `network` asks the NetworkPolicy evaluator
+(gpu_platform.behaviour.networkpolicy) whether the pods reach DNS, the API server and their data; a path
+that is closed is a warning (the pods run, and fail at what they cannot reach).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
-from gpu_platform.behaviour import admission, kueue, scheduler, volcano
+from gpu_platform.behaviour import admission, kueue, networkpolicy, scheduler, volcano
 from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.explain.view import PoolView, StackView
 from gpu_platform.k8s.kueue import CPU_FLAVOR
+from gpu_platform.k8s.tenant_network import destinations
 
 Result = Literal["ok", "blocked", "warning"]
 Verdict = Literal["runs", "waits", "never"]
@@ -110,6 +112,7 @@ class Walk:
             self.fallback()
             self.pod_admission()
             pools = self.node_pool()
+            self.network()
             fitting = self.device_resources(pools)
             self.autoscaler(fitting)
             self.volcano()
@@ -352,6 +355,45 @@ class Walk:
             held = f"; Kueue admitted it on flavor {flavors}, whose node labels exclude those pools: the pods stay pending" if flavors else ""
             return f"pod set {name} asks {', '.join(asks)}; the pods select {picked}{held}"
         return f"pod set {name}: no GPU pool's nodes pass the filters: " + "; ".join(why)
+
+    def network(self) -> None:
+        """NetworkPolicy reach from the workload's pods to DNS, the API server and its data paths."""
+        tenant = next((t for t in self.view.spec.tenants if t.ns == self.out.namespace), None)
+        if tenant is None:
+            return
+        src = 'gpu_platform.behaviour.networkpolicy.connection (Kubernetes docs "Network Policies"; networking/v1 types.go)'
+        labels = self._pod_labels()
+        pod = networkpolicy.Endpoint(self.out.namespace, labels, None)
+        reached: list[str] = []
+        closed: list[str] = []
+        for name, namespace, pod_labels, address, port, protocol in destinations(self.view.spec, tenant):
+            dst = networkpolicy.Endpoint(namespace, pod_labels, address)
+            decision = networkpolicy.connection(self.view.objects, pod, dst, port, protocol)
+            (reached if decision.allowed else closed).append(
+                f"{name} {address}:{port}/{protocol}" + ("" if decision.allowed else f" ({decision.reason})")
+            )
+        if closed:
+            self.add(
+                "network", "warning", "the pods cannot reach " + "; ".join(closed) + (f"; they reach {', '.join(reached)}" if reached else ""), src
+            )
+        else:
+            self.add("network", "ok", "the pods reach " + ", ".join(reached), src)
+
+    def _pod_labels(self) -> dict[str, str]:
+        """The labels of the workload's pods: a Pod's own, else its (first) pod template's."""
+        if self.out.kind == "Pod":
+            return dict((self.obj.get("metadata") or {}).get("labels") or {})
+        stack: list[Any] = [self.obj.get("spec") or {}]
+        while stack:
+            node = stack.pop(0)
+            if isinstance(node, Mapping):
+                template = node.get("template")
+                if isinstance(template, Mapping) and isinstance(template.get("spec"), Mapping) and "containers" in template["spec"]:
+                    return dict((template.get("metadata") or {}).get("labels") or {})
+                stack.extend(v for v in node.values() if isinstance(v, Mapping | list))
+            elif isinstance(node, list):
+                stack.extend(node)
+        return {}
 
     def device_resources(self, pools: dict[str, list[PoolView]]) -> dict[str, list[PoolView]]:
         """NodeResourcesFit of each pod against what one node of each pool advertises, and room for the pod set."""

@@ -20,8 +20,9 @@ from gpu_platform.behaviour.volcano import CHART_DEFAULT_ADMISSIONS
 from gpu_platform.catalog import Catalog
 from gpu_platform.efa import node_resources as efa_node_resources
 from gpu_platform.k8s import kueue, tenants, volcano
-from gpu_platform.k8s.isolation import priority_policy, priority_policy_binding
+from gpu_platform.k8s.isolation import owned_policy, owned_policy_binding, priority_policy, priority_policy_binding
 from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_jobs_policy
+from gpu_platform.k8s.tenant_network import network_policies
 from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
 from gpu_platform.spec.models import NodePool, PlatformSpec
 
@@ -71,11 +72,14 @@ class StackView:
 
     @cached_property
     def objects(self) -> list[Manifest]:
-        """Namespaces, admission policies, Kueue and Volcano objects, as the components render them."""
+        """Namespaces, admission policies, tenant NetworkPolicies, Kueue and Volcano objects, as the components render them."""
         spec, catalog = self.spec, self.catalog
         out: list[Manifest] = [tenants.namespace(spec, t) for t in spec.tenants]
         out += tenants.priority_classes()
         out += [priority_policy(), priority_policy_binding()]
+        if spec.tenants:
+            out += [owned_policy(spec), owned_policy_binding()]
+        out += [np for t in spec.tenants for np in network_policies(spec, t)]
         if spec.queueing.kueue.enabled:
             out.append(kueue.cpu_flavor())
             out += [kueue.resource_flavor(p, catalog) for p in spec.node_pools]

@@ -134,3 +134,37 @@ def network_policies(spec: PlatformSpec, tenant: Tenant) -> list[Manifest]:
         {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata(name, tenant.ns, labels), "spec": body}
         for name, body in specs.items()
     ]
+
+
+def destinations(spec: PlatformSpec, tenant: Tenant) -> list[tuple[str, str | None, dict[str, str], str, int, str]]:
+    """What a tenant's GPU workload must reach, as (name, namespace, pod labels, address, port, protocol).
+
+    The same paths `network_policies` opens: CoreDNS (pods `k8s-app: kube-dns` in kube-system, UDP 53),
+    the API server (EKS private endpoint ENIs in the VPC on 443; on-prem `cluster.apiServerCidrs`), on EKS
+    the Pod Identity agent and an interface endpoint (ECR, STS) in the VPC, S3 at a public address of
+    its us-east-1 range (ip-ranges.json 52.216.0.0/15; any public S3 address is judged alike), and the
+    first address and port of each `network.egress` entry. `explain` asks the NetworkPolicy evaluator about each.
+    """
+    vpc = ipaddress.ip_network(spec.network.cidr) if spec.is_eks else None
+    out: list[tuple[str, str | None, dict[str, str], str, int, str]] = [
+        ("DNS (kube-dns)", "kube-system", {"k8s-app": "kube-dns"}, "172.20.0.10", 53, "UDP")
+    ]
+    if vpc is not None:
+        api = str(vpc.network_address + 20) if spec.cluster.endpoint_private_access else "54.80.0.10"
+        out.append(("Kubernetes API", None, {}, api, HTTPS, "TCP"))
+        out.append(("EKS Pod Identity agent", None, {}, POD_IDENTITY_AGENT.split("/", maxsplit=1)[0], POD_IDENTITY_PORT, "TCP"))
+        out.append(("ECR/STS interface endpoint", None, {}, str(vpc.network_address + 30), HTTPS, "TCP"))
+        if tenant.network.s3:
+            out.append(("S3 (gateway endpoint)", None, {}, "52.216.8.10", HTTPS, "TCP"))
+    elif spec.cluster.api_server_cidrs:
+        api_net = ipaddress.ip_network(spec.cluster.api_server_cidrs[0])
+        out.append(("Kubernetes API", None, {}, str(api_net.network_address), spec.cluster.api_server_port, "TCP"))
+    for i, rule in enumerate(tenant.network.egress):
+        net = ipaddress.ip_network(rule.cidrs[0])
+        # A representative address of the range, outside its `except` carve-outs (the middle of a large range).
+        excepted = [ipaddress.ip_network(c) for c in rule.except_]
+        candidates = [net.network_address + net.num_addresses // 2 + 1, net.network_address + min(1, net.num_addresses - 1)]
+        address = str(next((a for a in candidates if a in net and not any(a in e for e in excepted)), net.network_address))
+        for port in list(rule.ports)[:1] or [HTTPS]:
+            out.append((f"network.egress[{i}] {rule.cidrs[0]}", None, {}, address, int(port), rule.protocol))
+    return out
