@@ -22,6 +22,7 @@ import copy
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -77,6 +78,8 @@ class Cluster:
     pods: list[dict[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Called under the lock after each request has changed the objects (the CLI writes its log).
+    after_request: Callable[[], None] | None = None
 
     def calls(self) -> list[str]:
         """"METHOD path" of every request after discovery, in order."""
@@ -105,6 +108,8 @@ def _handler(cluster: Cluster) -> type[BaseHTTPRequestHandler]:
                     {"method": method, "path": path, "query": query, "content_type": self.headers.get("Content-Type"), "body": body}
                 )
                 code, out = self._route(method, path, query, body)
+                if cluster.after_request:
+                    cluster.after_request()
             self._send(code, out)
 
         def _route(self, method: str, path: str, query: str, body: Any) -> tuple[int, dict[str, Any]]:
@@ -195,7 +200,40 @@ class FakeKubeApi:
         self._server.shutdown()
         self._server.server_close()
 
+    def serve_forever(self) -> None:
+        """Serve in this thread until the process is killed (the CLI)."""
+        self._server.serve_forever()
+
     def snapshot(self) -> dict[str, Any]:
         """A copy of the nodes and pods as they are now."""
         with self.cluster.lock:
             return copy.deepcopy({"nodes": self.cluster.nodes, "pods": self.cluster.pods})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve a cluster from a JSON file until killed (the driver_upgrade Molecule scenario starts it).
+
+    --state: {"nodes": {name: Node}, "pods": [Pod]}; --log: rewritten after every request with
+    {"requests": [...], "nodes": ..., "pods": ...}; --kubeconfig: written once the server listens.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--state", type=Path, required=True)
+    parser.add_argument("--log", type=Path, required=True)
+    parser.add_argument("--kubeconfig", type=Path, required=True)
+    args = parser.parse_args(argv)
+    state = json.loads(args.state.read_text())
+    cluster = Cluster(nodes=state["nodes"], pods=state["pods"])
+    api = FakeKubeApi(cluster)
+
+    def record() -> None:
+        args.log.write_text(json.dumps({"requests": cluster.requests, "nodes": cluster.nodes, "pods": cluster.pods}))
+
+    cluster.after_request = record
+    api.kubeconfig(args.kubeconfig)
+    api.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

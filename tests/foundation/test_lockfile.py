@@ -160,7 +160,7 @@ def test_production_driver_branch_is_in_support_with_its_source() -> None:
         ("cuda", "12.9", "cuda.version"),
         ("fabric_manager", "580", "fabric_manager.version"),
         ("dcgm", "4.6", "dcgm.version"),
-        ("container_toolkit", "1.17", "container_toolkit.version"),
+        ("container_toolkit", "1.20", "container_toolkit.version"),
         ("mig_parted", "0.15", "mig_parted.version"),
     ],
 )

@@ -866,7 +866,7 @@ CASES: list[Case] = [
         lock=kubelet_cgroup_v2_from("1.36"),
         repo=copy_node_os_offers(("ansible/packer/gpu-node.pkr.hcl", '"ubuntu2404", "rhel9"]', '"ubuntu2404", "rhel8", "rhel9"]')),
     ),
-    # The real inventories read the production pins (R580, supported until 2028-08-31).
+    # The real inventories read the production pins (R580, supported until 2028-06-30).
     Case("ansible-driver-branch-in-support", "prod-on-the-lockfile-branch", "prod", repo=write_inventory({"ansible_user": "gpu-admin"})),
     Case(
         "ansible-driver-branch-in-support",
