@@ -49,13 +49,18 @@ def node(name: str, gpus: int) -> dict[str, Any]:
     }
 
 
-def pod(namespace: str, name: str, node_name: str, owner_kind: str | None = "ReplicaSet", pdb_blocks: bool = False) -> dict[str, Any]:
-    """A running Pod on `node_name`, owned by `owner_kind` (None: a bare pod)."""
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"}
+def pod(
+    namespace: str, name: str, node_name: str, owner_kind: str | None = "ReplicaSet", pdb_blocks: bool = False, never_terminates: bool = False
+) -> dict[str, Any]:
+    """A running Pod on `node_name`, owned by `owner_kind` (None: a bare pod); `never_terminates`: it
+    outlives its eviction (a process that ignores SIGTERM within a grace period longer than the wait)."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}", "annotations": {}}
     if owner_kind:
         meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner_kind, "name": f"{name}-owner", "uid": f"owner-{name}", "controller": True}]
     if pdb_blocks:
-        meta["annotations"] = {"fake-kube-api/pdb-blocks-eviction": "true"}
+        meta["annotations"]["fake-kube-api/pdb-blocks-eviction"] = "true"
+    if never_terminates:
+        meta["annotations"]["fake-kube-api/never-terminates"] = "true"
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -148,7 +153,8 @@ def _handler(cluster: Cluster) -> type[BaseHTTPRequestHandler]:
                 if eviction and method == "POST":
                     if found_pod["metadata"].get("annotations", {}).get("fake-kube-api/pdb-blocks-eviction"):
                         return 429, status(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.")
-                    cluster.pods.remove(found_pod)
+                    if not found_pod["metadata"].get("annotations", {}).get("fake-kube-api/never-terminates"):
+                        cluster.pods.remove(found_pod)
                     return 201, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
                 if method == "GET":
                     return 200, found_pod

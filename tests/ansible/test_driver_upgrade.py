@@ -206,6 +206,16 @@ def test_a_bare_pod_refuses_the_drain_and_the_node_stays_cordoned(tmp_path: Path
     assert [p["metadata"]["name"] for p in api.snapshot()["pods"]] == ["debug-shell"]
 
 
+def test_pods_still_running_at_the_drain_timeout_fail_the_node_before_the_driver_changes(tmp_path: Path):
+    """k8s_drain only warns at wait_timeout; the role turns that into a failure, so no driver is replaced under a job."""
+    cluster = Cluster(nodes={NODE: node(NODE, 8)}, pods=[pod("training", "llm-7b-worker-0", NODE, owner_kind="Job", never_terminates=True)])
+    rc, msg, api = maintenance(tmp_path, cluster, k8s_node_maintenance_drain_timeout=3)
+    assert rc != 0
+    assert "timeout reached while pods were still running" in msg
+    assert api.snapshot()["nodes"][NODE]["spec"] == {"unschedulable": True}
+    assert not (tmp_path / "node-report.json").exists(), "nothing after the drain ran"
+
+
 def test_a_node_not_in_the_cluster_fails_by_name(tmp_path: Path):
     rc, msg, _ = maintenance(tmp_path, Cluster(nodes={}))
     assert rc != 0
