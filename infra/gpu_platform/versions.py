@@ -407,8 +407,11 @@ def kubelet_refuses_cgroup_v1(lock: Lockfile) -> bool:
 
 
 def node_oses(lock: Lockfile) -> list[str]:
-    """package_availability keys a GPU node image can be built on: NVIDIA publishes the pinned driver
-    branch and CUDA minor there, and its images boot a cgroup hierarchy the pinned kubelet accepts."""
+    """package_availability keys a GPU node image can be built on.
+
+    NVIDIA publishes the pinned driver branch and CUDA minor there, and its images boot a cgroup
+    hierarchy the pinned kubelet accepts.
+    """
     branch, cuda = lock.nvidia_driver.branch, minor(lock.cuda.version)
     found = []
     for key, avail in sorted(lock.package_availability.items()):

@@ -87,13 +87,13 @@ class Cluster:
     after_request: Callable[[], None] | None = None
 
     def calls(self) -> list[str]:
-        """"METHOD path" of every request after discovery, in order."""
+        """ "METHOD path" of every request after discovery, in order."""
         return [f"{r['method']} {r['path']}" for r in self.requests if not re.match(r"^/(version|api|apis|api/v1)$", r["path"])]
 
 
 def _handler(cluster: Cluster) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler's signature
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
         def _send(self, code: int, body: dict[str, Any]) -> None:
@@ -160,13 +160,13 @@ def _handler(cluster: Cluster) -> type[BaseHTTPRequestHandler]:
                     return 200, found_pod
             return 404, status(404, "NotFound", f"the server could not find the requested resource ({method} {path})")
 
-        def do_GET(self) -> None:  # noqa: N802 - BaseHTTPRequestHandler's naming
+        def do_GET(self) -> None:
             self._handle("GET")
 
-        def do_PATCH(self) -> None:  # noqa: N802
+        def do_PATCH(self) -> None:
             self._handle("PATCH")
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self._handle("POST")
 
     return Handler

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from gpu_platform.behaviour.containerd import load_config
-
 from tests.ansible.helpers import DEBIAN_12, FIXTURES, HERE, UBUNTU_2204, failure_messages, load_nvidia_smi_module, run_playbook
 
 smi = load_nvidia_smi_module()
@@ -138,7 +137,13 @@ def test_the_same_drop_in_keeps_them_in_containerd_2():
     """containerd 2.x mergeConfig merges plugin tables key by key (containerd's own TestMergingPluginsWithTwoCriCniDropInConfigs)."""
     effective = load_config([NODE_1_7, FORMER_DROP_IN], major=2)
     assert node_settings_1_7(effective) == KEPT_1_7
-    cni = load_config([{"plugins": {"io.containerd.grpc.v1.cri": {"cni": {"bin_dir": "/b"}}}}, {"plugins": {"io.containerd.grpc.v1.cri": {"cni": {"conf_dir": "/tmp"}}}}], 2)
+    cni = load_config(
+        [
+            {"plugins": {"io.containerd.grpc.v1.cri": {"cni": {"bin_dir": "/b"}}}},
+            {"plugins": {"io.containerd.grpc.v1.cri": {"cni": {"conf_dir": "/tmp"}}}},
+        ],
+        2,
+    )
     assert cni["plugins"]["io.containerd.grpc.v1.cri"] == {"cni": {"bin_dir": "/b", "conf_dir": "/tmp"}}
 
 

@@ -22,7 +22,7 @@ from tests.ansible.fake_kube_api import Cluster, FakeKubeApi, node, pod
 from tests.ansible.helpers import ANSIBLE_DIR, BIN, DEBIAN_12, FIXTURES, HERE, LAB_OVERLAY, ROLES, ansible_env, failure_messages, run_playbook
 
 sys.path.insert(0, str(ROLES / "driver_upgrade_plan" / "filter_plugins"))
-from driver_upgrade_waves import driver_upgrade_order, driver_upgrade_serial, driver_upgrade_waves  # noqa: E402
+from driver_upgrade_waves import driver_upgrade_order, driver_upgrade_serial, driver_upgrade_waves
 
 NODE = "gpu-h100-01"
 
@@ -94,10 +94,20 @@ def test_the_rollout_play_runs_the_planned_waves(tmp_path: Path):
     Ansible templates `hosts` and `serial` at play start, from the inventory (no node is contacted)."""
     plan, rollout = yaml.safe_load((ANSIBLE_DIR / "driver_upgrade.yml").read_text())
     probe = {k: rollout[k] for k in ("name", "hosts", "serial", "max_fail_percentage", "vars")}
-    probe |= {"gather_facts": False, "tasks": [{"name": "Record the batch", "ansible.builtin.debug": {"msg": "{{ ansible_play_batch }}"}, "run_once": True}]}
+    probe |= {
+        "gather_facts": False,
+        "tasks": [{"name": "Record the batch", "ansible.builtin.debug": {"msg": "{{ ansible_play_batch }}"}, "run_once": True}],
+    }
     playbook = tmp_path / "driver_upgrade_batches.yml"
     playbook.write_text(yaml.safe_dump([plan, probe], sort_keys=False))
-    cmd = [str(BIN / "ansible-playbook"), "-i", str(ANSIBLE_DIR / "inventories" / "prod"), str(playbook), "-e", f"ansible_python_interpreter={sys.executable}"]
+    cmd = [
+        str(BIN / "ansible-playbook"),
+        "-i",
+        str(ANSIBLE_DIR / "inventories" / "prod"),
+        str(playbook),
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+    ]
     result = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(), timeout=180, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     # The json callback starts a play entry for each batch.

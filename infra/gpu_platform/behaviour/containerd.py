@@ -21,7 +21,7 @@ _REPLACED_BY_KEY = ("stream_processors", "proxy_plugins", "timeouts")
 
 def _empty(value: Any) -> bool:
     # mergo's isEmptyValue: zero values never override (false, 0, "", empty list or table).
-    return value is None or value is False or value == 0 or value == "" or value == [] or value == {}
+    return value is None or value is False or value in (0, "", [], {})
 
 
 def _mergo(to: Any, src: Any, unique_slices: bool) -> Any:

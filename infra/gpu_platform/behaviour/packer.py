@@ -16,9 +16,7 @@ from collections.abc import Iterable, Mapping
 # command/execute.go at v1.16.0.
 BUILTIN: Mapping[str, frozenset[str]] = {
     "source": frozenset({"file", "null"}),
-    "provisioner": frozenset(
-        {"breakpoint", "file", "hcp-sbom", "powershell", "shell", "shell-local", "sleep", "windows-restart", "windows-shell"}
-    ),
+    "provisioner": frozenset({"breakpoint", "file", "hcp-sbom", "powershell", "shell", "shell-local", "sleep", "windows-restart", "windows-shell"}),
     "post-processor": frozenset({"artifice", "checksum", "compress", "manifest", "provenance", "shell-local"}),
     "data": frozenset({"hcp-packer-artifact", "hcp-packer-image", "hcp-packer-iteration", "hcp-packer-version", "http", "null"}),
 }

@@ -290,9 +290,12 @@ def node_os_offers(root: Path) -> Iterator[tuple[str, str, str]]:
     category="ansible",
 )
 def ansible_node_os_cgroup_v2(root: Path, ctx: Context) -> Iterator[Finding]:
-    """The kubelet of Kubernetes >= compatibility.kubelet.cgroup_v2_from (1.35: failCgroupV1 defaults to true,
-    pkg/kubelet/apis/config/v1beta1/defaults.go SetDefaults_KubeletConfiguration) exits on cgroup v1, so an
-    image of such an OS converges cleanly and its node never turns Ready."""
+    """An OS booting cgroup v1 converges cleanly and its node never turns Ready.
+
+    The kubelet of Kubernetes >= compatibility.kubelet.cgroup_v2_from exits on cgroup v1 (1.35:
+    failCgroupV1 defaults to true, pkg/kubelet/apis/config/v1beta1/defaults.go
+    SetDefaults_KubeletConfiguration).
+    """
     if not kubelet_refuses_cgroup_v1(ctx.lock):
         return
     v1 = {key for key, avail in ctx.lock.package_availability.items() if avail.cgroup == "v1"}
@@ -301,7 +304,8 @@ def ansible_node_os_cgroup_v2(root: Path, ctx: Context) -> Iterator[Finding]:
         if os_key in v1:
             yield Finding(
                 rel,
-                f"{where} offers {os_key}, whose images boot cgroup v1 (package_availability.{os_key}.cgroup); the kubelet of "
-                f"Kubernetes {ctx.lock.kubernetes.version} refuses it (compatibility.kubelet.cgroup_v2_from {since}); allowed: OSes booting cgroup v2",
+                f"{where} offers {os_key}, whose images boot cgroup v1 (package_availability.{os_key}.cgroup); "
+                f"the kubelet of Kubernetes {ctx.lock.kubernetes.version} refuses it (compatibility.kubelet.cgroup_v2_from {since}); "
+                "allowed: OSes booting cgroup v2",
                 file=rel,
             )
