@@ -2,7 +2,7 @@
 # MIG, DCGM, Fabric Manager from NVIDIA's repository for that OS), then the clean-up and the image
 # manifest. Versions come from the lockfile, never from here. Debian 12 is not offered: its archive
 # has no R580 driver (the lockfile's package_availability.debian12), so the build would stop at
-# the driver role's preflight. RHEL 8 is not offered: it boots cgroup v1, which the 1.35 kubelet
+# the driver role's preflight. RHEL 8 is not offered: it boots cgroup v1, which the pinned kubelet
 # refuses (compatibility.kubelet in the lockfile), so its nodes would never turn Ready.
 #
 #   packer init ansible/packer                  (once: the plugins plugins.pkr.hcl requires)

@@ -93,7 +93,7 @@ def test_the_rollout_play_runs_the_planned_waves(tmp_path: Path):
     """driver_upgrade.yml's own plays, the rollout's tasks replaced by one that records each batch:
     Ansible templates `hosts` and `serial` at play start, from the inventory (no node is contacted)."""
     plan, rollout = yaml.safe_load((ANSIBLE_DIR / "driver_upgrade.yml").read_text())
-    probe = {k: rollout[k] for k in ("name", "hosts", "serial", "max_fail_percentage", "vars")}
+    probe = {k: rollout[k] for k in ("name", "hosts", "serial", "max_fail_percentage")}
     probe |= {
         "gather_facts": False,
         "tasks": [{"name": "Record the batch", "ansible.builtin.debug": {"msg": "{{ ansible_play_batch }}"}, "run_once": True}],

@@ -1,7 +1,7 @@
 """How containerd merges its main config with the files it imports, per major version.
 
-Reproduces `LoadConfig` and `mergeConfig` of containerd v1.7.24 (services/server/config/config.go)
-and v2.1.4 (cmd/containerd/server/config/config.go). The difference that matters to a GPU node:
+Reproduces `LoadConfig` and `mergeConfig` of containerd 1.7 (services/server/config/config.go on the
+release/1.7 branch) and 2.1 (cmd/containerd/server/config/config.go on release/2.1). The difference that matters to a GPU node:
 1.7 replaces a whole plugin table with the imported file's (`to.Plugins[k] = v`), so a drop-in that
 declares [plugins."io.containerd.grpc.v1.cri"] discards every CRI setting of the main file; 2.x
 merges plugin tables key by key (mergo.Merge WithOverride over `map[string]interface{}`, commit
@@ -38,7 +38,7 @@ def _mergo(to: Any, src: Any, unique_slices: bool) -> Any:
 
 
 def merge_config(to: dict[str, Any], src: dict[str, Any], major: int) -> dict[str, Any]:
-    """`mergeConfig(to, from)` of containerd `major` (1 = v1.7.24, 2 = v2.1.4) over decoded TOML."""
+    """`mergeConfig(to, from)` of containerd `major` (1: the 1.7 release line, 2: the 2.1 line) over decoded TOML."""
     out = _mergo({k: v for k, v in to.items() if k != "plugins"}, {k: v for k, v in src.items() if k != "plugins"}, major >= 2)
     plugins = dict(to.get("plugins") or {})
     for name, table in (src.get("plugins") or {}).items():

@@ -1,4 +1,4 @@
-"""Which Packer plugin provides each component a template uses (Packer v1.16.0).
+"""Which Packer plugin provides each component a template uses (Packer 1.16, its newest release).
 
 Packer >= 1.10 ships only the components in command/execute.go (`Builders`, `Provisioners`,
 `PostProcessors`, `Datasources`); everything else comes from an installed plugin. An external
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-# command/execute.go at v1.16.0.
+# command/execute.go of Packer 1.16.
 BUILTIN: Mapping[str, frozenset[str]] = {
     "source": frozenset({"file", "null"}),
     "provisioner": frozenset({"breakpoint", "file", "hcp-sbom", "powershell", "shell", "shell-local", "sleep", "windows-restart", "windows-shell"}),

@@ -27,14 +27,18 @@ def default_max_unavailable(pool_size: int) -> int:
     return max(1, pool_size // 8)
 
 
-def driver_upgrade_waves(hosts: Iterable[str], groups: Mapping[str, list[str]], hostvars: Mapping[str, Any]) -> list[dict[str, Any]]:
+def driver_upgrade_waves(
+    hosts: Iterable[str], groups: Mapping[str, list[str]], hostvars: Mapping[str, Any], limit: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
     """[{pool, max_unavailable, hosts}] in rollout order: pools by name, each in inventory order.
 
     Pools come from `groups`; a pool's maximum from its first host's `gpu_pool_max_unavailable`
     (`hostvars` is empty where Ansible templates without it, as `--list-hosts` does: defaults then).
+    `limit`: the hosts --limit leaves (None: all), so the waves are planned over what will run.
     """
+    allowed = None if limit is None else set(limit)
     pools: dict[str, list[str]] = {}
-    for host in hosts:
+    for host in (h for h in hosts if allowed is None or h in allowed):
         pools.setdefault(_pool(host, groups), []).append(host)
     waves = []
     for pool, members in sorted(pools.items()):
