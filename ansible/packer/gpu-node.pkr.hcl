@@ -1,11 +1,13 @@
-# GPU node golden image: an Ubuntu 22.04/24.04 or RHEL 8/9 base AMI + golden_image.yml (driver, toolkits,
+# GPU node golden image: an Ubuntu 22.04/24.04 or RHEL 9 base AMI + golden_image.yml (driver, toolkits,
 # MIG, DCGM, Fabric Manager from NVIDIA's repository for that OS), then the clean-up and the image
 # manifest. Versions come from the lockfile, never from here. Debian 12 is not offered: its archive
 # has no R580 driver (the lockfile's package_availability.debian12), so the build would stop at
-# the driver role's preflight.
+# the driver role's preflight. RHEL 8 is not offered: it boots cgroup v1, which the pinned kubelet
+# refuses (compatibility.kubelet in the lockfile), so its nodes would never turn Ready.
 #
+#   packer init ansible/packer                  (once: the plugins plugins.pkr.hcl requires)
+#   packer build -var region=eu-west-1 -var base_os=ubuntu2204 -var base_ami_id=ami-... ansible/packer
 #   packer validate -var base_os=ubuntu2404 -var base_ami_id=ami-0123456789abcdef0 ansible/packer/gpu-node.pkr.hcl   (offline; lint.sh)
-#   packer build -var region=eu-west-1 -var base_os=ubuntu2204 -var base_ami_id=ami-... ansible/packer/gpu-node.pkr.hcl
 
 variable "region" {
   type        = string
@@ -23,11 +25,12 @@ variable "base_os" {
   type        = string
   description = "OS of base_ami_id, as the lockfile's package_availability names it; the build's first task checks the instance really runs it."
 
-  # The lockfile's package_availability keys that publish the pinned driver branch and CUDA
-  # (tests/ansible/test_packer.py keeps this list equal to what the lockfile allows).
+  # The lockfile's node OSes: package_availability keys that publish the pinned driver branch and
+  # CUDA and boot cgroup v2 (gpu_platform.versions.node_oses; test_packer.py and the
+  # ansible-node-os-cgroup-v2 rule keep this list equal to it).
   validation {
-    condition     = contains(["ubuntu2204", "ubuntu2404", "rhel8", "rhel9"], var.base_os)
-    error_message = "The base_os value must be one of ubuntu2204, ubuntu2404, rhel8, rhel9 (the OS of base_ami_id)."
+    condition     = contains(["ubuntu2204", "ubuntu2404", "rhel9"], var.base_os)
+    error_message = "The base_os value must be one of ubuntu2204, ubuntu2404, rhel9 (the OS of base_ami_id)."
   }
 }
 
@@ -47,7 +50,7 @@ locals {
   versions  = yamldecode(file("${path.root}/../../infra/gpu_platform/data/versions.yaml"))
   timestamp = formatdate("YYYYMMDDhhmmss", timestamp())
   # The login each vendor's AMIs create for the key pair (Canonical: ubuntu; Red Hat: ec2-user).
-  ssh_username = lookup({ ubuntu2204 = "ubuntu", ubuntu2404 = "ubuntu", rhel8 = "ec2-user", rhel9 = "ec2-user" }, var.base_os, "")
+  ssh_username = lookup({ ubuntu2204 = "ubuntu", ubuntu2404 = "ubuntu", rhel9 = "ec2-user" }, var.base_os, "")
 }
 
 source "amazon-ebs" "gpu_node" {

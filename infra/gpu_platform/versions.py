@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import date
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -148,6 +148,9 @@ class Compatibility(_Frozen):
     kubernetes: dict[str, KubeRange]
     gpu_min_driver_branch: dict[str, str]
     containerd: dict[str, str] = Field(default_factory=dict)
+    # kubelet facts that decide which node OS can join: cgroup_v2_from, the first minor whose kubelet
+    # refuses cgroup v1 by default (failCgroupV1).
+    kubelet: dict[str, str] = Field(default_factory=dict)
 
 
 class SupportEnd(_Frozen):
@@ -197,6 +200,8 @@ class Availability(_Frozen):
     source: str
     driver_branches: tuple[str, ...]
     cuda: CudaRange | None = None
+    # The cgroup hierarchy the OS's images boot by default (v1: per-controller mounts; v2: unified).
+    cgroup: Literal["v1", "v2"] | None = None
 
 
 class Overlay(_Frozen):
@@ -393,6 +398,27 @@ def check_availability(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
                 )
             )
     return problems
+
+
+def kubelet_refuses_cgroup_v1(lock: Lockfile) -> bool:
+    """Whether the pinned Kubernetes minor's kubelet refuses to start on cgroup v1 (failCgroupV1 true by default)."""
+    since = lock.compatibility.kubelet.get("cgroup_v2_from")
+    return since is not None and minor(lock.kubernetes.version) >= minor(since)
+
+
+def node_oses(lock: Lockfile) -> list[str]:
+    """package_availability keys a GPU node image can be built on.
+
+    NVIDIA publishes the pinned driver branch and CUDA minor there, and its images boot a cgroup
+    hierarchy the pinned kubelet accepts.
+    """
+    branch, cuda = lock.nvidia_driver.branch, minor(lock.cuda.version)
+    found = []
+    for key, avail in sorted(lock.package_availability.items()):
+        published = branch in avail.driver_branches and avail.cuda is not None and minor(avail.cuda.min) <= cuda <= minor(avail.cuda.max)
+        if published and not (avail.cgroup == "v1" and kubelet_refuses_cgroup_v1(lock)):
+            found.append(key)
+    return found
 
 
 def support_end(lock: Lockfile, component: str, key: str) -> SupportEnd | None:

@@ -103,6 +103,8 @@ def ansible_env(**extra: str) -> dict[str, str]:
         # Each test fakes its own facts for localhost; none may leak into the next through a cache.
         ANSIBLE_CACHE_PLUGIN="ansible.builtin.memory",
         ANSIBLE_LIBRARY=str(HERE / "library"),
+        # render.yml renders the toolkit's templates outside its role, so its filters by path.
+        ANSIBLE_FILTER_PLUGINS=str(ROLES / "nvidia_container_toolkit" / "filter_plugins"),
         ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_RETRY_FILES_ENABLED="0",

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from gpu_platform.behaviour.containerd import load_config
 from tests.ansible.helpers import DEBIAN_12, FIXTURES, HERE, UBUNTU_2204, failure_messages, load_nvidia_smi_module, run_playbook
 
 smi = load_nvidia_smi_module()
@@ -107,8 +108,47 @@ def test_the_module_reports_an_unreadable_configuration_when_both_fail():
     ]
 
 
-@pytest.mark.parametrize(("major", "table", "version"), [("1", "io.containerd.grpc.v1.cri", 2), ("2", "io.containerd.cri.v1.runtime", 3)])
-def test_drop_in_puts_cdi_where_that_major_reads_it(tmp_path: Path, major: str, table: str, version: int):
+NODE_1_7 = tomllib.loads((FIXTURES / "containerd-1.7-node-config.toml").read_text())
+NODE_2_1 = tomllib.loads((FIXTURES / "containerd-2.1-node-config.toml").read_text())
+FORMER_DROP_IN = tomllib.loads((FIXTURES / "containerd-1.7-former-nvidia-dropin.toml").read_text())
+
+
+def node_settings_1_7(config: dict) -> dict:
+    """What the node set itself and a GPU node must keep, read from an effective containerd 1.7 config."""
+    cri = config["plugins"]["io.containerd.grpc.v1.cri"]
+    return {
+        "SystemdCgroup": cri.get("containerd", {}).get("runtimes", {}).get("runc", {}).get("options", {}).get("SystemdCgroup"),
+        "sandbox_image": cri.get("sandbox_image"),
+        "registry.config_path": cri.get("registry", {}).get("config_path"),
+    }
+
+
+KEPT_1_7 = {"SystemdCgroup": True, "sandbox_image": "registry.k8s.io/pause:3.10", "registry.config_path": "/etc/containerd/certs.d"}
+
+
+def test_the_former_drop_in_wiped_the_nodes_cri_settings_in_containerd_1_7():
+    """containerd 1.7 mergeConfig: `to.Plugins[k] = v`, the drop-in's CRI table replaces the node's whole table."""
+    effective = load_config([NODE_1_7, FORMER_DROP_IN], major=1)
+    assert effective["plugins"]["io.containerd.grpc.v1.cri"]["enable_cdi"] is True, "CDI shows as on: validation stayed green"
+    assert node_settings_1_7(effective) == {"SystemdCgroup": None, "sandbox_image": None, "registry.config_path": None}
+
+
+def test_the_same_drop_in_keeps_them_in_containerd_2():
+    """containerd 2.x mergeConfig merges plugin tables key by key (containerd's own TestMergingPluginsWithTwoCriCniDropInConfigs)."""
+    effective = load_config([NODE_1_7, FORMER_DROP_IN], major=2)
+    assert node_settings_1_7(effective) == KEPT_1_7
+    cni = load_config(
+        [
+            {"plugins": {"io.containerd.grpc.v1.cri": {"cni": {"bin_dir": "/b"}}}},
+            {"plugins": {"io.containerd.grpc.v1.cri": {"cni": {"conf_dir": "/tmp"}}}},
+        ],
+        2,
+    )
+    assert cni["plugins"]["io.containerd.grpc.v1.cri"] == {"cni": {"bin_dir": "/b", "conf_dir": "/tmp"}}
+
+
+def render_containerd(tmp_path: Path, major: str, node_config: str = "") -> Path:
+    """What the role writes for containerd `major` on a node whose main config is `node_config`."""
     out = tmp_path / "out"
     out.mkdir()
     extra = {
@@ -116,19 +156,57 @@ def test_drop_in_puts_cdi_where_that_major_reads_it(tmp_path: Path, major: str, 
         "out_dir": str(out),
         "nvidia_container_toolkit_containerd_major": major,
         "nvidia_container_toolkit_default_runtime": True,
+        "_nvidia_container_toolkit_containerd_text": node_config,
     }
     result = run_playbook(HERE / "playbooks" / "render.yml", extra)
     assert result.returncode == 0, result.stdout[-3000:]
+    return out
+
+
+def test_containerd_1_keeps_every_cri_setting_of_the_node_and_adds_cdi(tmp_path: Path):
+    node_text = (FIXTURES / "containerd-1.7-node-config.toml").read_text()
+    out = render_containerd(tmp_path, "1", node_text)
+    assert not (out / "containerd-nvidia-runtime.toml").exists(), "containerd 1.x gets no drop-in"
+    main_text = (out / "containerd-config.toml").read_text()
+    assert main_text.startswith(node_text.split("\n[plugins]")[0]), "the node's comments and version line stay as written"
+    effective = load_config([tomllib.loads(main_text)], major=1)
+    assert node_settings_1_7(effective) == KEPT_1_7
+    cri = effective["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["enable_cdi"] is True and cri["cdi_spec_dirs"] == ["/etc/cdi", os.path.dirname(SPEC)]
+    assert "enable_cdi" not in cri["containerd"], "a key under the containerd sub-table is ignored by every major"
+    assert cri["containerd"]["default_runtime_name"] == "nvidia"
+    assert cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
+    assert set(effective["plugins"]) == {"io.containerd.grpc.v1.cri"}
+
+
+def test_containerd_1_without_a_config_gets_a_version_2_file_with_the_cri_table(tmp_path: Path):
+    main = tomllib.loads((render_containerd(tmp_path, "1") / "containerd-config.toml").read_text())
+    assert main["version"] == 2
+    assert main["plugins"]["io.containerd.grpc.v1.cri"]["enable_cdi"] is True
+
+
+def test_containerd_1_refuses_a_config_of_another_schema(tmp_path: Path):
+    extra = {"fake": UBUNTU_2204, "out_dir": str(tmp_path), "nvidia_container_toolkit_containerd_major": "1"}
+    extra["_nvidia_container_toolkit_containerd_text"] = "version = 3\n"
+    result = run_playbook(HERE / "playbooks" / "render.yml", extra)
+    assert result.returncode != 0
+    assert "/etc/containerd/config.toml: version = 3; containerd 1.x with this role needs version = 2" in result.stdout
+
+
+def test_containerd_2_drop_in_puts_cdi_in_the_runtime_table_and_keeps_the_nodes_settings(tmp_path: Path):
+    out = render_containerd(tmp_path, "2")
     dropin = tomllib.loads((out / "containerd-nvidia-runtime.toml").read_text())
     main = tomllib.loads((out / "containerd-config.toml").read_text())
-    assert dropin["version"] == main["version"] == version
-    plugin = dropin["plugins"][table]
-    assert plugin["enable_cdi"] is True
-    assert plugin["cdi_spec_dirs"] == ["/etc/cdi", os.path.dirname(SPEC)]
-    assert "enable_cdi" not in plugin["containerd"], "a key under the containerd sub-table is ignored by every major"
-    assert plugin["containerd"]["default_runtime_name"] == "nvidia"
-    assert plugin["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
-    assert set(dropin["plugins"]) == {table}
+    assert dropin["version"] == main["version"] == 3
+    assert set(dropin["plugins"]) == {"io.containerd.cri.v1.runtime"}
+    effective = load_config([NODE_2_1, dropin], major=2)
+    runtime = effective["plugins"]["io.containerd.cri.v1.runtime"]
+    assert runtime["enable_cdi"] is True and runtime["cdi_spec_dirs"] == ["/etc/cdi", os.path.dirname(SPEC)]
+    assert runtime["containerd"]["default_runtime_name"] == "nvidia"
+    assert runtime["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is True
+    images = effective["plugins"]["io.containerd.cri.v1.images"]
+    assert images["pinned_images"]["sandbox"] == "registry.k8s.io/pause:3.10"
+    assert images["registry"]["config_path"] == "/etc/containerd/certs.d"
 
 
 def fake_containerd(tmp_path: Path, version_line: str) -> dict[str, str]:

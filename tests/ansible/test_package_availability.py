@@ -10,18 +10,31 @@ fails on the host in the middle of a converge; the preflight refuses it first, i
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from gpu_platform.versions import PackagePin, check_availability, minor, parse_lockfile
-from tests.ansible.helpers import HERE, RHEL_8, RHEL_9, UBUNTU_2204, UBUNTU_2404, ansible_env, failure_messages, load_lockfile, run_playbook
+from gpu_platform.versions import PackagePin, check_availability, minor, node_oses, parse_lockfile
+from tests.ansible.helpers import (
+    DEBIAN_12,
+    HERE,
+    RHEL_8,
+    RHEL_9,
+    UBUNTU_2204,
+    UBUNTU_2404,
+    ansible_env,
+    failure_messages,
+    load_lockfile,
+    run_playbook,
+)
 
 LOCK = load_lockfile()
-OSES = [(UBUNTU_2204, "ubuntu2204", "ubuntu"), (UBUNTU_2404, "ubuntu2404", "ubuntu"), (RHEL_8, "rhel8", "rhel"), (RHEL_9, "rhel9", "rhel")]
-IDS = ["ubuntu2204", "ubuntu2404", "rhel8", "rhel9"]
+# The node OSes (gpu_platform.versions.node_oses): RHEL 8 boots cgroup v1, which the 1.35 kubelet refuses.
+OSES = [(UBUNTU_2204, "ubuntu2204", "ubuntu"), (UBUNTU_2404, "ubuntu2404", "ubuntu"), (RHEL_9, "rhel9", "rhel")]
+IDS = ["ubuntu2204", "ubuntu2404", "rhel9"]
 
 
 def preflight(role: str, facts: dict[str, str], lockfile: Path | None = None, **role_vars: Any) -> tuple[int, str]:
@@ -69,11 +82,15 @@ def test_preflight_accepts_the_production_pins(facts: dict[str, str], os_key: st
 @pytest.mark.parametrize(("facts", "os_key", "source"), OSES, ids=IDS)
 def test_the_kernel_each_supported_os_boots_is_in_the_tested_range(facts: dict[str, str], os_key: str, source: str):
     """With the running kernel checked (as on a real host or a Packer build instance), the lockfile's
-    kernel.min..kernel.max admits what each OS boots: RHEL 8's 4.18, RHEL 9's 5.14, Ubuntu 22.04's
+    kernel.min..kernel.max admits what each OS boots: RHEL 9's 5.14, Ubuntu 22.04's
     AWS 6.8, and the rolling 6.17 a fresh Ubuntu 24.04 cloud image boots. The preflight goes on to
     query the headers package on this test machine, which may fail; only the range assert matters."""
     _rc, msg = preflight("nvidia_driver", facts, nvidia_driver_gpu_model="H100-80GB")
     assert "is outside the range the driver branch is tested against" not in msg, msg
+    # The range check ran: a check after it stopped the play (the headers lookup on this Debian test
+    # machine: no such apt package, or no dnf for the RHEL host), never one before it.
+    after_the_range = ("package in the configured repositories", "Error executing command", "not cgroup2fs")
+    assert msg == "" or any(s in msg for s in after_the_range), msg
 
 
 def test_cuda_that_predates_the_ubuntu_2404_repository_fails_in_one_line(tmp_path: Path):
@@ -110,3 +127,37 @@ def test_lockfile_check_names_each_os_a_pin_is_missing_from():
         "infra/gpu_platform/data/versions.yaml: cuda.packages.ubuntu: CUDA 12.2.2 is not published for ubuntu2404 "
         f"({LOCK['package_availability']['ubuntu2404']['source']}); allowed on ubuntu2404: CUDA 12.5..13.0"
     ]
+
+
+@pytest.mark.parametrize("facts", [RHEL_8], ids=["rhel8"])
+def test_rhel_8_is_refused_because_it_boots_cgroup_v1(facts: dict[str, str]):
+    assert "rhel8" not in node_oses(parse_lockfile(load_lockfile()))
+    rc, msg = preflight("nvidia_driver", facts, nvidia_driver_running_kernel=False)
+    assert rc != 0
+    assert msg.startswith("nvidia_driver: RedHat 8 on x86_64 is not supported")
+
+
+def test_a_host_not_booted_into_cgroup_v2_fails_preflight_in_one_line(tmp_path: Path):
+    """stat -f names /sys/fs/cgroup's filesystem: cgroup2fs on the unified hierarchy, tmpfs under v1."""
+    # A kernel whose headers this Debian test machine's archive publishes, so the checks before pass.
+    headers = subprocess.run(
+        ["apt-cache", "search", "--names-only", r"^linux-headers-6\.1\.0-[0-9]+-amd64$"], capture_output=True, text=True, check=False
+    )
+    kernels = sorted(line.split()[0].removeprefix("linux-headers-") for line in headers.stdout.splitlines())
+    if not kernels:
+        pytest.skip("no Debian kernel headers in this machine's apt index")
+    facts = {**DEBIAN_12, "kernel": kernels[-1]}
+    rc, msg = preflight(
+        "nvidia_driver",
+        facts,
+        nvidia_driver_gpu_model="H100-80GB",
+        _nvidia_driver_cgroup_root=str(tmp_path),
+        gpu_platform_versions_overlay="debian12-lab",
+    )
+    assert rc != 0
+    fs = subprocess.run(["stat", "-f", "-c", "%T", str(tmp_path)], capture_output=True, text=True, check=True).stdout.strip()
+    kube = LOCK["kubernetes"]["version"]
+    assert msg == (
+        f"nvidia_driver: {tmp_path} on localhost is {fs}, not cgroup2fs; the kubelet of Kubernetes {kube} refuses cgroup v1 "
+        "(failCgroupV1, KEP-5573): boot with systemd.unified_cgroup_hierarchy=1 or use an OS whose images boot cgroup v2"
+    )

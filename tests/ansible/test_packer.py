@@ -11,11 +11,14 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
+import hcl2
 import pytest
 import yaml
 
-from gpu_platform.versions import minor
+from gpu_platform.behaviour.packer import providing_plugin, undeclared
+from gpu_platform.versions import node_oses, parse_lockfile
 from tests.ansible.helpers import ANSIBLE_DIR, BIN, DEBIAN_12, HERE, RHEL_9, UBUNTU_2204, UBUNTU_2404, failure_messages, load_lockfile, run_playbook
 
 TEMPLATE = ANSIBLE_DIR / "packer" / "gpu-node.pkr.hcl"
@@ -92,15 +95,8 @@ def test_template_reads_versions_from_the_lockfile_and_runs_golden_image():
 
 
 def oses_the_pins_exist_for() -> set[str]:
-    """package_availability keys whose repository publishes the pinned driver branch and CUDA minor."""
-    lock = load_lockfile()
-    branch, cuda = lock["nvidia_driver"]["branch"], minor(lock["cuda"]["version"])
-    found = set()
-    for key, avail in lock["package_availability"].items():
-        cuda_range = avail.get("cuda")
-        if branch in avail["driver_branches"] and cuda_range and minor(cuda_range["min"]) <= cuda <= minor(cuda_range["max"]):
-            found.add(key)
-    return found
+    """package_availability keys whose repository publishes the pinned driver branch and CUDA minor, booting cgroup v2."""
+    return set(node_oses(parse_lockfile(load_lockfile())))
 
 
 def template_base_os_choices() -> list[str]:
@@ -116,6 +112,8 @@ def test_base_os_choices_are_the_oses_the_production_pins_exist_for():
     choices = template_base_os_choices()
     assert set(choices) == oses_the_pins_exist_for()
     assert "debian12" not in choices
+    # RHEL 8 boots cgroup v1, which the 1.35 kubelet refuses (failCgroupV1): its nodes never turn Ready.
+    assert "rhel8" not in choices
     logins = re.search(r"ssh_username = lookup\(\{([^}]*)\}, var\.base_os", TEMPLATE.read_text())
     assert logins
     assert dict(re.findall(r'(\w+) = "([\w-]+)"', logins.group(1))) == {key: "ubuntu" if key.startswith("ubuntu") else "ec2-user" for key in choices}
@@ -129,7 +127,7 @@ def test_every_base_os_choice_validates(base_os: str):
 
 
 @needs_packer
-@pytest.mark.parametrize("base_os", ["debian12", "ubuntu2004", "Ubuntu2404", ""])
+@pytest.mark.parametrize("base_os", ["debian12", "rhel8", "ubuntu2004", "Ubuntu2404", ""])
 def test_a_base_os_the_pins_do_not_exist_for_is_refused(base_os: str):
     result = packer_validate("-var", f"base_os={base_os}", "-var", f"base_ami_id={PLACEHOLDER_AMI}")
     assert result.returncode != 0
@@ -171,3 +169,81 @@ def test_image_os_check_needs_the_declaration():
     rc, msg = image_os_check(UBUNTU_2404)
     assert rc != 0
     assert "image_manifest_os is unset" in msg
+
+
+# Packer >= 1.10 bundles no amazon or ansible plugin: the directory must declare both.
+PLUGINS_FILE = ANSIBLE_DIR / "packer" / "plugins.pkr.hcl"
+
+
+def _unquote(value: str) -> str:
+    # python-hcl2 keeps an HCL string's quotes in the value it returns.
+    return value[1:-1] if value.startswith('"') and value.endswith('"') else value
+
+
+def parse_packer_dir(files: list[Path]) -> dict[str, list]:
+    """The blocks Packer reads from these .pkr.hcl files (a directory is the union of its files' blocks)."""
+    merged: dict[str, list] = {}
+    for path in files:
+        with path.open() as f:
+            for key, blocks in hcl2.load(f).items():
+                if not key.startswith("__"):
+                    merged.setdefault(key, []).extend(blocks)
+    return merged
+
+
+def required_plugins(parsed: dict[str, list]) -> dict[str, dict[str, str]]:
+    """name -> {version, source} from every packer { required_plugins { ... } } block."""
+    found: dict[str, dict[str, str]] = {}
+    for packer in parsed.get("packer", []):
+        for block in packer.get("required_plugins", []):
+            for name, spec in block.items():
+                if not name.startswith("__"):
+                    found[name] = {k: _unquote(v) for k, v in spec.items() if not k.startswith("__")}
+    return found
+
+
+def components_used(parsed: dict[str, list]) -> list[tuple[str, str]]:
+    """(kind, type) of every source, provisioner and post-processor the template uses."""
+    used = [("source", _unquote(kind)) for block in parsed.get("source", []) for kind in block if not kind.startswith("__")]
+    for build in parsed.get("build", []):
+        for kind in ("provisioner", "post-processor"):
+            used += [(kind, _unquote(name)) for block in build.get(kind, []) for name in block if not name.startswith("__")]
+    return used
+
+
+def test_the_template_alone_uses_plugins_no_current_packer_bundles():
+    """The defect: gpu-node.pkr.hcl on its own (as it was) fails `packer build` on Packer >= 1.10."""
+    parsed = parse_packer_dir([TEMPLATE])
+    assert required_plugins(parsed) == {}
+    assert undeclared(components_used(parsed), []) == ['source "amazon-ebs"', 'provisioner "ansible"']
+
+
+def test_the_directory_declares_every_plugin_it_uses_at_the_locked_version():
+    parsed = parse_packer_dir(sorted((ANSIBLE_DIR / "packer").glob("*.pkr.hcl")))
+    plugins = required_plugins(parsed)
+    used = components_used(parsed)
+    assert undeclared(used, plugins) == []
+    tools = load_lockfile()["tools"]
+    assert plugins == {
+        "amazon": {"version": f"= {tools['packer-plugin-amazon']}", "source": "github.com/hashicorp/amazon"},
+        "ansible": {"version": f"= {tools['packer-plugin-ansible']}", "source": "github.com/hashicorp/ansible"},
+    }
+    # Every declared plugin is used: a stale declaration would make `packer init` fetch for nothing.
+    assert {providing_plugin(kind, name, plugins) for kind, name in used} - {""} == set(plugins)
+    (packer,) = parsed["packer"]
+    assert _unquote(packer["required_version"]) == ">= 1.10.0"
+
+
+def test_the_packer_block_lives_outside_the_file_packer_1_6_validates():
+    """CI validates gpu-node.pkr.hcl with Debian's Packer 1.6, which rejects a required_plugins block."""
+    assert "required_plugins" not in TEMPLATE.read_text()
+    lint = (ANSIBLE_DIR / "scripts" / "lint.sh").read_text()
+    assert '"${ansible_dir}/packer/gpu-node.pkr.hcl"' in lint
+
+
+def test_readme_says_packer_init_before_the_build():
+    readme = (ANSIBLE_DIR / "README.md").read_text()
+    init, build = readme.find("packer init ansible/packer"), readme.find("packer build")
+    assert init != -1, "ansible/README.md never says `packer init ansible/packer`"
+    assert init < build, "`packer init` must come before `packer build`"
+    assert re.search(r"packer build [^\n`]* ansible/packer(`|\s|$)", readme), "the build must name the directory, so plugins.pkr.hcl is read"

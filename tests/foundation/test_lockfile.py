@@ -64,11 +64,13 @@ SCANNED = ("infra", "stacks", "ansible", "policies")
 SKIP_PARTS = {"__pycache__", ".gpu-host-deps", "fixtures", "molecule"}
 # Files allowed to hold version literals: the lockfile itself; catalog data that describes
 # hardware (prices, not software); and toolchain manifests whose own tools need literal pins
-# (ansible-galaxy reads requirements.yml, like pip reads requirements.txt, which is not scanned).
+# (ansible-galaxy reads requirements.yml, like pip reads requirements.txt, which is not scanned;
+# `packer init` reads required_plugins, literals only, kept equal to the lockfile by test_packer.py).
 ALLOWED = {
     LOCKFILE,
     ROOT / "infra" / "gpu_platform" / "data" / "catalog.yaml",
     ROOT / "ansible" / "requirements.yml",
+    ROOT / "ansible" / "packer" / "plugins.pkr.hcl",
 }
 
 
@@ -160,7 +162,7 @@ def test_production_driver_branch_is_in_support_with_its_source() -> None:
         ("cuda", "12.9", "cuda.version"),
         ("fabric_manager", "580", "fabric_manager.version"),
         ("dcgm", "4.6", "dcgm.version"),
-        ("container_toolkit", "1.17", "container_toolkit.version"),
+        ("container_toolkit", "1.20", "container_toolkit.version"),
         ("mig_parted", "0.15", "mig_parted.version"),
     ],
 )

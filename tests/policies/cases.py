@@ -20,6 +20,8 @@ from gpu_platform.versions import Lockfile, load_lockfile
 from gpu_platform_policies import THRESHOLD_DEFAULTS, Context, Resource, Violation, evaluate
 from tests.conftest import plan_for, spec_for
 
+REPO = Path(__file__).resolve().parents[2]
+
 Edit = Callable[[list[Resource]], list[Resource]]
 
 
@@ -187,6 +189,32 @@ def support_ended(component: str, key: str, ends: str) -> Callable[[Lockfile], L
         support = {c: dict(entries) for c, entries in lock.support.items()}
         support[component][key] = support[component][key].model_copy(update={"ends": date.fromisoformat(ends)})
         return lock.model_copy(update={"support": support})
+
+    return make
+
+
+def copy_node_os_offers(edit: tuple[str, str, str] | None = None) -> Callable[[Path], None]:
+    """A repository copy with the real Packer template and role vars, one of them edited (path, old, new)."""
+
+    def make(root: Path) -> None:
+        sources = [Path("ansible/packer/gpu-node.pkr.hcl"), *sorted(Path("ansible/roles").glob("*/vars/main.yml"))]
+        for rel in sources:
+            text = (REPO / rel).read_text()
+            if edit and rel.as_posix() == edit[0]:
+                assert edit[1] in text, edit
+                text = text.replace(edit[1], edit[2])
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+
+    return make
+
+
+def kubelet_cgroup_v2_from(minor: str) -> Callable[[Lockfile], Lockfile]:
+    """A lockfile copy whose kubelet refuses cgroup v1 from `minor` on."""
+
+    def make(lock: Lockfile) -> Lockfile:
+        compat = lock.compatibility.model_copy(update={"kubelet": {"cgroup_v2_from": minor}})
+        return lock.model_copy(update={"compatibility": compat})
 
     return make
 
@@ -874,7 +902,33 @@ CASES: list[Case] = [
         message="repeats the pinned version",
         repo=write_inventory({"driver_pkg": "535.261.03-1"}),
     ),
-    # The real inventories read the production pins (R580, supported until 2028-08-31).
+    # The golden image and the roles offer only OSes booting cgroup v2 (RHEL 8 boots v1; 1.35's kubelet refuses it).
+    Case("ansible-node-os-cgroup-v2", "repository-as-is", "prod", repo=copy_node_os_offers()),
+    Case(
+        "ansible-node-os-cgroup-v2",
+        "packer-offers-rhel8",
+        "prod",
+        fires_on="ansible/packer/gpu-node.pkr.hcl",
+        message="variable base_os validation offers rhel8, whose images boot cgroup v1",
+        repo=copy_node_os_offers(("ansible/packer/gpu-node.pkr.hcl", '"ubuntu2404", "rhel9"]', '"ubuntu2404", "rhel8", "rhel9"]')),
+    ),
+    Case(
+        "ansible-node-os-cgroup-v2",
+        "role-supports-rocky-8",
+        "prod",
+        fires_on="ansible/roles/nvidia_driver/vars/main.yml",
+        message="_nvidia_driver_supported_os.Rocky offers rhel8",
+        repo=copy_node_os_offers(("ansible/roles/nvidia_driver/vars/main.yml", 'Rocky: ["9"]', 'Rocky: ["8", "9"]')),
+    ),
+    # Before 1.35 the kubelet still starts on cgroup v1: RHEL 8 may be offered.
+    Case(
+        "ansible-node-os-cgroup-v2",
+        "rhel8-while-the-kubelet-accepts-v1",
+        "prod",
+        lock=kubelet_cgroup_v2_from("1.36"),
+        repo=copy_node_os_offers(("ansible/packer/gpu-node.pkr.hcl", '"ubuntu2404", "rhel9"]', '"ubuntu2404", "rhel8", "rhel9"]')),
+    ),
+    # The real inventories read the production pins (R580, supported until 2028-06-30).
     Case("ansible-driver-branch-in-support", "prod-on-the-lockfile-branch", "prod", repo=write_inventory({"ansible_user": "gpu-admin"})),
     Case(
         "ansible-driver-branch-in-support",

@@ -12,7 +12,15 @@ from typing import Any
 
 import yaml
 
-from gpu_platform.versions import SUPPORT_DRIVER_BRANCHES, Lockfile, node_support_keys, overlay_lockfile, past_support, support_end
+from gpu_platform.versions import (
+    SUPPORT_DRIVER_BRANCHES,
+    Lockfile,
+    kubelet_refuses_cgroup_v1,
+    node_support_keys,
+    overlay_lockfile,
+    past_support,
+    support_end,
+)
 from gpu_platform_policies.model import Context, Finding, rule
 from gpu_platform_policies.view import walk
 
@@ -246,3 +254,58 @@ def ansible_node_stack_in_support(root: Path, ctx: Context) -> Iterator[Finding]
             rel = path.relative_to(root).as_posix()
             for problem in node_support_problems(overlay_lockfile(ctx.lock, name), ctx.day):
                 yield Finding(rel, f"{OVERLAY_VAR}={name}: {problem}", file=rel)
+
+
+PACKER_TEMPLATE = "ansible/packer/gpu-node.pkr.hcl"
+BASE_OS_CHOICES = re.compile(r"condition\s*=\s*contains\(\[([^\]]*)\],\s*var\.base_os\)")
+# A role's `_<role>_supported_os` distribution -> the lockfile's package_availability key of a major.
+OS_KEY = {"Ubuntu": "ubuntu{}04", "Debian": "debian{}", "RedHat": "rhel{}", "Rocky": "rhel{}", "AlmaLinux": "rhel{}"}
+
+
+def node_os_offers(root: Path) -> Iterator[tuple[str, str, str]]:
+    """(file, where, package_availability key) for every OS the Packer template or a role's supported platforms offer."""
+    template = root / PACKER_TEMPLATE
+    if template.is_file():
+        match = BASE_OS_CHOICES.search(template.read_text())
+        for choice in re.findall(r'"([a-z0-9]+)"', match.group(1)) if match else []:
+            yield PACKER_TEMPLATE, "variable base_os validation", choice
+    for path in sorted((root / "ansible" / "roles").glob("*/vars/main.yml")):
+        rel = path.relative_to(root).as_posix()
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError:
+            continue
+        for var, platforms in data.items() if isinstance(data, dict) else []:
+            if str(var).endswith("_supported_os") and isinstance(platforms, dict):
+                for distro, majors in platforms.items():
+                    for major in majors if distro in OS_KEY and isinstance(majors, list) else []:
+                        yield rel, f"{var}.{distro}", OS_KEY[distro].format(major)
+
+
+@rule(
+    "ansible-node-os-cgroup-v2",
+    "No golden image or role platform offers an OS whose images boot cgroup v1 once the pinned kubelet refuses cgroup v1.",
+    "mandatory",
+    "repository",
+    category="ansible",
+)
+def ansible_node_os_cgroup_v2(root: Path, ctx: Context) -> Iterator[Finding]:
+    """An OS booting cgroup v1 converges cleanly and its node never turns Ready.
+
+    The kubelet of Kubernetes >= compatibility.kubelet.cgroup_v2_from exits on cgroup v1 (1.35:
+    failCgroupV1 defaults to true, pkg/kubelet/apis/config/v1beta1/defaults.go
+    SetDefaults_KubeletConfiguration).
+    """
+    if not kubelet_refuses_cgroup_v1(ctx.lock):
+        return
+    v1 = {key for key, avail in ctx.lock.package_availability.items() if avail.cgroup == "v1"}
+    since = ctx.lock.compatibility.kubelet["cgroup_v2_from"]
+    for rel, where, os_key in node_os_offers(root):
+        if os_key in v1:
+            yield Finding(
+                rel,
+                f"{where} offers {os_key}, whose images boot cgroup v1 (package_availability.{os_key}.cgroup); "
+                f"the kubelet of Kubernetes {ctx.lock.kubernetes.version} refuses it (compatibility.kubelet.cgroup_v2_from {since}); "
+                "allowed: OSes booting cgroup v2",
+                file=rel,
+            )
