@@ -16,6 +16,7 @@ import pulumi
 from pulumi.runtime import mocks, settings
 
 from gpu_platform.program import main
+from gpu_platform.spec.models import PlatformSpec
 
 PROJECT = "gpu-platform"
 
@@ -137,12 +138,19 @@ def computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict
     return out
 
 
-def run_program(config: Mapping[str, Any], stack: str) -> Plan:
-    """Run `program.main()` for `stack` with `config` (namespaced keys) under the mock engine."""
+def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None = None) -> Plan:
+    """Run `program.main()` for `stack` with `config` (namespaced keys) under the mock engine.
+
+    `spec`: the same config already validated by the caller (`load_stack`), so it is not parsed twice.
+    """
     plan = Plan(stack=stack)
+    # MockMonitor.RegisterResource (pulumi/runtime/mocks.py) deserializes each request's inputs once and
+    # hands them to `new_resource`; keeping them here saves deserializing every resource a second time.
+    seen: dict[tuple[str, str], list[Any]] = {}
 
     class Recorder(pulumi.runtime.Mocks):
         def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
+            seen.setdefault((args.typ, args.name), []).append(args.inputs)
             return f"{args.name}-id", computed_outputs(args.typ, args.name, args.inputs)
 
         def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
@@ -152,7 +160,7 @@ def run_program(config: Mapping[str, Any], stack: str) -> Plan:
         def RegisterResource(self, request: Any) -> Any:
             response = super().RegisterResource(request)
             if request.type != "pulumi:pulumi:Stack":
-                inputs = pulumi.runtime.rpc.deserialize_properties(request.object)
+                inputs = seen[(request.type, request.name)].pop(0)
                 parent = _parent_name(request.parent or "")
                 ignored = tuple(request.ignoreChanges)
                 deps = tuple(sorted({urn.split("::")[-1] for urn in request.dependencies}))
@@ -167,7 +175,7 @@ def run_program(config: Mapping[str, Any], stack: str) -> Plan:
 
     @pulumi.runtime.test
     def _run() -> None:
-        main()
+        main(spec=spec)
 
     _run()
     # Registration order is asynchronous; everything downstream (check, render, JSON) gets a stable order.

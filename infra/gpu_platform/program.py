@@ -96,8 +96,13 @@ def runtime_config() -> dict[str, Any]:
     return merged
 
 
-def main(config: Mapping[str, Any] | None = None) -> Built:
-    """Entry point of `pulumi up`: parse the stack config once, then build; bad config is one clean error."""
+def main(config: Mapping[str, Any] | None = None, spec: PlatformSpec | None = None) -> Built:
+    """Entry point of `pulumi up`: parse the stack config once, then build; bad config is one clean error.
+
+    `spec`: the config already validated at the edge (the offline engine's commands do that first).
+    """
+    if spec is not None:
+        return build(spec)
     stack = pulumi.get_stack()
     try:
         spec = spec_from_config(config if config is not None else runtime_config(), stack=stack, file=f"stacks/Pulumi.{stack}.yaml")

@@ -90,7 +90,7 @@ def check_stack(path: Path, stack: str, root: Path | None = None) -> tuple[Platf
     problems = check_policy_config(spec, str(path))
     if problems:
         raise ConfigError(problems)
-    plan = run_program(config, stack)
+    plan = run_program(config, stack, spec)
     resources = [Resource(r.type, r.name, r.parent, r.inputs) for r in plan.resources]
     ctx = gate_context(spec, root)
     return spec, evaluate(resources, ctx, spec.policy.enforcement)
