@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 from pydantic.alias_generators import to_camel
 
 from gpu_platform.catalog import SharingMode
+from gpu_platform.spec.aws_names import bucket_name, role_arn
 from gpu_platform.versions import Lockfile
 
 
@@ -26,6 +27,8 @@ def _ipv4_network(value: str, prefix: range) -> str:
 VpcCidr = Annotated[str, AfterValidator(lambda v: _ipv4_network(v, range(16, 25)))]
 AnyCidr = Annotated[str, AfterValidator(lambda v: _ipv4_network(v, range(33)))]
 DnsLabel = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
+IamRoleArn = Annotated[str, AfterValidator(role_arn)]
+BucketName = Annotated[str, AfterValidator(bucket_name)]
 WorkloadClass = Literal["training", "inference", "batch", "development"]
 CapacityTier = Literal["reserved", "capacity-block", "on-demand", "spot"]
 # Kueue v1beta2 ClusterQueue preemption enums (they differ per field).
@@ -92,6 +95,8 @@ class ClusterSpec(Model):
     """Size of the system node group (EKS): `{instanceType, min, desired, max}`."""
     autoscaler: StrictBool = True
     """Install cluster-autoscaler with the priority expander (EKS)."""
+    admin_role_arns: tuple[IamRoleArn, ...] = ()
+    """IAM roles of platform admins (EKS): an access entry each with `AmazonEKSClusterAdminPolicy`, cluster scope."""
 
 
 class NetworkSpec(Model):
@@ -194,6 +199,15 @@ class TenantResources(Model):
     """Pods the namespace may run."""
 
 
+class WorkloadIdentity(Model):
+    """A tenant's workload identity: a ServiceAccount bound by EKS Pod Identity to a role for its S3 buckets."""
+
+    service_account: DnsLabel = "workload"
+    """ServiceAccount in the tenant namespace that pods run as to get the role."""
+    buckets: tuple[BucketName, ...] = Field(min_length=1)
+    """S3 buckets the role may list, read, write and delete objects in (names only; no wildcards)."""
+
+
 class Tenant(Model):
     """A team that shares the platform: namespace, groups, quotas and queue placement."""
 
@@ -213,6 +227,10 @@ class Tenant(Model):
     """GPU quotas per pool: `[{pool, gpus, borrowingLimit, lendingLimit}]`."""
     resources: TenantResources = TenantResources()
     """Non-GPU ceilings: `{cpu, memoryGiB, pods}`."""
+    access_role_arns: tuple[IamRoleArn, ...] = ()
+    """IAM roles (e.g. SSO permission-set roles) whose sessions carry the tenant's `groups` (EKS access entries)."""
+    workload_identity: WorkloadIdentity | None = None
+    """Pod identity for the tenant's workloads (EKS): `{serviceAccount, buckets}`."""
 
     @property
     def ns(self) -> str:

@@ -1,0 +1,1 @@
+"""Upstream behaviour reproduced as product code: one module per component, each function citing its source."""
