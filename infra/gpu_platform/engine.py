@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks, settings
 
+from gpu_platform.plan_ids import planned_id
 from gpu_platform.program import main
 from gpu_platform.spec.models import PlatformSpec
 
@@ -151,7 +152,7 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
     class Recorder(pulumi.runtime.Mocks):
         def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
             seen.setdefault((args.typ, args.name), []).append(args.inputs)
-            return f"{args.name}-id", computed_outputs(args.typ, args.name, args.inputs)
+            return planned_id(args.name), computed_outputs(args.typ, args.name, args.inputs)
 
         def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
             return {}, None

@@ -16,9 +16,9 @@ from gpu_platform_policies.model import (
     Rule,
     Violation,
 )
-from gpu_platform_policies.rules import ansible, capacity, controllers, demand, gpu, observability, rollout, security, versions
+from gpu_platform_policies.rules import ansible, capacity, controllers, demand, gpu, network, observability, rollout, security, versions
 
-CATEGORIES = (security, gpu, versions, capacity, demand, rollout, observability, controllers, ansible)
+CATEGORIES = (security, network, gpu, versions, capacity, demand, rollout, observability, controllers, ansible)
 
 __all__ = [
     "CATEGORIES",

@@ -885,3 +885,8 @@ CASES: list[Case] = [
 from tests.policies.cases_controllers import CONTROLLER_CASES  # noqa: E402
 
 CASES += CONTROLLER_CASES
+
+# The network and identity path rules' cases (issue 16) live in their own module too.
+from tests.policies.cases_network import NETWORK_CASES  # noqa: E402
+
+CASES += NETWORK_CASES
