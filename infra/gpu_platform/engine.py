@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks, settings
 
-from gpu_platform.plan_ids import planned_id
+from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, planned_arn, planned_id
 from gpu_platform.program import main
 from gpu_platform.spec.models import PlatformSpec
 
@@ -127,11 +127,11 @@ def computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict
     out = dict(inputs)
     if type_token.startswith("aws:"):
         out.setdefault("name", auto_name(type_token, name))
-    out.setdefault("arn", f"arn:aws:mock:::{type_token.rsplit(':', maxsplit=1)[-1].lower()}/{name}")
+    out.setdefault("arn", planned_arn(type_token, name))
     if type_token == "aws:eks/cluster:Cluster":
         out["endpoint"] = f"https://{name}.eks.mock"
         out["certificateAuthority"] = {"data": "bW9jaw=="}
-        out["vpcConfig"] = {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-0mock0cluster"}
+        out["vpcConfig"] = {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": CLUSTER_SECURITY_GROUP}
     elif type_token == "aws:eks/nodeGroup:NodeGroup":
         out["resources"] = [{"autoscalingGroups": [{"name": f"eks-{inputs.get('nodeGroupName', name)}-mock"}]}]
     elif type_token == "aws:ec2/launchTemplate:LaunchTemplate":

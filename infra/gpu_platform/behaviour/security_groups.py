@@ -191,3 +191,15 @@ def launch_template_interfaces(template: PlannedLike, node: str) -> list[Interfa
         out.append(Interface(f"{node}/primary", tuple(str(g) for g in template.inputs.get("vpcSecurityGroupIds") or ())))
     return out
 
+
+
+def eks_cluster_group_rules(group_id: str) -> list[Rule]:
+    """The rules EKS itself puts on the cluster security group it creates (not in any plan).
+
+    EKS user guide, "View Amazon EKS security group requirements for clusters" > default rules:
+    inbound all protocols and ports from the group itself; outbound all protocols and ports to 0.0.0.0/0.
+    """
+    return [
+        Rule("eks-cluster-sg-default-ingress", group_id, "ingress", ALL, None, None, peer_group=group_id),
+        Rule("eks-cluster-sg-default-egress", group_id, "egress", ALL, None, None, cidr="0.0.0.0/0"),
+    ]
