@@ -29,36 +29,36 @@ def role_arn(value: str) -> str:
     (arn:aws:sts::<account>:assumed-role/...) cannot be an access entry, so it is refused here too.
     """
     if ":sts::" in value and ":assumed-role/" in value:
-        raise ValueError(f"{value!r} is an STS session ARN, which access entries refuse; allowed: {ROLE_ALLOWED}")
+        raise ValueError(f"an STS session ARN, which access entries refuse; allowed: {ROLE_ALLOWED}")
     m = ROLE_ARN.match(value)
     if m is None:
-        raise ValueError(f"{value!r} is not an IAM role ARN; allowed: {ROLE_ALLOWED}")
+        raise ValueError(f"not an IAM role ARN; allowed: {ROLE_ALLOWED}")
     path = m.group(3)
     if len(path) + 1 > 512:
-        raise ValueError(f"{value!r}: the role path is {len(path) + 1} characters; allowed: a path of at most 512 characters")
+        raise ValueError(f"the role path is {len(path) + 1} characters; allowed: a path of at most 512 characters")
     return value
 
 
 def bucket_name(value: str) -> str:
     """`value` when S3 accepts it as a general purpose bucket name; ValueError naming the broken rule otherwise."""
     if any(c in value for c in "*?"):
-        raise ValueError(f"{value!r} has a wildcard (a role may reach only the buckets listed); allowed: {BUCKET_ALLOWED}")
+        raise ValueError(f"has a wildcard (a role may reach only the buckets listed); allowed: {BUCKET_ALLOWED}")
     if not 3 <= len(value) <= 63:
-        raise ValueError(f"{value!r} is {len(value)} characters; allowed: {BUCKET_ALLOWED}")
+        raise ValueError(f"is {len(value)} characters; allowed: {BUCKET_ALLOWED}")
     if not BUCKET_CHARS.match(value):
-        raise ValueError(f"{value!r} has characters or ends S3 refuses; allowed: {BUCKET_ALLOWED}")
+        raise ValueError(f"has characters or ends S3 refuses; allowed: {BUCKET_ALLOWED}")
     if ".." in value:
-        raise ValueError(f"{value!r} has two adjacent periods; allowed: {BUCKET_ALLOWED}")
+        raise ValueError(f"has two adjacent periods; allowed: {BUCKET_ALLOWED}")
     try:
         ipaddress.IPv4Address(value)
     except ValueError:
         pass
     else:
-        raise ValueError(f"{value!r} is formatted as an IP address; allowed: {BUCKET_ALLOWED}")
+        raise ValueError(f"is formatted as an IP address; allowed: {BUCKET_ALLOWED}")
     for prefix in BUCKET_PREFIXES:
         if value.startswith(prefix):
-            raise ValueError(f"{value!r} starts with the reserved prefix {prefix!r}; allowed: {BUCKET_ALLOWED}")
+            raise ValueError(f"starts with the reserved prefix {prefix!r}; allowed: {BUCKET_ALLOWED}")
     for suffix in BUCKET_SUFFIXES:
         if value.endswith(suffix):
-            raise ValueError(f"{value!r} ends with the reserved suffix {suffix!r}; allowed: {BUCKET_ALLOWED}")
+            raise ValueError(f"ends with the reserved suffix {suffix!r}; allowed: {BUCKET_ALLOWED}")
     return value

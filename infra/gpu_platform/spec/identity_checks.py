@@ -41,6 +41,8 @@ def check_identity(spec: PlatformSpec, file: str) -> list[Problem]:
                         )
                     )
         if t.workload_identity is not None:
+            if not t.workload_identity.buckets:
+                out.append(Problem(file, f"{at}.workloadIdentity.buckets", "no buckets listed", "allowed: one or more S3 bucket names"))
             for j, bucket in enumerate(t.workload_identity.buckets):
                 if bucket in owner and owner[bucket] != t.name:
                     out.append(

@@ -204,7 +204,7 @@ class WorkloadIdentity(Model):
 
     service_account: DnsLabel = "workload"
     """ServiceAccount in the tenant namespace that pods run as to get the role."""
-    buckets: tuple[BucketName, ...] = Field(min_length=1)
+    buckets: tuple[BucketName, ...]
     """S3 buckets the role may list, read, write and delete objects in (names only; no wildcards)."""
 
 
