@@ -130,4 +130,4 @@ def parse_catalog(raw: dict) -> Catalog:
 def load_catalog() -> Catalog:
     """The catalog shipped with the package (cached: it is immutable data)."""
     text = resources.files("gpu_platform").joinpath("data/catalog.yaml").read_text()
-    return parse_catalog(yaml.load(text, Loader=safe_loader()))  # noqa: S506 (a safe loader)
+    return parse_catalog(yaml.load(text, Loader=safe_loader()))

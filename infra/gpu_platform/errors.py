@@ -6,6 +6,8 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import yaml
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -69,6 +71,4 @@ def safe_loader() -> type:
     Both resolve the same YAML 1.1 safe tags (pyyaml `yaml/cyaml.py` CSafeLoader = CParser +
     SafeConstructor + Resolver); the C parser reads a 4,000-resource stack file about 7x faster.
     """
-    import yaml
-
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -67,7 +67,9 @@ def build_aws(spec: PlatformSpec) -> Built:
         ),
     )
     ClusterAccess("access", ClusterAccessArgs(spec=spec, cluster_name=cluster.cluster.name, tags=tags))
-    efa_sg = EfaSecurityGroup("efa", EfaSecurityGroupArgs(vpc_id=network.vpc_id, cluster_name=spec.cluster.name, tags=tags)) if efa_pools(spec) else None
+    efa_sg = (
+        EfaSecurityGroup("efa", EfaSecurityGroupArgs(vpc_id=network.vpc_id, cluster_name=spec.cluster.name, tags=tags)) if efa_pools(spec) else None
+    )
     for pool in spec.node_pools:
         plan = node_group_plan(pool, catalog, spec.cluster.name, spec.network.zones(), spec.environment, spec.stack, spec.tags)
         GpuNodePool(

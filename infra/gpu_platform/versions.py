@@ -498,7 +498,7 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any], *, null_rem
 def raw_lockfile() -> dict[str, Any]:
     """The lockfile as plain data."""
     text = resources.files("gpu_platform").joinpath("data/versions.yaml").read_text()
-    data = yaml.load(text, Loader=safe_loader())  # noqa: S506 (a safe loader)
+    data = yaml.load(text, Loader=safe_loader())
     assert isinstance(data, dict)
     return data
 

@@ -18,10 +18,23 @@ from botocore.model import ServiceModel
 from gpu_platform.plan_ids import planned_id
 from tests.conftest import plan_for
 
-WIRE_TO_EC2 = {"securityGroups": "Groups", "interfaceType": "InterfaceType", "networkCardIndex": "NetworkCardIndex", "deviceIndex": "DeviceIndex",
-               "deleteOnTermination": "DeleteOnTermination"}
-ADDRESS_MEMBERS = ("PrivateIpAddress", "PrivateIpAddresses", "SecondaryPrivateIpAddressCount", "Ipv6AddressCount", "Ipv6Addresses",
-                   "AssociatePublicIpAddress", "Ipv4PrefixCount", "Ipv6PrefixCount")
+WIRE_TO_EC2 = {
+    "securityGroups": "Groups",
+    "interfaceType": "InterfaceType",
+    "networkCardIndex": "NetworkCardIndex",
+    "deviceIndex": "DeviceIndex",
+    "deleteOnTermination": "DeleteOnTermination",
+}
+ADDRESS_MEMBERS = (
+    "PrivateIpAddress",
+    "PrivateIpAddresses",
+    "SecondaryPrivateIpAddressCount",
+    "Ipv6AddressCount",
+    "Ipv6Addresses",
+    "AssociatePublicIpAddress",
+    "Ipv4PrefixCount",
+    "Ipv6PrefixCount",
+)
 
 
 @cache

@@ -93,7 +93,12 @@ def test_private_api_in_existing_vpc_is_opened_to_deployers_only(tmp_path: Path)
     # On the control plane's own group (EKS vpcConfig.securityGroupIds), not the cluster group every node carries.
     (cluster,) = plan.of_type("aws:eks/cluster:Cluster")
     assert cluster.inputs["vpcConfig"]["securityGroupIds"] == [rule.inputs["securityGroupId"]] == ["cluster-control-plane-sg-id"]
-    node_groups = {g for lt in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate") for ni in lt.inputs.get("networkInterfaces") or [] for g in ni["securityGroups"]}
+    node_groups = {
+        g
+        for lt in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        for ni in lt.inputs.get("networkInterfaces") or []
+        for g in ni["securityGroups"]
+    }
     node_groups |= {g for lt in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate") for g in lt.inputs.get("vpcSecurityGroupIds") or []}
     assert rule.inputs["securityGroupId"] not in node_groups
     assert not plan.of_type("aws:ec2/vpc:Vpc")

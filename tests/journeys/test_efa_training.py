@@ -56,7 +56,7 @@ def test_two_nodes_of_an_efa_pool_exchange_all_traffic(stack: str) -> None:
         for a in node_a:
             if not a.groups:
                 fail("security groups", f"{a.name} carries no security group")
-        for a, b in zip(node_a, node_b):
+        for a, b in zip(node_a, node_b, strict=True):
             if a.efa:
                 verdict = sg.exchange_all(rules, a, b, efa=True)
                 if not verdict.allowed:

@@ -167,7 +167,11 @@ def test_nodes_pull_images_and_get_credentials_through_endpoints(stack: str) -> 
     node = sg.Interface("gpu-node/primary", (CLUSTER_SECURITY_GROUP,), address=str(next(hosts)))
     endpoint_address = str(next(hosts))  # interface endpoints put an ENI in each subnet they are given
     account = "123456789012"
-    for stage, host in (("ecr api", f"api.ecr.{region}.amazonaws.com"), ("ecr dkr", f"{account}.dkr.ecr.{region}.amazonaws.com"), ("sts", f"sts.{region}.amazonaws.com")):
+    for stage, host in (
+        ("ecr api", f"api.ecr.{region}.amazonaws.com"),
+        ("ecr dkr", f"{account}.dkr.ecr.{region}.amazonaws.com"),
+        ("sts", f"sts.{region}.amazonaws.com"),
+    ):
         endpoint, why = vpc.resolve(plan, planned_id(vpc_res.name), host, region)
         if endpoint is None:
             fail(stage, why)

@@ -46,8 +46,11 @@ class AccessEntryPlan:
 
 
 def access_entries(spec: PlatformSpec) -> list[AccessEntryPlan]:
-    """One entry per principal: EKS allows one access entry per ARN, so a role listed by several tenants
-    (or also as an admin) carries the union of their groups (botocore eks CreateAccessEntry.principalArn)."""
+    """One access entry per principal, carrying the union of the groups of every tenant that lists it.
+
+    botocore eks CreateAccessEntry.principalArn: "You can't specify the same ARN in more than one access
+    entry", so a role listed by several tenants (or also as an admin) gets one entry.
+    """
     groups: dict[str, list[str]] = {}
     admins: set[str] = set()
     for t in spec.tenants:

@@ -27,7 +27,7 @@ def service_account_username(namespace: str, name: str) -> str:
 
 
 def applies_to_user(user: UserInfo, subject: Mapping[str, Any], namespace: str) -> bool:
-    """rule.go `appliesToUser`: does one binding subject name this user?"""
+    """Whether one binding subject names this user (rule.go `appliesToUser`)."""
     kind, name = subject.get("kind"), str(subject.get("name", ""))
     if kind == "User":
         return user.name == name

@@ -30,9 +30,17 @@ PROTOCOL_NUMBERS = {"tcp": "6", "udp": "17", "icmp": "1", "all": ALL}
 class PlannedLike(Protocol):
     """What the functions read of a planned resource (engine.PlannedResource or a policy Resource)."""
 
-    type: str
-    name: str
-    inputs: Mapping[str, Any]
+    @property
+    def type(self) -> str:
+        """Pulumi type token."""
+
+    @property
+    def name(self) -> str:
+        """Logical name."""
+
+    @property
+    def inputs(self) -> Mapping[str, Any]:
+        """Wire inputs (camelCase)."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +177,9 @@ def flow(rules: list[Rule], src: Interface, dst: Interface, protocol: str = ALL,
     if not allowing(rules, src, dst, "egress", protocol, port, efa):
         return Verdict(False, "egress", f"no egress rule of {src.name}'s groups {list(src.groups)} admits {what} to {dst.name} {list(dst.groups)}")
     if not allowing(rules, dst, src, "ingress", protocol, port, efa):
-        return Verdict(False, "ingress", f"no ingress rule of {dst.name}'s groups {list(dst.groups)} admits {what} from {src.name} {list(src.groups)}")
+        return Verdict(
+            False, "ingress", f"no ingress rule of {dst.name}'s groups {list(dst.groups)} admits {what} from {src.name} {list(src.groups)}"
+        )
     return Verdict(True, "", "")
 
 
@@ -180,8 +190,11 @@ def exchange_all(rules: list[Rule], a: Interface, b: Interface, efa: bool) -> Ve
 
 
 def launch_template_interfaces(template: PlannedLike, node: str) -> list[Interface]:
-    """The interfaces one node of a launch template gets (EC2 CreateLaunchTemplate NetworkInterfaces[].Groups,
-    else the template's SecurityGroupIds on the primary interface). Addresses are left to the caller."""
+    """The interfaces one node of a launch template gets, with the groups each carries.
+
+    EC2 CreateLaunchTemplate: NetworkInterfaces[].Groups per interface, else the template's
+    SecurityGroupIds on the primary interface. Addresses are left to the caller.
+    """
     out = []
     for ni in template.inputs.get("networkInterfaces") or []:
         kind = str(ni.get("interfaceType") or "interface")
@@ -190,7 +203,6 @@ def launch_template_interfaces(template: PlannedLike, node: str) -> list[Interfa
     if not out:
         out.append(Interface(f"{node}/primary", tuple(str(g) for g in template.inputs.get("vpcSecurityGroupIds") or ())))
     return out
-
 
 
 def eks_cluster_group_rules(group_id: str) -> list[Rule]:

@@ -63,7 +63,12 @@ def s3_hop(plan: list[Any], subnet_id: str, region: str, id_of: Callable[[str], 
     service = f"com.amazonaws.{region}.s3"
     for r in plan:
         i = r.inputs
-        if r.type == VPC_ENDPOINT and i.get("serviceName") == service and i.get("vpcEndpointType") == "Gateway" and table_id in (i.get("routeTableIds") or []):
+        if (
+            r.type == VPC_ENDPOINT
+            and i.get("serviceName") == service
+            and i.get("vpcEndpointType") == "Gateway"
+            and table_id in (i.get("routeTableIds") or [])
+        ):
             return Hop("gateway-endpoint", r.name, table.name)
     for route in table.inputs.get("routes") or []:
         if route.get("cidrBlock") == "0.0.0.0/0":

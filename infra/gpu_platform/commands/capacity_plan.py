@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from gpu_platform.catalog import load_catalog
+from gpu_platform.commands.capacity_plan_args import FORMATS, add_arguments  # noqa: F401 (re-exported: the subcommand's options)
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.planning.chart import write_chart
 from gpu_platform.planning.demand import WORKLOAD_CLASSES
@@ -17,22 +18,6 @@ from gpu_platform.planning.shortfall import shortfall
 from gpu_platform.planning.stackfile import stack_text, write_text
 from gpu_platform.planning.trace import DEFAULT_GPU_MAP, QOS
 from gpu_platform.spec.loader import load_stack
-
-FORMATS = ("table", "json", "markdown")
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of `capacity plan`."""
-    p.add_argument("--demand", type=Path, required=True, help="demand YAML, Alibaba trace pod list CSV, or Prometheus query_range JSON")
-    p.add_argument("--format", choices=FORMATS, default="table")
-    p.add_argument("--chart", type=Path, help="write demand over time and the tiers to FILE.svg or FILE.png")
-    p.add_argument("--write-stack", type=Path, help="write a stack file (based on --stack, default dev) whose pools and quotas carry the plan")
-    p.add_argument("--qos-class", default="", help="trace QoS -> workload class overrides, e.g. Burstable=training,BE=batch")
-    p.add_argument(
-        "--gpu-map",
-        default="",
-        help="catalog GPU for a trace GPU model or for a class's unconstrained demand (histories), e.g. V100M32=A100-40GB,training=L40S",
-    )
 
 
 def _pairs(text: str, flag: str, keys: tuple[str, ...] | None, values: tuple[str, ...]) -> dict[str, str]:

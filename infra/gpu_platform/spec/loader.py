@@ -60,7 +60,7 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError([Problem(file, "", f"cannot be read: {exc.strerror}", "allowed: a readable stack file")]) from None
     try:
-        doc = yaml.load(text, Loader=safe_loader())  # noqa: S506 (a safe loader)
+        doc = yaml.load(text, Loader=safe_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpu_platform.behaviour import eks_identity, rbac, vpc
-from gpu_platform.plan_ids import planned_id
 from gpu_platform.behaviour import security_groups as sg
+from gpu_platform.plan_ids import planned_id
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
 from gpu_platform_policies.view import EKS_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, kind_of, namespace_of, pools, tenant_namespaces
 
@@ -32,7 +32,7 @@ def efa_group_self_rules(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     for lt in plan.of_type(LAUNCH_TEMPLATE):
         a = sg.launch_template_interfaces(lt, "node-a")
         b = sg.launch_template_interfaces(lt, "node-b")
-        for mine, peer in zip(a, b):
+        for mine, peer in zip(a, b, strict=True):
             if not mine.efa:
                 continue
             verdict = sg.exchange_all(rules, mine, peer, efa=True)
