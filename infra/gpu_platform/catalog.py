@@ -9,6 +9,8 @@ from typing import Literal
 
 import yaml
 
+from gpu_platform.errors import safe_loader
+
 Architecture = Literal["turing", "ampere", "ada", "hopper", "blackwell"]
 SharingMode = Literal["none", "time-slicing", "mps", "mig"]
 
@@ -150,4 +152,4 @@ def parse_catalog(raw: dict) -> Catalog:
 def load_catalog() -> Catalog:
     """The catalog shipped with the package (cached: it is immutable data)."""
     text = resources.files("gpu_platform").joinpath("data/catalog.yaml").read_text()
-    return parse_catalog(yaml.safe_load(text))
+    return parse_catalog(yaml.load(text, Loader=safe_loader()))

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from gpu_platform.commands import capacity_plan
+from gpu_platform.commands import capacity_plan_args
 from gpu_platform.errors import ConfigError
 
 # command -> (module, function, help). Each function takes (args, spec_path, stack) and returns an exit code.
@@ -70,7 +70,7 @@ def _add_capacity_plan(capacity: argparse.ArgumentParser) -> None:
     # SUPPRESS: a value given before `plan` (capacity --stack X plan) is not reset by the subcommand
     where.add_argument("--stack", default=argparse.SUPPRESS, help="stack to compare with (shortfall) and base --write-stack on")
     where.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="path of any stack file")
-    capacity_plan.add_arguments(p)
+    capacity_plan_args.add_arguments(p)
 
 
 def resolve_stack_file(stack: str | None, config: Path | None) -> tuple[Path, str]:

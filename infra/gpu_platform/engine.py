@@ -6,6 +6,7 @@ is Pulumi's MockMonitor with a recorder, so no cloud, CLI or plugin is involved.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 from collections.abc import Mapping
@@ -15,7 +16,9 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks, settings
 
+from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, planned_arn, planned_id
 from gpu_platform.program import main
+from gpu_platform.spec.models import PlatformSpec
 
 PROJECT = "gpu-platform"
 
@@ -121,29 +124,45 @@ def computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict
 
     `name` is what the provider reports: the given name, else the auto-name, so a reference such as
     a RolePolicyAttachment's `role` (the Role's `.name`) resolves in the plan as it does in AWS.
+    Only these are returned, not an echo of every input: MockMonitor serializes whatever this returns
+    and the SDK deserializes it into each resource's outputs, which for a 4,000-resource stack cost
+    about as much again as registering the inputs, for values nothing reads.
     """
-    out = dict(inputs)
+    out: dict[str, Any] = {}
     if type_token.startswith("aws:"):
-        out.setdefault("name", auto_name(type_token, name))
-    out.setdefault("arn", f"arn:aws:mock:::{type_token.rsplit(':', maxsplit=1)[-1].lower()}/{name}")
+        out["name"] = inputs.get("name") or auto_name(type_token, name)
+    out["arn"] = planned_arn(type_token, name)
     if type_token == "aws:eks/cluster:Cluster":
         out["endpoint"] = f"https://{name}.eks.mock"
         out["certificateAuthority"] = {"data": "bW9jaw=="}
-        out["vpcConfig"] = {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-0mock0cluster"}
+        out["vpcConfig"] = {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": CLUSTER_SECURITY_GROUP}
     elif type_token == "aws:eks/nodeGroup:NodeGroup":
+        out["nodeGroupName"] = inputs.get("nodeGroupName")
         out["resources"] = [{"autoscalingGroups": [{"name": f"eks-{inputs.get('nodeGroupName', name)}-mock"}]}]
     elif type_token == "aws:ec2/launchTemplate:LaunchTemplate":
         out["latestVersion"] = 1
     return out
 
 
-def run_program(config: Mapping[str, Any], stack: str) -> Plan:
-    """Run `program.main()` for `stack` with `config` (namespaced keys) under the mock engine."""
+def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None = None) -> Plan:
+    """Run `program.main()` for `stack` with `config` (namespaced keys) under the mock engine.
+
+    `spec`: the same config already validated by the caller (`load_stack`), so it is not parsed twice.
+    """
     plan = Plan(stack=stack)
+    # Everything imported so far (the SDKs' thousands of classes and functions) lives for the whole
+    # process; freezing it keeps the collector's full passes, which the registration of thousands of
+    # resources triggers again and again, from walking it each time (CPython gc.freeze).
+    gc.collect()
+    gc.freeze()
+    # MockMonitor.RegisterResource (pulumi/runtime/mocks.py) deserializes each request's inputs once and
+    # hands them to `new_resource`; keeping them here saves deserializing every resource a second time.
+    seen: dict[tuple[str, str], list[Any]] = {}
 
     class Recorder(pulumi.runtime.Mocks):
         def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
-            return f"{args.name}-id", computed_outputs(args.typ, args.name, args.inputs)
+            seen.setdefault((args.typ, args.name), []).append(args.inputs)
+            return planned_id(args.name), computed_outputs(args.typ, args.name, args.inputs)
 
         def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
             return {}, None
@@ -152,7 +171,7 @@ def run_program(config: Mapping[str, Any], stack: str) -> Plan:
         def RegisterResource(self, request: Any) -> Any:
             response = super().RegisterResource(request)
             if request.type != "pulumi:pulumi:Stack":
-                inputs = pulumi.runtime.rpc.deserialize_properties(request.object)
+                inputs = seen[(request.type, request.name)].pop(0)
                 parent = _parent_name(request.parent or "")
                 ignored = tuple(request.ignoreChanges)
                 deps = tuple(sorted({urn.split("::")[-1] for urn in request.dependencies}))
@@ -167,7 +186,7 @@ def run_program(config: Mapping[str, Any], stack: str) -> Plan:
 
     @pulumi.runtime.test
     def _run() -> None:
-        main()
+        main(spec=spec)
 
     _run()
     # Registration order is asynchronous; everything downstream (check, render, JSON) gets a stable order.

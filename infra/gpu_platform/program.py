@@ -12,10 +12,14 @@ from pulumi.runtime import config as rc
 
 from gpu_platform.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from gpu_platform.aws.cluster import EksCluster, EksClusterArgs
+from gpu_platform.aws.efa_security import EfaSecurityGroup, EfaSecurityGroupArgs
+from gpu_platform.aws.endpoints import VpcEndpoints, VpcEndpointsArgs
+from gpu_platform.aws.identity import ClusterAccess, ClusterAccessArgs, WorkloadIdentity, WorkloadIdentityArgs
 from gpu_platform.aws.network import Network, NetworkArgs
 from gpu_platform.aws.nodepools import GpuNodePool, GpuNodePoolArgs, node_group_plan
 from gpu_platform.aws.storage import POD_IDENTITY_AGENT_ADDON, EbsCsiDriver, EbsCsiDriverArgs
 from gpu_platform.catalog import load_catalog
+from gpu_platform.efa import efa_pools
 from gpu_platform.errors import ConfigError
 from gpu_platform.k8s.nodes import BareMetalPool, BareMetalPoolArgs
 from gpu_platform.k8s.platform import build_platform
@@ -31,6 +35,7 @@ class Built:
     provider: k8s.Provider
     cluster_name: pulumi.Input[str]
     kubeconfig: pulumi.Input[str] | None
+    tags: dict[str, str] | None = None
 
 
 def stack_tags(spec: PlatformSpec) -> dict[str, str]:
@@ -44,9 +49,27 @@ def build_aws(spec: PlatformSpec) -> Built:
     tags = stack_tags(spec)
     assert spec.region is not None
     network = Network("network", NetworkArgs(spec=spec.network, cluster_name=spec.cluster.name, tags=tags))
+    if spec.network.mode == "new":
+        VpcEndpoints(
+            "endpoints",
+            VpcEndpointsArgs(
+                region=spec.region,
+                vpc_id=network.vpc_id,
+                vpc_cidr=spec.network.cidr,
+                private_subnets=network.private_subnets,
+                private_route_tables=network.private_route_tables,
+                tags=tags,
+            ),
+        )
     cluster = EksCluster(
         "cluster",
-        EksClusterArgs(spec=spec.cluster, lock=spec.lock, region=spec.region, subnets_by_zone=network.private_subnets, tags=tags),
+        EksClusterArgs(
+            spec=spec.cluster, lock=spec.lock, region=spec.region, subnets_by_zone=network.private_subnets, tags=tags, vpc_id=network.vpc_id
+        ),
+    )
+    ClusterAccess("access", ClusterAccessArgs(spec=spec, cluster_name=cluster.cluster.name, tags=tags))
+    efa_sg = (
+        EfaSecurityGroup("efa", EfaSecurityGroupArgs(vpc_id=network.vpc_id, cluster_name=spec.cluster.name, tags=tags)) if efa_pools(spec) else None
     )
     for pool in spec.node_pools:
         plan = node_group_plan(pool, catalog, spec.cluster.name, spec.network.zones(), spec.environment, spec.stack, spec.tags)
@@ -61,6 +84,7 @@ def build_aws(spec: PlatformSpec) -> Built:
                 node_role_arn=cluster.node_role.arn,
                 subnets_by_zone=network.private_subnets,
                 plan=plan,
+                efa_security_group_id=efa_sg.security_group_id if efa_sg is not None and pool.efa else None,
             ),
         )
     agent = cluster.addons.get(POD_IDENTITY_AGENT_ADDON)
@@ -71,7 +95,7 @@ def build_aws(spec: PlatformSpec) -> Built:
     provider = eks_provider("k8s", cluster.kubeconfig, pulumi.ResourceOptions(depends_on=[cluster]))
     if spec.cluster.autoscaler:
         ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs(spec=spec, cluster_name=cluster.cluster.name, provider=provider, tags=tags))
-    return Built(provider=provider, cluster_name=cluster.cluster.name, kubeconfig=pulumi.Output.secret(cluster.kubeconfig))
+    return Built(provider=provider, cluster_name=cluster.cluster.name, kubeconfig=pulumi.Output.secret(cluster.kubeconfig), tags=tags)
 
 
 def build_existing(spec: PlatformSpec) -> Built:
@@ -86,7 +110,20 @@ def build_existing(spec: PlatformSpec) -> Built:
 def build(spec: PlatformSpec) -> Built:
     """Every resource of the stack, from the validated spec."""
     built = build_aws(spec) if spec.is_eks else build_existing(spec)
-    build_platform(spec, load_catalog(), built.provider)
+    platform = build_platform(spec, load_catalog(), built.provider)
+    for t in spec.tenants:
+        if t.workload_identity is not None:  # EKS only (the spec refuses it on an existing cluster)
+            WorkloadIdentity(
+                f"identity-{t.name}",
+                WorkloadIdentityArgs(
+                    spec=spec,
+                    tenant=t,
+                    cluster_name=built.cluster_name,
+                    provider=built.provider,
+                    namespace=platform.tenant_namespaces[t.name],
+                    tags=built.tags or {},
+                ),
+            )
     pulumi.export("clusterName", built.cluster_name)
     pulumi.export("environment", spec.environment)
     pulumi.export("nodePools", [p.name for p in spec.node_pools])
@@ -102,8 +139,13 @@ def runtime_config() -> dict[str, Any]:
     return merged
 
 
-def main(config: Mapping[str, Any] | None = None) -> Built:
-    """Entry point of `pulumi up`: parse the stack config once, then build; bad config is one clean error."""
+def main(config: Mapping[str, Any] | None = None, spec: PlatformSpec | None = None) -> Built:
+    """Entry point of `pulumi up`: parse the stack config once, then build; bad config is one clean error.
+
+    `spec`: the config already validated at the edge (the offline engine's commands do that first).
+    """
+    if spec is not None:
+        return build(spec)
     stack = pulumi.get_stack()
     try:
         spec = spec_from_config(config if config is not None else runtime_config(), stack=stack, file=f"stacks/Pulumi.{stack}.yaml")

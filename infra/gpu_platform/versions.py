@@ -13,7 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.errors import ConfigError, Problem, safe_loader
 from gpu_platform.spec.errors import problems_from_validation
 
 LOCKFILE = "infra/gpu_platform/data/versions.yaml"
@@ -524,7 +524,7 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any], *, null_rem
 def raw_lockfile() -> dict[str, Any]:
     """The lockfile as plain data."""
     text = resources.files("gpu_platform").joinpath("data/versions.yaml").read_text()
-    data = yaml.safe_load(text)
+    data = yaml.load(text, Loader=safe_loader())
     assert isinstance(data, dict)
     return data
 

@@ -72,10 +72,11 @@ def test_readme_shows_the_real_rejection_line(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_private_api_in_existing_vpc_is_opened_to_deployers_only(tmp_path: Path) -> None:
-    """Deploy path 2: a private endpoint in a routed VPC. The cluster security group governs the private
-    endpoint (EKS user guide, "Cluster API server endpoint"; "View Amazon EKS security group requirements"),
-    so the stack adds one ingress rule per deployer CIDR, TCP 443, on that group; the gate accepts the plan
-    and still fails it once the rule is gone."""
+    """Deploy path 2: a private endpoint in a routed VPC. The control plane's security groups govern the
+    private endpoint (EKS user guide, "Cluster API server endpoint"; "View Amazon EKS security group
+    requirements"), so the stack adds one ingress rule per deployer CIDR, TCP 443, on a control-plane group
+    of its own (vpcConfig.securityGroupIds), which no node carries; the gate accepts the plan and still
+    fails it once the rule is gone."""
     config = read_stack_config(stack_path("prod"))
     config["gpu-platform:cluster"] = {**config["gpu-platform:cluster"], "endpointPublicAccess": False, "deployerCidrs": ["10.200.0.0/16"]}
     config["gpu-platform:cluster"].pop("publicAccessCidrs")
@@ -86,10 +87,20 @@ def test_private_api_in_existing_vpc_is_opened_to_deployers_only(tmp_path: Path)
 
     _, spec = load_stack(path, "prod-private")  # accepted: no unreachable-API problem
     plan = run_program(config, "prod-private")
-    (rule,) = plan.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    (rule,) = [r for r in plan.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule") if r.name.startswith("cluster-deployer-")]
     assert rule.inputs["cidrIpv4"] == "10.200.0.0/16"
     assert (rule.inputs["ipProtocol"], rule.inputs["fromPort"], rule.inputs["toPort"]) == ("tcp", 443, 443)
-    assert rule.inputs["securityGroupId"] == "sg-0mock0cluster"  # the EKS-created cluster security group
+    # On the control plane's own group (EKS vpcConfig.securityGroupIds), not the cluster group every node carries.
+    (cluster,) = plan.of_type("aws:eks/cluster:Cluster")
+    assert cluster.inputs["vpcConfig"]["securityGroupIds"] == [rule.inputs["securityGroupId"]] == ["cluster-control-plane-sg-id"]
+    node_groups = {
+        g
+        for lt in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        for ni in lt.inputs.get("networkInterfaces") or []
+        for g in ni["securityGroups"]
+    }
+    node_groups |= {g for lt in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate") for g in lt.inputs.get("vpcSecurityGroupIds") or []}
+    assert rule.inputs["securityGroupId"] not in node_groups
     assert not plan.of_type("aws:ec2/vpc:Vpc")
     ctx = Context(lock=load_lockfile(), catalog=load_catalog(), environment="prod", thresholds=dict(THRESHOLD_DEFAULTS))
     resources = [Resource(r.type, r.name, r.parent, r.inputs) for r in plan.resources]

@@ -1005,3 +1005,7 @@ CASES += CONTROLLER_CASES
 from tests.policies.cases_paths import PATH_CASES  # noqa: E402
 
 CASES += PATH_CASES
+# The network and identity path rules' cases (issue 16) live in their own module too.
+from tests.policies.cases_network import NETWORK_CASES  # noqa: E402
+
+CASES += NETWORK_CASES

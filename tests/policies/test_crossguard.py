@@ -55,20 +55,24 @@ def crossguard_findings(case: Case, res: list[Resource]) -> set[tuple[str, str]]
             policy.validate(args, lambda message, urn=None, name=r.name: found.add((name, message)))
     else:
         assert isinstance(policy, StackValidationPolicy)
-        by_name: dict[str, PolicyResource] = {}
+        # Keyed by type and name: a URN is unique per type, and a VPC's subnet, route table and association
+        # may share one logical name (network-private-<zone>).
+        by_key: dict[tuple[str, str], PolicyResource] = {}
         for r in res:
-            by_name[r.name] = PolicyResource(r.type, unknown_checking_proxy(r.inputs), urns[r.name], r.name, _opts(None), None, None, [], {})
+            urn = URN.format(stack=case.stack, type=r.type, name=r.name)
+            by_key[(r.type, r.name)] = PolicyResource(r.type, unknown_checking_proxy(r.inputs), urn, r.name, _opts(None), None, None, [], {})
+        by_name = {name: pr for (_, name), pr in by_key.items()}
         for r in res:
             if r.parent in by_name:
-                by_name[r.name].parent = by_name[r.parent]
-        names = {u: n for n, u in urns.items()}
+                by_key[(r.type, r.name)].parent = by_name[r.parent]
+        names = {pr.urn: name for (_, name), pr in by_key.items()}
 
         def report(message: str, urn: str | None = None) -> None:
             name, _, text = message.partition(": ")
             assert urn is None or names[urn] == name, "the violation's URN is the resource its message names"
             found.add((name, text))
 
-        policy.validate(StackValidationArgs(list(by_name.values()), config), report)
+        policy.validate(StackValidationArgs(list(by_key.values()), config), report)
     return found
 
 

@@ -48,7 +48,7 @@ def deploy_steps(spec: PlatformSpec) -> list[str]:
         cidrs = ", ".join(c.deployer_cidrs)
         steps.append(
             f"Run from a network routed to VPC {spec.network.vpc_id} (VPN, peering or Transit Gateway) inside cluster.deployerCidrs "
-            f"({cidrs}): the stack opens TCP 443 on the cluster security group to exactly those."
+            f"({cidrs}): the stack opens TCP 443 to exactly those on a control-plane security group that no node carries."
         )
     steps += [
         f"`gpu-platform check --stack {stack}` (the offline gate), then `pulumi preview --stack {stack}`.",

@@ -60,6 +60,7 @@ class EksClusterArgs:
     region: str
     subnets_by_zone: dict[str, pulumi.Output[str]]
     tags: dict[str, str]
+    vpc_id: pulumi.Input[str] | None = None
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -85,6 +86,19 @@ class EksCluster(pulumi.ComponentResource):
             encryption = aws.eks.ClusterEncryptionConfigArgs(
                 provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=key.arn), resources=["secrets"]
             )
+        # The deployers' HTTPS rule goes on a group of its own that only the control plane's ENIs carry
+        # (EKS API ClusterVpcConfig.securityGroupIds: "additional security groups ... for the
+        # cross-account elastic network interfaces"), not on the cluster security group that every
+        # node and EFA interface also carries.
+        control_plane_sg = None
+        if spec.endpoint_private_access and spec.deployer_cidrs:
+            control_plane_sg = aws.ec2.SecurityGroup(
+                f"{name}-control-plane-sg",
+                vpc_id=args.vpc_id,
+                description=f"EKS control plane of {spec.name}: HTTPS from the deployers' networks",
+                tags={**args.tags, "Name": f"{spec.name}-control-plane"},
+                opts=child,
+            )
         self.cluster = aws.eks.Cluster(
             f"{name}-eks",
             name=spec.name,
@@ -95,6 +109,7 @@ class EksCluster(pulumi.ComponentResource):
                 endpoint_private_access=spec.endpoint_private_access,
                 endpoint_public_access=spec.endpoint_public_access,
                 public_access_cidrs=list(spec.public_access_cidrs) if spec.endpoint_public_access else None,
+                security_group_ids=[control_plane_sg.id] if control_plane_sg is not None else None,
             ),
             encryption_config=encryption,
             enabled_cluster_log_types=list(spec.log_types),
@@ -102,12 +117,12 @@ class EksCluster(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        if spec.endpoint_private_access:
-            # The private endpoint admits what the cluster security group admits: the deployers' networks.
+        if control_plane_sg is not None:
+            # The private endpoint admits what the control plane's groups admit: the deployers' networks.
             for i, cidr in enumerate(spec.deployer_cidrs):
                 aws.vpc.SecurityGroupIngressRule(
                     f"{name}-deployer-{i}",
-                    security_group_id=self.cluster.vpc_config.cluster_security_group_id,
+                    security_group_id=control_plane_sg.id,
                     cidr_ipv4=cidr,
                     ip_protocol="tcp",
                     from_port=443,

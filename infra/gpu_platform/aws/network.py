@@ -35,6 +35,8 @@ class Network(pulumi.ComponentResource):
 
     vpc_id: pulumi.Output[str]
     private_subnets: dict[str, pulumi.Output[str]]
+    # Only for a VPC this stack creates: the private subnets' route tables (VPC endpoints attach there).
+    private_route_tables: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:Network", name, None, opts)
@@ -44,6 +46,7 @@ class Network(pulumi.ComponentResource):
             assert spec.vpc_id is not None
             self.vpc_id = pulumi.Output.from_input(spec.vpc_id)
             self.private_subnets = {z: pulumi.Output.from_input(s) for z, s in spec.subnets.items()}
+            self.private_route_tables = {}
             self.register_outputs({"vpc_id": self.vpc_id})
             return
         cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
@@ -64,6 +67,7 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
         self.private_subnets = {}
+        self.private_route_tables = {}
         for zone, (private_cidr, public_cidr) in subnet_plan(spec.cidr, spec.availability_zones).items():
             public = aws.ec2.Subnet(
                 f"{name}-public-{zone}",
@@ -94,5 +98,6 @@ class Network(pulumi.ComponentResource):
             )
             aws.ec2.RouteTableAssociation(f"{name}-private-{zone}", subnet_id=private.id, route_table_id=rt.id, opts=child)
             self.private_subnets[zone] = private.id
+            self.private_route_tables[zone] = rt.id
         self.vpc_id = vpc.id
         self.register_outputs({"vpc_id": self.vpc_id})

@@ -210,6 +210,7 @@ class GpuNodePoolArgs:
     node_role_arn: pulumi.Input[str]
     subnets_by_zone: dict[str, pulumi.Output[str]]
     plan: NodeGroupPlan
+    efa_security_group_id: pulumi.Input[str] | None = None  # the stack's EFA group (aws.efa_security), on EFA pools
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -229,13 +230,16 @@ class GpuNodePool(pulumi.ComponentResource):
         interfaces = None
         if lt.interfaces:
             # The layout (ENA primary, EFA-only where the type allows) is decided in gpu_platform.efa.
+            # Every interface, the ENA primary included, carries the EFA group too: its self-referencing
+            # rules are what admit EFA traffic and the pods' bootstrap TCP between the pool's nodes.
+            groups = [args.cluster_security_group_id, *([args.efa_security_group_id] if args.efa_security_group_id is not None else [])]
             interfaces = [
                 aws.ec2.LaunchTemplateNetworkInterfaceArgs(
                     device_index=i.device_index,
                     network_card_index=i.network_card_index,
                     interface_type=i.interface_type,
                     delete_on_termination="true",
-                    security_groups=[args.cluster_security_group_id],
+                    security_groups=groups,
                 )
                 for i in lt.interfaces
             ]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from gpu_platform.catalog import load_catalog
+from gpu_platform.commands.capacity_plan_args import FORMATS, add_arguments  # noqa: F401 (re-exported: the subcommand's options)
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.planning.chart import write_chart
 from gpu_platform.planning.demand import WORKLOAD_CLASSES
@@ -23,26 +24,6 @@ from gpu_platform.pricing import load_commitments
 from gpu_platform.spec.loader import load_stack
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform_policies.model import default_production  # the gate's own reading of "production"
-
-FORMATS = ("table", "json", "markdown")
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of `capacity plan`."""
-    p.add_argument("--demand", type=Path, required=True, help="demand YAML, Alibaba trace pod list CSV, or Prometheus query_range JSON")
-    p.add_argument("--format", choices=FORMATS, default="table")
-    p.add_argument("--chart", type=Path, help="write demand over time and the tiers to FILE.svg or FILE.png")
-    p.add_argument(
-        "--write-stack", type=Path, help="write a new stack file: the base stack (--stack, default dev) with the plan's pools and quotas merged in"
-    )
-    p.add_argument("--force", action="store_true", help="let --write-stack replace an existing file")
-    p.add_argument("--window-days", type=float, help="plan a history on its last N days (the sensitivity table shows full, 90 and 28 days)")
-    p.add_argument("--qos-class", default="", help="trace QoS -> workload class overrides, e.g. Burstable=training,BE=batch")
-    p.add_argument(
-        "--gpu-map",
-        default="",
-        help="catalog GPU for a trace GPU model or for a class's unconstrained demand (histories), e.g. V100M32=A100-40GB,training=L40S",
-    )
 
 
 def _pairs(text: str, flag: str, keys: tuple[str, ...] | None, values: tuple[str, ...]) -> dict[str, str]:

@@ -106,7 +106,7 @@ def check_stack_details(path: Path, stack: str, root: Path | None = None) -> tup
     problems = check_policy_config(spec, str(path))
     if problems:
         raise ConfigError(problems)
-    plan = run_program(config, stack)
+    plan = run_program(config, stack, spec)
     resources = [Resource(r.type, r.name, r.parent, r.inputs) for r in plan.resources]
     ctx = gate_context(spec, root)
     return spec, evaluate(resources, ctx, spec.policy.enforcement), not_applicable(resources, ctx, spec.policy.enforcement)

@@ -13,8 +13,8 @@ from gpu_platform.spec.loader import load_stack
 
 def plan_stack(path: Path, stack: str) -> Plan:
     """Validate the stack file (clean errors first), then run the program on the offline engine."""
-    config, _ = load_stack(path, stack)
-    return run_program(config, stack)
+    config, spec = load_stack(path, stack)
+    return run_program(config, stack, spec)
 
 
 def render_table(plan: Plan) -> str:
@@ -38,7 +38,7 @@ def render_deploy_path(steps: list[str]) -> str:
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point of the subcommand."""
     config, spec = load_stack(path, stack)
-    plan = run_program(config, stack)
+    plan = run_program(config, stack, spec)
     if args.format == "json":
         print(json.dumps(plan.to_json(), indent=2))
     else:

@@ -139,8 +139,9 @@ class GpuPlatform(pulumi.ComponentResource):
         spaces = {
             t.name: TenantSpace(f"tenant-{t.name}", TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider), child) for t in spec.tenants
         }
+        self.tenant_namespaces: dict[str, pulumi.Resource] = {n: s.namespace for n, s in spaces.items()}
         if spec.queueing.kueue.enabled:
-            namespaces: dict[str, pulumi.Resource] = {n: s.namespace for n, s in spaces.items()}
+            namespaces = self.tenant_namespaces
             Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces, after=after("kueue")), child)
         if spec.queueing.volcano.enabled:
             volcano = Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider, after=after("volcano")), child)

@@ -9,6 +9,7 @@ from gpu_platform.catalog import Catalog
 from gpu_platform.errors import Problem, did_you_mean, one_of
 from gpu_platform.pools import RESERVED_LABEL_PREFIXES as RESERVED_PREFIXES
 from gpu_platform.spec import aws_values
+from gpu_platform.spec.identity_checks import check_identity
 from gpu_platform.spec.labels import KEY_ALLOWED, VALUE_ALLOWED, kubelet_refuses, label_key_problem, label_value_problem
 from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
 from gpu_platform.spec.network_checks import check_network_and_storage
@@ -53,6 +54,7 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
                     )
                 seen.setdefault(node, pool.name)
     problems += _check_tenants(spec, file)
+    problems += check_identity(spec, file)
     problems += _check_demand(spec, file)
     problems += _check_kueue_preemption(spec, file)
     problems += _check_alertmanager(spec, file)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import yaml
 
-from gpu_platform.errors import Problem
+from gpu_platform.errors import Problem, safe_loader
 
 
 def _child_path(path: str, key: str) -> str:
@@ -41,7 +41,7 @@ def _walk(node: yaml.Node, path: str) -> Iterator[tuple[str, str, int, int]]:
 
 def duplicate_keys(text: str, file: str) -> list[Problem]:
     """One problem per repeated mapping key, naming both lines (empty when every key is unique)."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    root = yaml.compose(text, Loader=safe_loader())
     if root is None:
         return []
     out = []

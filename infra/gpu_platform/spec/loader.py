@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from gpu_platform.catalog import load_catalog
-from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
+from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of, safe_loader
 from gpu_platform.spec.checks import check_spec
 from gpu_platform.spec.duplicates import duplicate_keys
 from gpu_platform.spec.errors import keys_of, problems_from_validation
@@ -73,7 +73,7 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError([Problem(file, "", f"cannot be read: {exc.strerror}", "allowed: a readable stack file")]) from None
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=safe_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""

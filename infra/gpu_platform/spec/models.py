@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 from pydantic.alias_generators import to_camel
 
 from gpu_platform.catalog import SharingMode
+from gpu_platform.spec.aws_names import bucket_name, role_arn
 from gpu_platform.versions import Lockfile
 
 
@@ -27,6 +28,8 @@ def _ipv4_network(value: str, prefix: range) -> str:
 VpcCidr = Annotated[str, AfterValidator(lambda v: _ipv4_network(v, range(16, 25)))]
 AnyCidr = Annotated[str, AfterValidator(lambda v: _ipv4_network(v, range(33)))]
 DnsLabel = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
+IamRoleArn = Annotated[str, AfterValidator(role_arn)]
+BucketName = Annotated[str, AfterValidator(bucket_name)]
 WorkloadClass = Literal["training", "inference", "batch", "development"]
 CapacityTier = Literal["reserved", "capacity-block", "on-demand", "spot"]
 # Kueue v1beta2 ClusterQueue preemption enums (they differ per field).
@@ -98,6 +101,8 @@ class ClusterSpec(Model):
     """Existing clusters: addresses of the API servers (the `kubernetes` Service's endpoints), which tenant pods may reach; EKS: the VPC CIDR."""
     api_server_port: Port = 6443
     """Existing clusters: the API servers' port behind the `kubernetes` Service (kubeadm: 6443); EKS: 443."""
+    admin_role_arns: tuple[IamRoleArn, ...] = ()
+    """IAM roles of platform admins (EKS): an access entry each with `AmazonEKSClusterAdminPolicy`, cluster scope."""
 
 
 class NetworkSpec(Model):
@@ -237,6 +242,13 @@ class TenantNetwork(Model):
     """Further ingress: `{namespaces, vpc, ports}`."""
     s3: StrictBool = True
     """EKS: egress to S3 (TCP 443 to addresses outside the private ranges, where the S3 gateway endpoint routes)."""
+class WorkloadIdentity(Model):
+    """A tenant's workload identity: a ServiceAccount bound by EKS Pod Identity to a role for its S3 buckets."""
+
+    service_account: DnsLabel = "workload"
+    """ServiceAccount in the tenant namespace that pods run as to get the role."""
+    buckets: tuple[BucketName, ...]
+    """S3 buckets the role may list, read, write and delete objects in (names only; no wildcards)."""
 
 
 class Tenant(Model):
@@ -260,6 +272,10 @@ class Tenant(Model):
     """Non-GPU ceilings: `{cpu, memoryGiB, pods}`."""
     network: TenantNetwork = TenantNetwork()
     """Network paths beyond the defaults: `{egress, ingress, s3}`."""
+    access_role_arns: tuple[IamRoleArn, ...] = ()
+    """IAM roles (e.g. SSO permission-set roles) whose sessions carry the tenant's `groups` (EKS access entries)."""
+    workload_identity: WorkloadIdentity | None = None
+    """Pod identity for the tenant's workloads (EKS): `{serviceAccount, buckets}`."""
 
     @property
     def ns(self) -> str:

@@ -241,7 +241,9 @@ def _opens_api(r: Resource) -> bool:
 def eks_api_reachable(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """EKS user guide, "Cluster API server endpoint": a private endpoint answers only inside its VPC and connected networks."""
     creates_vpc = any(r.type == "aws:ec2/vpc:Vpc" for r in plan)
-    opened = any(r.type == SG_INGRESS_RULE and _opens_api(r) for r in plan)
+    # A rule on an interface VPC endpoint's group (HTTPS from the VPC to ECR/STS) does not front the API.
+    endpoint_groups = {str(g) for r in plan.of_type("aws:ec2/vpcEndpoint:VpcEndpoint") for g in r.inputs.get("securityGroupIds") or []}
+    opened = any(r.type == SG_INGRESS_RULE and _opens_api(r) and r.inputs.get("securityGroupId") not in endpoint_groups for r in plan)
     for r in plan:
         if r.type != EKS_CLUSTER:
             continue

@@ -1,0 +1,68 @@
+"""How EKS turns an AWS identity into a Kubernetes one: access entries for people, Pod Identity for pods.
+
+EKS user guide, "Grant IAM users access to Kubernetes with EKS access entries" and "Create access
+entries": with `authenticationMode: API` only access entries authenticate; an IAM role session maps
+to the entry whose principalArn is the role's ARN (path included); its Kubernetes groups are the
+entry's `kubernetesGroups` (plus `system:authenticated`), and the default username for a role is
+`arn:aws:sts::<account>:assumed-role/<role name>/{{SessionName}}`. An associated access policy
+(`AmazonEKSClusterAdminPolicy`, cluster scope) authorizes besides RBAC.
+EKS user guide, "Learn how EKS Pod Identity grants pods access to AWS services": the EKS Pod Identity
+Agent add-on serves credentials to a pod whose service account (namespace, name) has an association
+in the cluster; the credentials are the associated role's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpu_platform.behaviour.rbac import UserInfo
+
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+ACCESS_POLICY_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+POD_IDENTITY_ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+POD_IDENTITY_AGENT = "eks-pod-identity-agent"
+AUTHENTICATED = "system:authenticated"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One access entry as planned: principal, Kubernetes groups, type, and the resource that declares it."""
+
+    resource: str
+    principal_arn: str
+    groups: tuple[str, ...]
+    type: str
+
+
+def entries(plan: Iterable[Any]) -> list[Entry]:
+    """Every access entry of the plan."""
+    return [
+        Entry(r.name, str(r.inputs.get("principalArn")), tuple(r.inputs.get("kubernetesGroups") or ()), str(r.inputs.get("type") or "STANDARD"))
+        for r in plan
+        if r.type == ACCESS_ENTRY
+    ]
+
+
+def authenticate_role(role_arn: str, session: str, plan_entries: Iterable[Entry]) -> UserInfo | None:
+    """The Kubernetes user a session of this IAM role becomes, or None when no access entry names the role."""
+    entry = next((e for e in plan_entries if e.principal_arn == role_arn), None)
+    if entry is None:
+        return None
+    parts = role_arn.split(":", 5)
+    account, role_name = parts[4], parts[5].rsplit("/", 1)[-1]
+    return UserInfo(f"arn:aws:sts::{account}:assumed-role/{role_name}/{session}", (*entry.groups, AUTHENTICATED))
+
+
+def pod_role(plan: Iterable[Any], cluster_name: str, namespace: str, service_account: str) -> Mapping[str, Any] | None:
+    """The PodIdentityAssociation that gives pods of (namespace, service account) in the cluster their role, if any."""
+    for r in plan:
+        i = r.inputs
+        if r.type == POD_IDENTITY_ASSOCIATION and (i.get("clusterName"), i.get("namespace"), i.get("serviceAccount")) == (
+            cluster_name,
+            namespace,
+            service_account,
+        ):
+            return {"resource": r.name, **i}
+    return None

@@ -1,0 +1,217 @@
+"""Security-group reach between network interfaces, as EC2 evaluates it, over the planned rules.
+
+Amazon VPC User Guide, "Security group rules" and "Control traffic to your AWS resources using
+security groups":
+- security groups are stateful: a flow an interface may start (its groups' egress rules) and the
+  peer may accept (the peer's groups' ingress rules) gets its responses back whatever the rules say;
+- rules only allow; an interface's groups are evaluated together (any rule of any group allows);
+- a rule whose source/destination is a security group matches any interface that carries that
+  group (the group's members), not the group's own rules;
+- IpProtocol "-1" (or "all") means every protocol and every port; a port range applies to TCP/UDP.
+EC2 User Guide, "Get started with EFA and NCCL" > "Prepare an EFA-enabled security group": EFA's
+OS-bypass traffic needs rules that allow all traffic to and from the security group itself, so
+here EFA traffic is matched only by all-protocol rules that reference a group, never by CIDR rules.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+LEGACY_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+ALL = "-1"
+PROTOCOL_NUMBERS = {"tcp": "6", "udp": "17", "icmp": "1", "all": ALL}
+
+
+class PlannedLike(Protocol):
+    """What the functions read of a planned resource (engine.PlannedResource or a policy Resource)."""
+
+    @property
+    def type(self) -> str:
+        """Pulumi type token."""
+
+    @property
+    def name(self) -> str:
+        """Logical name."""
+
+    @property
+    def inputs(self) -> Mapping[str, Any]:
+        """Wire inputs (camelCase)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One security-group rule: the group it belongs to, direction, protocol, ports and peer."""
+
+    resource: str
+    group_id: str
+    direction: str  # "ingress" or "egress"
+    protocol: str  # "-1" for all, else the protocol number as text
+    from_port: int | None
+    to_port: int | None
+    cidr: str | None = None
+    peer_group: str | None = None
+
+    @property
+    def all_traffic(self) -> bool:
+        """True when the rule covers every protocol and port."""
+        return self.protocol == ALL
+
+    @property
+    def self_referencing(self) -> bool:
+        """True when the rule's peer is its own group (the EFA guide's "to and from the security group itself")."""
+        return self.peer_group is not None and self.peer_group == self.group_id
+
+
+@dataclass(frozen=True)
+class Interface:
+    """A network interface as security groups see it: the groups it carries and its address, if any."""
+
+    name: str
+    groups: tuple[str, ...]
+    address: str | None = None  # efa-only interfaces have none (botocore ec2 InterfaceType)
+    kind: str = "interface"  # EC2 InterfaceType: interface, efa or efa-only
+
+    @property
+    def efa(self) -> bool:
+        """True when the interface carries an EFA device (efa or efa-only)."""
+        return self.kind in ("efa", "efa-only")
+
+
+def _protocol(value: Any) -> str:
+    text = str(value if value is not None else ALL).lower()
+    return PROTOCOL_NUMBERS.get(text, text)
+
+
+def _port(value: Any) -> int | None:
+    return None if value is None else int(float(value))
+
+
+def rules_of(plan: Iterable[PlannedLike]) -> list[Rule]:
+    """Every security-group rule of the plan: standalone ingress/egress rule resources and legacy SecurityGroupRules."""
+    out: list[Rule] = []
+    for r in plan:
+        i = r.inputs
+        if r.type in (INGRESS_RULE, EGRESS_RULE):
+            out.append(
+                Rule(
+                    r.name,
+                    str(i.get("securityGroupId")),
+                    "ingress" if r.type == INGRESS_RULE else "egress",
+                    _protocol(i.get("ipProtocol")),
+                    _port(i.get("fromPort")),
+                    _port(i.get("toPort")),
+                    cidr=i.get("cidrIpv4"),
+                    peer_group=i.get("referencedSecurityGroupId"),
+                )
+            )
+        elif r.type == LEGACY_RULE:
+            peer = str(i.get("securityGroupId")) if i.get("self") in (True, "true") else i.get("sourceSecurityGroupId")
+            cidrs = list(i.get("cidrBlocks") or []) or [None]
+            for cidr in cidrs:
+                out.append(
+                    Rule(
+                        r.name,
+                        str(i.get("securityGroupId")),
+                        str(i.get("type")),
+                        _protocol(i.get("protocol")),
+                        _port(i.get("fromPort")),
+                        _port(i.get("toPort")),
+                        cidr=cidr,
+                        peer_group=peer,
+                    )
+                )
+    return out
+
+
+def _covers(rule: Rule, protocol: str, port: int | None) -> bool:
+    """The rule's protocol and port range include the traffic ("-1" covers everything)."""
+    if rule.all_traffic:
+        return True
+    if protocol == ALL or rule.protocol != protocol:
+        return False  # a single-protocol rule never admits "all traffic"
+    if port is None or rule.from_port is None or rule.to_port is None:
+        return True
+    return rule.from_port <= port <= rule.to_port
+
+
+def _matches_peer(rule: Rule, peer: Interface, efa: bool) -> bool:
+    """The rule's source/destination is the peer: a group the peer carries, or (IP only) a CIDR holding its address."""
+    if rule.peer_group is not None:
+        return rule.peer_group in peer.groups
+    if efa or rule.cidr is None or peer.address is None:
+        return False
+    return ipaddress.ip_address(peer.address) in ipaddress.ip_network(rule.cidr, strict=False)
+
+
+def allowing(rules: Iterable[Rule], local: Interface, peer: Interface, direction: str, protocol: str, port: int | None, efa: bool) -> list[Rule]:
+    """The rules of `local`'s groups, in `direction`, that admit this traffic to or from `peer`."""
+    proto = _protocol(protocol)
+    return [
+        r
+        for r in rules
+        if r.direction == direction
+        and r.group_id in local.groups
+        and _covers(r, proto, port)
+        and _matches_peer(r, peer, efa)
+        and (not efa or (r.all_traffic and r.peer_group is not None))
+    ]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a flow is allowed, and at which stage it stops when not."""
+
+    allowed: bool
+    stage: str  # "egress" or "ingress" where it stops; "" when allowed
+    reason: str
+
+
+def flow(rules: list[Rule], src: Interface, dst: Interface, protocol: str = ALL, port: int | None = None, efa: bool = False) -> Verdict:
+    """Can `src` start this flow to `dst`? Egress of src's groups, then ingress of dst's groups (replies are stateful)."""
+    what = "EFA traffic" if efa else ("all traffic" if _protocol(protocol) == ALL else f"protocol {protocol} port {port}")
+    if not allowing(rules, src, dst, "egress", protocol, port, efa):
+        return Verdict(False, "egress", f"no egress rule of {src.name}'s groups {list(src.groups)} admits {what} to {dst.name} {list(dst.groups)}")
+    if not allowing(rules, dst, src, "ingress", protocol, port, efa):
+        return Verdict(
+            False, "ingress", f"no ingress rule of {dst.name}'s groups {list(dst.groups)} admits {what} from {src.name} {list(src.groups)}"
+        )
+    return Verdict(True, "", "")
+
+
+def exchange_all(rules: list[Rule], a: Interface, b: Interface, efa: bool) -> Verdict:
+    """Both sides may start any flow to the other (what NCCL needs between two nodes of a training job)."""
+    there = flow(rules, a, b, ALL, None, efa)
+    return there if not there.allowed else flow(rules, b, a, ALL, None, efa)
+
+
+def launch_template_interfaces(template: PlannedLike, node: str) -> list[Interface]:
+    """The interfaces one node of a launch template gets, with the groups each carries.
+
+    EC2 CreateLaunchTemplate: NetworkInterfaces[].Groups per interface, else the template's
+    SecurityGroupIds on the primary interface. Addresses are left to the caller.
+    """
+    out = []
+    for ni in template.inputs.get("networkInterfaces") or []:
+        kind = str(ni.get("interfaceType") or "interface")
+        where = f"{node}/card{int(ni.get('networkCardIndex') or 0)}-dev{int(ni.get('deviceIndex') or 0)}-{kind}"
+        out.append(Interface(where, tuple(str(g) for g in ni.get("securityGroups") or ()), kind=kind))
+    if not out:
+        out.append(Interface(f"{node}/primary", tuple(str(g) for g in template.inputs.get("vpcSecurityGroupIds") or ())))
+    return out
+
+
+def eks_cluster_group_rules(group_id: str) -> list[Rule]:
+    """The rules EKS itself puts on the cluster security group it creates (not in any plan).
+
+    EKS user guide, "View Amazon EKS security group requirements for clusters" > default rules:
+    inbound all protocols and ports from the group itself; outbound all protocols and ports to 0.0.0.0/0.
+    """
+    return [
+        Rule("eks-cluster-sg-default-ingress", group_id, "ingress", ALL, None, None, peer_group=group_id),
+        Rule("eks-cluster-sg-default-egress", group_id, "egress", ALL, None, None, cidr="0.0.0.0/0"),
+    ]

@@ -1,0 +1,108 @@
+"""Where traffic from a private subnet goes: route tables, gateway endpoints, interface endpoints' DNS.
+
+Amazon VPC User Guide, "Route tables" > "Route priority": the most specific route that matches the
+destination wins; "Subnet route tables": a subnet uses the route table explicitly associated with it.
+AWS PrivateLink guide, "Gateway endpoints": a gateway endpoint adds, to each route table it is
+associated with, a route whose destination is the service's prefix list (more specific than
+0.0.0.0/0), so S3 traffic from those subnets goes to the endpoint and not to a NAT gateway.
+AWS PrivateLink guide, "Access an AWS service using an interface VPC endpoint" > "DNS hostnames":
+with private DNS enabled, the service's default DNS name resolves to the endpoint's private addresses
+inside the VPC; this needs the VPC attributes enableDnsHostnames and enableDnsSupport both true.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from gpu_platform.plan_ids import planned_id
+
+ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
+ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+VPC = "aws:ec2/vpc:Vpc"
+
+
+def truthy(value: Any) -> bool:
+    """Wire booleans arrive as bools or as the strings "true"/"false"."""
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def private_dns_names(region: str) -> dict[str, str]:
+    """Service suffix -> the hostname pattern its interface endpoint's private DNS answers for."""
+    return {
+        "ecr.api": f"api.ecr.{region}.amazonaws.com",
+        "ecr.dkr": f"*.dkr.ecr.{region}.amazonaws.com",
+        "sts": f"sts.{region}.amazonaws.com",
+    }
+
+
+@dataclass(frozen=True)
+class Hop:
+    """Where a destination's traffic leaves the subnet: the target kind and the resource or id."""
+
+    kind: str  # "gateway-endpoint", "nat-gateway", "internet-gateway", "none"
+    target: str
+    route_table: str | None
+
+
+def route_table_of(plan: list[Any], subnet_id: str, id_of: Callable[[str], str] = planned_id) -> Any | None:
+    """The route table explicitly associated with the subnet (None: the VPC's main table, which the plan does not show)."""
+    table_id = next((r.inputs.get("routeTableId") for r in plan if r.type == ASSOCIATION and r.inputs.get("subnetId") == subnet_id), None)
+    return next((r for r in plan if r.type == ROUTE_TABLE and id_of(r.name) == table_id), None)
+
+
+def s3_hop(plan: list[Any], subnet_id: str, region: str, id_of: Callable[[str], str] = planned_id) -> Hop:
+    """Where S3 traffic (`com.amazonaws.<region>.s3`) from this subnet goes."""
+    table = route_table_of(plan, subnet_id, id_of)
+    if table is None:
+        return Hop("none", f"no route table is associated with {subnet_id}", None)
+    table_id = id_of(table.name)
+    service = f"com.amazonaws.{region}.s3"
+    for r in plan:
+        i = r.inputs
+        if (
+            r.type == VPC_ENDPOINT
+            and i.get("serviceName") == service
+            and i.get("vpcEndpointType") == "Gateway"
+            and table_id in (i.get("routeTableIds") or [])
+        ):
+            return Hop("gateway-endpoint", r.name, table.name)
+    for route in table.inputs.get("routes") or []:
+        if route.get("cidrBlock") == "0.0.0.0/0":
+            if route.get("natGatewayId"):
+                return Hop("nat-gateway", str(route["natGatewayId"]), table.name)
+            if route.get("gatewayId"):
+                return Hop("internet-gateway", str(route["gatewayId"]), table.name)
+    return Hop("none", "no route matches S3's addresses", table.name)
+
+
+def resolve(plan: list[Any], vpc_id: str, hostname: str, region: str, id_of: Callable[[str], str] = planned_id) -> tuple[Any | None, str]:
+    """The interface endpoint a hostname resolves to inside the VPC, or (None, why it resolves publicly)."""
+    vpc = next((r for r in plan if r.type == VPC and id_of(r.name) == vpc_id), None)
+    if vpc is not None and not (truthy(vpc.inputs.get("enableDnsSupport")) and truthy(vpc.inputs.get("enableDnsHostnames"))):
+        return None, f"VPC {vpc.name} lacks enableDnsSupport and enableDnsHostnames, so private DNS names do not resolve"
+    for service, pattern in private_dns_names(region).items():
+        if not fnmatch.fnmatchcase(hostname, pattern):
+            continue
+        for r in plan:
+            i = r.inputs
+            if r.type == VPC_ENDPOINT and i.get("vpcId") == vpc_id and i.get("serviceName") == f"com.amazonaws.{region}.{service}":
+                if i.get("vpcEndpointType") != "Interface":
+                    return None, f"{r.name} is not an interface endpoint"
+                if not truthy(i.get("privateDnsEnabled")):
+                    return None, f"{r.name} has private DNS off, so {hostname} resolves to the public service"
+                return r, ""
+        return None, f"no interface endpoint for com.amazonaws.{region}.{service} in the VPC: {hostname} resolves to public addresses (through NAT)"
+    return None, f"{hostname} is not a service with an interface endpoint here"
+
+
+def private_subnet_ids(plan: Iterable[Any]) -> list[str]:
+    """Subnets the GPU and system node groups run in (their `subnetIds`), in plan order."""
+    out: list[str] = []
+    for r in plan:
+        if r.type == "aws:eks/nodeGroup:NodeGroup":
+            out += [s for s in r.inputs.get("subnetIds") or [] if s not in out]
+    return out

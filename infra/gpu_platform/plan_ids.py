@@ -1,0 +1,23 @@
+"""The ids the offline engine gives resources, so plan readers can follow one resource's id to another.
+
+The engine's mock (`engine.run_program`'s Recorder.new_resource) answers every registration with the
+id `<logical name>-id`; a RouteTableAssociation's `routeTableId` or a rule's `securityGroupId` in the
+plan is therefore the id of the resource with that logical name.
+"""
+
+from __future__ import annotations
+
+
+def planned_id(logical_name: str) -> str:
+    """The id the offline engine gives the resource with this logical name."""
+    return f"{logical_name}-id"
+
+
+# The id the engine's mock EKS cluster reports as `vpcConfig.clusterSecurityGroupId`: the group EKS
+# creates for the cluster and attaches to the control plane's ENIs and to every managed node.
+CLUSTER_SECURITY_GROUP = "sg-0mock0cluster"
+
+
+def planned_arn(type_token: str, logical_name: str) -> str:
+    """The ARN the offline engine reports for a resource that does not set its own (`arn:aws:mock:::<kind>/<name>`)."""
+    return f"arn:aws:mock:::{type_token.rsplit(':', maxsplit=1)[-1].lower()}/{logical_name}"
