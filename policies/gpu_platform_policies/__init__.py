@@ -17,7 +17,20 @@ from gpu_platform_policies.model import (
     Rule,
     Violation,
 )
-from gpu_platform_policies.rules import ansible, capacity, change, controllers, demand, gpu, network, observability, paths, rollout, security, versions
+from gpu_platform_policies.rules import (
+    ansible,
+    capacity,
+    change,
+    controllers,
+    demand,
+    gpu,
+    network,
+    observability,
+    paths,
+    rollout,
+    security,
+    versions,
+)
 
 CATEGORIES = (security, network, gpu, versions, capacity, demand, rollout, observability, controllers, paths, ansible)
 CHANGE_CATEGORIES = (change,)  # registered into CHANGE_RULES: run by `check --base` only

@@ -242,6 +242,8 @@ class TenantNetwork(Model):
     """Further ingress: `{namespaces, vpc, ports}`."""
     s3: StrictBool = True
     """EKS: egress to S3 (TCP 443 to addresses outside the private ranges, where the S3 gateway endpoint routes)."""
+
+
 class WorkloadIdentity(Model):
     """A tenant's workload identity: a ServiceAccount bound by EKS Pod Identity to a role for its S3 buckets."""
 
