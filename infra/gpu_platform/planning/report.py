@@ -257,7 +257,8 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         best = s["options"][0] if s["options"] else None
         tail = f"; cheapest: {best['action']} ({_money(best['monthlyCost'])}/month, {best['risk']} risk)" if best else ""
         lines.append(
-            f"Shortfall {s['class']}/{s['gpuModel']}: need {s['needed']} GPUs, stack {p['stack']} has {s['available']} (gap {s['gap']}){tail}."
+            f"Shortfall {s['class']}/{s['gpuModel']}: need {s['needed']} GPUs ({s['nonSpotNeeded']} not on Spot), stack {p['stack']} has "
+            f"{s['available']} ({s['nonSpotAvailable']} not on Spot) (gap {s['gap']}){tail}."
         )
     lines += [f"Finding: {f}" for f in p["findings"]]
     for c in p["classes"]:
@@ -333,7 +334,8 @@ def render_markdown(doc: dict[str, Any], chart: str | None = None) -> str:
     lines.append("")
     for s in doc["plan"]["shortfall"]:
         lines += [
-            f"**Shortfall {s['class']} / {s['gpuModel']}**: need {s['needed']} GPUs, have {s['available']} (gap {s['gap']}). "
+            f"**Shortfall {s['class']} / {s['gpuModel']}**: need {s['needed']} GPUs ({s['nonSpotNeeded']} not on Spot), "
+            f"have {s['available']} ({s['nonSpotAvailable']} not on Spot) (gap {s['gap']}). "
             "Options, cheapest first:",
             "",
         ]
