@@ -190,7 +190,13 @@ def test_moving_a_training_pool_to_spot_is_caught_at_its_line(repo: Path, capsys
 
 
 def test_adding_a_tenant_produces_no_change_finding(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    tenant = "    - name: recsys\n      groups: [recsys-ml]\n      cohort: batch\n      quotas:\n        - {pool: batch-l40s-ondemand, gpus: 4}\n"
+    # A complete tenant, as the README's recipe adds one: its group is carried by its SSO role (access entry).
+    role = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_RecsysML_0a1b2c3d4e5f6a7b"
+    tenant = (
+        "    - name: recsys\n      groups: [recsys-ml]\n"
+        f"      accessRoleArns: [{role}]\n"
+        "      cohort: batch\n      quotas:\n        - {pool: batch-l40s-ondemand, gpus: 4}\n"
+    )
     with stage("change the stack"):
         pull_request(repo, lambda t: t.replace("  gpu-platform:queueing:", tenant + "  gpu-platform:queueing:"))
     with stage("run check --base"):
