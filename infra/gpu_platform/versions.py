@@ -193,6 +193,19 @@ class CudaRange(_Frozen):
     max: str
 
 
+class ImageKernels(_Frozen):
+    """Kernel series (major.minor) the OS's current cloud images boot, with where and when that was read.
+
+    `series` maps a kernel flavour (ga, hwe, aws-rolling, ...) to its series; null where no source
+    gave the figure (the lockfile then says so in `note`, rather than guessing one).
+    """
+
+    series: dict[str, str | None]
+    sources: tuple[str, ...]
+    read: date
+    note: str | None = None
+
+
 class Availability(_Frozen):
     """What NVIDIA's package repository for one OS publishes (driver branches, CUDA minors)."""
 
@@ -202,6 +215,7 @@ class Availability(_Frozen):
     cuda: CudaRange | None = None
     # The cgroup hierarchy the OS's images boot by default (v1: per-controller mounts; v2: unified).
     cgroup: Literal["v1", "v2"] | None = None
+    image_kernels: ImageKernels | None = None
 
 
 class Overlay(_Frozen):
@@ -362,6 +376,7 @@ def check_compatibility(lock: Lockfile, file: str = LOCKFILE, prefix: str = "") 
         # Which OS publishes a pair only means something once the pair itself is consistent;
         # otherwise one bad CUDA pin would also read as "not published" once per OS.
         problems.extend(check_availability(lock, file))
+    problems.extend(check_image_kernels(lock, file))
     for where, value in _all_strings(lock.model_dump(by_alias=True, mode="json")):
         if value in {"latest", "stable", "main", "master"} or value.endswith(":latest"):
             problems.append(Problem(file, where, f"floating version '{value}'", "allowed: an exact version"))
@@ -397,6 +412,30 @@ def check_availability(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
                     f"allowed on {os_key}: CUDA {have}",
                 )
             )
+    return problems
+
+
+def check_image_kernels(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
+    """Kernel series an OS's current images boot that the driver preflight's kernel.min..kernel.max refuses.
+
+    nvidia_driver's preflight (tasks/preflight.yml) compares the running kernel's major.minor with
+    the same kernel.min and kernel.max, so an image kernel outside them fails on every new node.
+    """
+    problems: list[Problem] = []
+    low, high = minor(lock.kernel.min), minor(lock.kernel.max)
+    for os_key, avail in sorted(lock.package_availability.items()):
+        if avail.image_kernels is None:
+            continue
+        for flavour, series in sorted(avail.image_kernels.series.items()):
+            if series is not None and not low <= minor(series) <= high:
+                problems.append(
+                    Problem(
+                        file,
+                        f"package_availability.{os_key}.image_kernels.series.{flavour}",
+                        f"{os_key} images boot kernel {series} ({flavour}), outside the driver's tested range",
+                        f"allowed: kernel.min {lock.kernel.min} to kernel.max {lock.kernel.max}",
+                    )
+                )
     return problems
 
 

@@ -44,8 +44,9 @@ UBUNTU_2404 = {
     "distribution_major_version": "24",
     "distribution_version": "24.04",
     "distribution_release": "noble",
-    # Canonical's 24.04 cloud images boot the rolling hardware-enablement kernel.
-    "kernel": "6.17.0-1007-aws",
+    # Canonical's 24.04 AWS images boot the rolling linux-aws kernel: 7.0 since it followed the
+    # 26.04 kernel (linux-image-aws-7.0 7.0.0-1012.12~24.04.1 in noble-updates, read 2026-11-26).
+    "kernel": "7.0.0-1012-aws",
 }
 ROCKY_9 = {
     **DEBIAN_12,

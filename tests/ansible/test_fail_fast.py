@@ -151,9 +151,9 @@ def test_mig_preflight_accepts_the_pool_layout():
 
 
 def test_preflight_rejects_a_kernel_outside_the_tested_range(lockfile):
-    rc, msg, _ = run_role("nvidia_driver", {**DEBIAN_12, "kernel": "6.18.44-fc-v669"}, nvidia_driver_gpu_model="H100-80GB")
+    rc, msg, _ = run_role("nvidia_driver", {**DEBIAN_12, "kernel": "7.4.44-fc-v669"}, nvidia_driver_gpu_model="H100-80GB")
     assert rc != 0
-    assert f"kernel 6.18.44-fc-v669 is outside the range the driver branch is tested against ({lockfile['kernel']['min']} to" in msg
+    assert f"kernel 7.4.44-fc-v669 is outside the range the driver branch is tested against ({lockfile['kernel']['min']} to" in msg
 
 
 def test_preflight_rejects_a_kernel_without_published_headers():

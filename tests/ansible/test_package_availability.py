@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.versions import PackagePin, check_availability, minor, node_oses, parse_lockfile
+from gpu_platform.errors import ConfigError
+from gpu_platform.versions import PackagePin, check_availability, check_image_kernels, minor, node_oses, parse_lockfile
 from tests.ansible.helpers import (
     DEBIAN_12,
     HERE,
@@ -83,7 +84,7 @@ def test_preflight_accepts_the_production_pins(facts: dict[str, str], os_key: st
 def test_the_kernel_each_supported_os_boots_is_in_the_tested_range(facts: dict[str, str], os_key: str, source: str):
     """With the running kernel checked (as on a real host or a Packer build instance), the lockfile's
     kernel.min..kernel.max admits what each OS boots: RHEL 9's 5.14, Ubuntu 22.04's
-    AWS 6.8, and the rolling 6.17 a fresh Ubuntu 24.04 cloud image boots. The preflight goes on to
+    AWS 6.8, and the rolling 7.0 a fresh Ubuntu 24.04 cloud image boots. The preflight goes on to
     query the headers package on this test machine, which may fail; only the range assert matters."""
     _rc, msg = preflight("nvidia_driver", facts, nvidia_driver_gpu_model="H100-80GB")
     assert "is outside the range the driver branch is tested against" not in msg, msg
@@ -91,6 +92,74 @@ def test_the_kernel_each_supported_os_boots_is_in_the_tested_range(facts: dict[s
     # machine: no such apt package, or no dnf for the RHEL host), never one before it.
     after_the_range = ("package in the configured repositories", "Error executing command", "not cgroup2fs")
     assert msg == "" or any(s in msg for s in after_the_range), msg
+
+
+# The node OSes plus the Debian 12 lab (overlays.debian12-lab): every OS a role run may meet.
+SUPPORTED_OSES = ["ubuntu2204", "ubuntu2404", "rhel9", "debian12"]
+PREFLIGHT = HERE.parents[1] / "ansible" / "roles" / "nvidia_driver" / "tasks" / "preflight.yml"
+
+
+def test_every_supported_os_records_the_kernels_its_images_boot_with_source_and_date():
+    lock = parse_lockfile(load_lockfile())
+    assert set(node_oses(lock)) <= set(SUPPORTED_OSES)
+    for os_key in SUPPORTED_OSES:
+        kernels = lock.package_availability[os_key].image_kernels
+        assert kernels is not None, f"package_availability.{os_key}.image_kernels is missing"
+        assert kernels.series, os_key
+        assert all(s is not None for s in kernels.series.values()) or kernels.note, f"{os_key}: unsourced series without a note"
+        assert kernels.sources and all(s.startswith("https://") for s in kernels.sources), os_key
+        assert kernels.read.year >= 2026, os_key
+
+
+def test_the_kernels_supported_os_images_boot_lie_in_the_range_the_driver_preflight_enforces():
+    """The range is the one nvidia_driver's preflight asserts: kernel.min and kernel.max of the lockfile."""
+    preflight_tasks = PREFLIGHT.read_text(encoding="utf-8")
+    assert "is version(lookup('gpu_platform_versions', 'kernel.min'), '>=')" in preflight_tasks
+    assert "is version(lookup('gpu_platform_versions', 'kernel.max'), '<=')" in preflight_tasks
+    lock = parse_lockfile(load_lockfile())
+    low, high = minor(lock.kernel.min), minor(lock.kernel.max)
+    for os_key in SUPPORTED_OSES:
+        kernels = lock.package_availability[os_key].image_kernels
+        assert kernels is not None, os_key
+        for flavour, series in kernels.series.items():
+            assert series is None or low <= minor(series) <= high, (
+                f"{os_key} images boot kernel {series} ({flavour}); the driver preflight allows "
+                f"{lock.kernel.min} to {lock.kernel.max} (kernel.min/kernel.max)"
+            )
+    assert check_image_kernels(lock) == []
+
+
+def test_an_os_image_kernel_past_the_range_is_reported_and_refused_by_the_preflight(tmp_path: Path):
+    """A synthetic OS whose images boot 7.4 (past kernel.max): the lockfile check names it, and the
+    preflight refuses a host running that kernel in one line."""
+    data = load_lockfile()
+    data["package_availability"]["ubuntu2610-synthetic"] = {
+        **data["package_availability"]["ubuntu2404"],
+        "image_kernels": {"series": {"hwe": "7.4"}, "sources": ["https://example.invalid/"], "read": "2026-11-26"},
+    }
+    with pytest.raises(ConfigError) as err:
+        parse_lockfile(data)
+    assert [str(p) for p in err.value.problems] == [
+        "infra/gpu_platform/data/versions.yaml: package_availability.ubuntu2610-synthetic.image_kernels.series.hwe: "
+        f"ubuntu2610-synthetic images boot kernel 7.4 (hwe), outside the driver's tested range; "
+        f"allowed: kernel.min {LOCK['kernel']['min']} to kernel.max {LOCK['kernel']['max']}"
+    ]
+    rc, msg = preflight("nvidia_driver", {**UBUNTU_2404, "kernel": "7.4.0-1001-aws"}, nvidia_driver_gpu_model="H100-80GB")
+    assert rc != 0
+    assert "kernel 7.4.0-1001-aws is outside the range the driver branch is tested against" in msg
+
+
+def test_the_old_kernel_max_would_refuse_ubuntu_2404_images():
+    """Before 2026-11-26 kernel.max was 6.17; Ubuntu 24.04's rolling HWE and AWS kernels are 7.0 now."""
+    data = load_lockfile()
+    data["kernel"] = {**data["kernel"], "max": "6.17"}
+    with pytest.raises(ConfigError) as err:
+        parse_lockfile(data)
+    paths = sorted(p.path for p in err.value.problems)
+    assert paths == [
+        "package_availability.ubuntu2404.image_kernels.series.aws-rolling",
+        "package_availability.ubuntu2404.image_kernels.series.hwe",
+    ]
 
 
 def test_cuda_that_predates_the_ubuntu_2404_repository_fails_in_one_line(tmp_path: Path):
