@@ -11,6 +11,8 @@ import json
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -234,11 +236,10 @@ def test_a_node_not_in_the_cluster_fails_by_name(tmp_path: Path):
 
 def test_the_fake_answers_like_the_api_for_an_unknown_object():
     cluster = Cluster()
-    with FakeKubeApi(cluster) as api:
-        out = subprocess.run(["curl", "-s", f"{api.url}/api/v1/nodes/nope"], capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        pytest.skip("curl not installed")
-    assert json.loads(out.stdout) == {
+    with FakeKubeApi(cluster) as api, pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{api.url}/api/v1/nodes/nope", timeout=10)
+    assert refused.value.code == 404
+    assert json.loads(refused.value.read()) == {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},

@@ -15,7 +15,7 @@ from gpu_platform.spec.loader import read_stack_config
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies import THRESHOLD_DEFAULTS, Context, Resource, evaluate
 from tests.conftest import ROOT, spec_for, stack_path
-from tests.foundation.test_bad_stacks import _run
+from tests.foundation.bad_stack import plan_errors as _run
 
 EXISTING_NETWORK = {
     "mode": "existing",

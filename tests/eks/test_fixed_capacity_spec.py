@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from tests.conftest import stack_path
-from tests.foundation.test_bad_stacks import Mutation, _run, drop_pool_key, set_pool
+from tests.foundation.bad_stack import plan_errors as _run
+from tests.foundation.test_bad_stacks import Mutation, drop_pool_key, set_pool
 
 A100 = "gpu-platform:nodePools[3]"  # prod's reserved A100 pool (a reservation group)
 BLOCK = "gpu-platform:nodePools[8]"  # prod's Capacity Block pool

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpu_platform.aws.identity import access_entries, bucket_policy
 from gpu_platform.behaviour import iam_policy
 from gpu_platform.spec.aws_names import bucket_name, role_arn
-from tests.conftest import spec_for, stack_path
-from tests.foundation.test_bad_stacks import _run
+from tests.conftest import spec_for
+from tests.foundation.bad_stack import assert_one_clear_line
 
 Mutation = Callable[[dict[str, Any]], None]
 SSO = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_LlmTraining_8a41d2c7e9b05f13"
@@ -99,16 +98,7 @@ CASES = [
 def test_bad_identity_setting_is_one_clear_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, base: str, mutate: Mutation, key: str, fragment: str
 ) -> None:
-    doc = yaml.safe_load(stack_path(base).read_text())
-    mutate(doc)
-    path = tmp_path / f"Pulumi.{case}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    code, err = _run(capsys, path)
-    assert code == 2 and "Traceback" not in err, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"{path}: {key}: "), lines[0]
-    assert fragment in lines[0] and "; " in lines[0], lines[0]
+    assert_one_clear_line(tmp_path, capsys, case, base, mutate, key, fragment)
 
 
 @pytest.mark.parametrize("value", [SSO, "arn:aws:iam::123456789012:role/ci/data-platform-pipelines", "arn:aws-cn:iam::123456789012:role/ops"])

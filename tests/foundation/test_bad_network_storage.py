@@ -6,10 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from gpu_platform.cli import main
-from tests.conftest import stack_path
+from tests.foundation.bad_stack import assert_one_clear_line
 
 
 def _tenant(doc: dict[str, Any], index: int) -> dict[str, Any]:
@@ -101,16 +99,4 @@ CASES: list[tuple[str, str, Any, str, str]] = [
 def test_bad_value_is_one_clear_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, base: str, mutate: Any, key: str, fragment: str
 ) -> None:
-    doc = yaml.safe_load(stack_path(base).read_text())
-    mutate(doc)
-    path = tmp_path / f"Pulumi.{case}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    code = main(["plan", "--config", str(path)])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"{path}: {key}: "), lines[0]
-    assert fragment in lines[0]
-    assert "; " in lines[0], "every error says what is allowed"
+    assert_one_clear_line(tmp_path, capsys, case, base, mutate, key, fragment)

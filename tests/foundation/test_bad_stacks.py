@@ -13,6 +13,7 @@ import yaml
 from gpu_platform.cli import main
 from gpu_platform.spec.duplicates import duplicate_keys
 from tests.conftest import stack_path
+from tests.foundation.bad_stack import assert_one_clear_line, plan_errors
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -584,28 +585,11 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
 ]
 
 
-def _run(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int, str]:
-    code = main(["plan", "--config", str(path)])
-    captured = capsys.readouterr()
-    return code, captured.err
-
-
 @pytest.mark.parametrize(("case", "base", "mutate", "key", "fragment"), CASES, ids=[c[0] for c in CASES])
 def test_bad_stack_is_one_clear_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, base: str, mutate: Mutation, key: str, fragment: str
 ) -> None:
-    doc = yaml.safe_load(stack_path(base).read_text())
-    mutate(doc)
-    path = tmp_path / f"Pulumi.{case}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    code, err = _run(capsys, path)
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"{path}: {key}: "), lines[0]
-    assert fragment in lines[0]
-    assert "; " in lines[0], "every error says what is allowed"
+    assert_one_clear_line(tmp_path, capsys, case, base, mutate, key, fragment)
 
 
 @pytest.mark.parametrize(
@@ -624,7 +608,7 @@ def test_bad_stack_is_one_clear_line(
 def test_malformed_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, text: str, fragment: str) -> None:
     path = tmp_path / f"Pulumi.{case}.yaml"
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
-    code, err = _run(capsys, path)
+    code, err = plan_errors(capsys, path)
     assert code == 2
     assert "Traceback" not in err
     assert err.startswith(f"{path}: ")
@@ -645,7 +629,7 @@ def test_all_problems_reported_together(tmp_path: Path, capsys: pytest.CaptureFi
     set_pool("infer-h100-mig", sharing={"mode": "mig", "migConfig": "all-1g.5gb"})(doc)
     path = tmp_path / "Pulumi.two.yaml"
     path.write_text(yaml.safe_dump(doc))
-    code, err = _run(capsys, path)
+    code, err = plan_errors(capsys, path)
     assert code == 2
     assert len(err.strip().splitlines()) == 2
 
@@ -682,7 +666,7 @@ DUPLICATE_TENANTS = """config:
 def test_duplicate_keys_name_both_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, text: str, key: str, fragment: str) -> None:
     path = tmp_path / f"Pulumi.{case}.yaml"
     path.write_text(text)
-    code, err = _run(capsys, path)
+    code, err = plan_errors(capsys, path)
     assert code == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
@@ -698,7 +682,7 @@ def test_repository_stacks_have_no_duplicate_keys() -> None:
 
 def test_directory_as_config_says_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "Pulumi.dev.yaml").write_text(stack_path("dev").read_text())
-    code, err = _run(capsys, tmp_path)
+    code, err = plan_errors(capsys, tmp_path)
     assert code == 2
     assert err.strip() == f"{tmp_path}: <root>: is a directory, not a stack file; allowed: a stack file, e.g. {tmp_path / 'Pulumi.dev.yaml'}"
     assert "file not found" not in err
@@ -718,7 +702,7 @@ def test_secure_values_are_accepted_like_pulumi_up_does(tmp_path: Path, capsys: 
     mutate(doc)
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    code, err = _run(capsys, path)
+    code, err = plan_errors(capsys, path)
     assert code == 0, err
 
 
@@ -728,7 +712,7 @@ def test_credential_is_masked_in_the_message(tmp_path: Path, capsys: pytest.Capt
     set_cfg("gpu-platform:tags", {"cost-center": "ml-dev", "deploy": secret})(doc)
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    code, err = _run(capsys, path)
+    code, err = plan_errors(capsys, path)
     assert code == 2
     assert secret not in err and secret[4:] not in err
     assert "pulumi config set --secret" in err
@@ -741,5 +725,5 @@ def test_plain_labels_near_credential_words_are_accepted(tmp_path: Path, capsys:
     set_cfg("gpu-platform:tags", tags)(doc)
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    code, err = _run(capsys, path)
+    code, err = plan_errors(capsys, path)
     assert code == 0, err

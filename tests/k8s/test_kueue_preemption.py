@@ -18,7 +18,8 @@ import yaml
 
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
 from tests.conftest import spec_for, stack_path
-from tests.foundation.test_bad_stacks import _run, edit
+from tests.foundation.bad_stack import plan_errors as _run
+from tests.foundation.test_bad_stacks import edit
 from tests.k8s.helpers import helm_values, objects
 
 CLASSICAL = {"withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"}
