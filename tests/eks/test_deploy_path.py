@@ -64,11 +64,11 @@ def test_spec_rejects_a_stack_that_cannot_reach_its_own_api(
 
 
 def test_readme_shows_the_real_rejection_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's example is what the program prints for a private-only prod."""
+    """The deploy guide's example is what the program prints for a private-only prod."""
     path = _write(tmp_path, _prod_doc(endpointPublicAccess=False), "prod")
     _, err = _run(capsys, path)
     shown = err.strip().replace(str(path), "stacks/Pulumi.prod.yaml")
-    assert shown in (ROOT / "README.md").read_text()
+    assert shown in (ROOT / "docs" / "deploying.md").read_text()
 
 
 def test_private_api_in_existing_vpc_is_opened_to_deployers_only(tmp_path: Path) -> None:

@@ -134,9 +134,9 @@ def test_a_gpu_fault_reaches_oncall_on_prod(tmp_path: Path) -> None:
     alertmanager = next(o for o in kps if o["kind"] == "Alertmanager")
     mounted = alertmanager["spec"].get("secrets") or []
     stage("prometheus-operator mounts the receiver's Secret", declared.secret.name in mounted, f"alertmanagerSpec.secrets is {mounted}")
-    readme = (ROOT / "README.md").read_text()
+    deploying = (ROOT / "docs" / "deploying.md").read_text()
     command = f"kubectl create secret generic {declared.secret.name} --namespace {spec.monitoring.namespace} --from-file={declared.secret.key}="
-    stage("the README says how to create the receiver's Secret", command in readme, f"README lacks `{command}...`")
+    stage("the deploy guide says how to create the receiver's Secret", command in deploying, f"docs/deploying.md lacks `{command}...`")
 
 
 def test_a_gpu_fault_reaches_the_clusters_prometheus_on_onprem(tmp_path: Path) -> None:
