@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Time a first `make demo` and `make test` as a new user gets them: a fresh clone of this repository's
 # HEAD, with uv's cache in an empty temporary folder and pip's cache off, so every package is
-# downloaded again. Prints one line per figure (the README quotes them).
+# downloaded again. Prints one line per figure (benchmarks/results.yaml and docs/benchmarks.md quote them).
 # Usage: scripts/measure-setup.sh [TEST_TARGET]
 #   TEST_TARGET (default `test`) is the make target timed after the demo; `test-python` times the
 #   suite without lint and Molecule (on machines that must not run podman); `none` stops after the demo.

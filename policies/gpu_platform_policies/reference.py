@@ -1,4 +1,4 @@
-"""The policy table of the README, generated from the rule set so it cannot drift."""
+"""The rule tables of docs/policies.md, generated from the rule set so it cannot drift."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def container(limits: dict[str, Any], requests: dict[str, Any] | None = None) ->
 
 
 def pod_spec(pool: NodePool, limits: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A pod spec selecting the pool's GPU model, as tenants are told to (README: "How a workload flows")."""
+    """A pod spec selecting the pool's GPU model, as tenants are told to (docs/workload-flow.md)."""
     catalog = load_catalog()
     return {"nodeSelector": {LABEL_GPU_MODEL: gpu_of(pool, catalog).name}, "containers": [container(limits, {"cpu": "2", "memory": "8Gi"})], **extra}
 

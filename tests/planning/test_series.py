@@ -20,7 +20,7 @@ def test_quantiles_are_time_weighted_not_sample_weighted() -> None:
 
 
 def test_window_is_shared_and_idle_time_counts_as_zero() -> None:
-    """A class with nothing running for most of the window has low quantiles (README: demand 0 then)."""
+    """A class with nothing running for most of the window has low quantiles (docs/capacity-planning.md: demand 0 then)."""
     s = step_series([(80, 100, 2000)], 0, 100)
     assert s.quantile(0.5) == 0
     assert s.quantile(0.8) == 0

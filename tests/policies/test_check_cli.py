@@ -182,7 +182,7 @@ def test_ansible_inventory_overriding_a_pinned_version(tmp_path: Path, monkeypat
 
 
 def test_custom_monitoring_namespace_passes_prod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The README documents `monitoring.namespace`; the tenant rules read the namespace labels the
+    """The configuration reference documents `monitoring.namespace`; the tenant rules read the namespace labels the
     platform writes (k8s/objects.py `system_namespace`), so a custom name is not mistaken for a tenant."""
     path = broken_copy(tmp_path, "prod", lambda cfg: cfg.setdefault("gpu-platform:monitoring", {}).update(namespace="observability"))
     code, out, err = run_check(capsys, "--config", str(path), "--format", "json")
@@ -241,7 +241,7 @@ def test_stack_versions_override_is_what_driver_rule_judges(tmp_path: Path, caps
     ],
 )
 def test_production_default_from_the_environment_name(environment: str, production: bool) -> None:
-    """The documented default of policy.production (README configuration reference)."""
+    """The documented default of policy.production (docs/configuration.md)."""
     assert default_production(environment) is production
 
 

@@ -235,7 +235,7 @@ def manager_config(spec: PlatformSpec) -> dict[str, Any]:
 UNGATED_PREFIXES = ("ephemeral-storage", "hugepages-")
 
 
-# Bounds of the fallback (README "How fallback works"): the autoscaler gives up on a group after
+# Bounds of the fallback (docs/workload-flow.md, "How fallback works"): the autoscaler gives up on a group after
 # max-node-provision-time (gpu_platform.aws.autoscaler) at worst, then a GPU node boots in ~10 min.
 PODS_READY_TIMEOUT = "35m"
 REQUEUE_BASE_SECONDS = 60

@@ -64,7 +64,7 @@ def aws_egress(spec: PlatformSpec, tenant: Tenant) -> list[dict[str, Any]]:
         # The S3 gateway endpoint is a route-table target for S3's prefix list: packets keep S3's public
         # addresses, which NetworkPolicy cannot name (ipBlock takes CIDRs, not prefix lists, and S3's
         # ranges in ip-ranges.json change weekly). So: any non-private address on 443, which also admits
-        # other HTTPS destinations where a NAT route exists (README, "Tenant network").
+        # other HTTPS destinations where a NAT route exists (docs/tenant-network.md).
         rules.append({"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(PRIVATE_RANGES)}}], "ports": _tcp(HTTPS)})
     return rules
 

@@ -1,6 +1,6 @@
 """The planner: from demand to reserved / on-demand / Spot GPUs and nodes per class and GPU model, with cost.
 
-Method (README "Capacity planning"): size each group for its P95 at the procurement horizon plus the
+Method (docs/capacity-planning.md): size each group for its P95 at the procurement horizon plus the
 safety stock of its SLA class (online and inference: a buffer; training and batch: the capacity that
 keeps queueing delay under a target, when a history is available), then split that capacity into a
 reserved tier sized from the exceedance curve for the commitment instrument (the most whole nodes

@@ -1,4 +1,4 @@
-"""The config key reference (README table), generated from the spec models so it cannot drift."""
+"""The config key reference (docs/configuration.md), generated from the spec models so it cannot drift."""
 
 from __future__ import annotations
 
