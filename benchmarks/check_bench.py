@@ -14,11 +14,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import record
+
 from gpu_platform_policies import checkov
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_PLATFORM = ROOT / ".venv" / "bin" / "gpu-platform"
 RUNS = 3
+RECORD = "--record" in sys.argv[1:]  # replace this benchmark's entries in benchmarks/results.yaml
 
 
 def timed(argv: list[str]) -> tuple[float, int]:
@@ -50,6 +53,9 @@ def main() -> int:
     print(f"{f'{stacks} x check --stack NAME (one process each)':<48} best {separate:6.2f} s   exit {{{max(c for _, c in runs)}}}")
     together = bench("check --all (one process)", [str(GPU_PLATFORM), "check", "--all", "--format", "json"])
     print(f"ratio --all / one process per stack: {together / separate:.2f}")
+    if RECORD:
+        figure = f"{together:.1f} s vs {separate:.1f} s ({together / separate:.2f})"
+        record("check-all", f"`check --all` ({stacks} stacks, one process) vs `check --stack` once per stack", figure)
     print()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "prod"
@@ -62,6 +68,9 @@ def main() -> int:
             return 0
         theirs = bench("checkov --framework kubernetes (same manifests)", checkov.command(out))
     print(f"ratio check/checkov: {ours / theirs:.2f}   (target: check under 5 s: {'met' if ours < 5 else 'NOT met'})")
+    if RECORD:
+        benchmark = "`check --stack prod` vs checkov's Kubernetes framework on the same rendered manifests"
+        record("check-prod-vs-checkov", benchmark, f"{ours:.1f} s vs {theirs:.1f} s ({ours / theirs:.2f})")
     return 0
 
 

@@ -2,7 +2,7 @@
 
 explain builds the objects it reads from the program's pure builders instead of running the mock
 engine, so it should answer in a fraction of plan's time. Prints figures; never fails on timing.
-Usage: .venv/bin/python benchmarks/explain_bench.py [--repeat N]
+Usage: .venv/bin/python benchmarks/explain_bench.py [--repeat N] [--record]
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from results import record
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "gpu_platform.cli"]
@@ -40,14 +42,21 @@ def main() -> None:
     """Time plan once per repeat and explain for every example workload; print a table and the ratio."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--record", action="store_true", help="replace this benchmark's entries in benchmarks/results.yaml")
     args = parser.parse_args()
     seconds(["explain", "--stack", "prod", "--workload", str(WORKLOADS[0].relative_to(ROOT))])  # warm the bytecode caches
     plan = best(["plan", "--stack", "prod", "--format", "json"], args.repeat)
     print(f"{'command':<58} {'seconds':>8} {'of plan':>8}")
     print(f"{'plan --stack prod':<58} {plan:>8.2f} {'100%':>8}")
+    times = []
     for w in WORKLOADS:
         t = best(["explain", "--stack", "prod", "--workload", str(w.relative_to(ROOT)), "--format", "json"], args.repeat)
+        times.append(t)
         print(f"{'explain --stack prod --workload ' + w.name:<58} {t:>8.2f} {t / plan:>8.0%}")
+    if args.record:
+        low, high = min(times), max(times)
+        figure = f"{low:.1f}–{high:.1f} s vs {plan:.1f} s ({low / plan:.0%}–{high / plan:.0%})"
+        record("explain-examples", "`explain --stack prod` of each example workload vs `plan --stack prod`, same run", figure)
 
 
 if __name__ == "__main__":

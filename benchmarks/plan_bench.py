@@ -4,7 +4,7 @@ Prints figures; never fails on timing. Each run is a fresh process (imports incl
 Also prints the plan's time next to Pulumi's mock-engine floor for the same number of resources
 (benchmarks/mock_floor.py: the same provider modules imported, plain resources registered) and their
 ratio, for prod and for the generated 100 pools / 200 tenants stack (target: both within 1.5x).
-Usage: .venv/bin/python benchmarks/plan_bench.py [--repeat N]
+Usage: .venv/bin/python benchmarks/plan_bench.py [--repeat N] [--record]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import yaml
 from generate_stack import generate
+from results import record
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "gpu_platform.cli"]
@@ -62,6 +63,7 @@ def main() -> None:
     """Run the benchmark and print a small table."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--record", action="store_true", help="replace this benchmark's entries in benchmarks/results.yaml")
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cases: list[tuple[str, list[str], int]] = [("prod", ["--stack", "prod"], 0)]
@@ -71,11 +73,13 @@ def main() -> None:
             cases.append((f"generated {pools} pools / {tenants} tenants", ["--config", str(path)], pools))
         print(f"{'CASE':<36} {'RESOURCES':>9} {'WALL s':>8} {'PEAK MiB':>9} {'ms/RESOURCE':>12}")
         results = []
+        peaks: list[float] = []
         type_sets: list[list[str]] = []
         cpu: list[float] = []
         for label, args, _ in cases:
             wall, rss, count, types, cpu_s = best_of(args, opts.repeat)
             results.append((label, wall, count))
+            peaks.append(rss)
             type_sets.append(types)
             cpu.append(cpu_s)
             print(f"{label:<36} {count:>9} {wall:>8.2f} {rss:>9.0f} {1000 * wall / count:>12.2f}")
@@ -91,6 +95,18 @@ def main() -> None:
             f"{floor_wall:.2f} s wall / {floor_cpu:.2f} s CPU; ratio {wall / floor_wall:.2f}x wall, {cpu[i] / floor_cpu:.2f}x CPU "
             "(target: within 1.5x)"
         )
+        if opts.record:
+            ratio = cpu[i] / floor_cpu
+            key, benchmark = (
+                ("plan-prod", "`plan --stack prod` vs Pulumi's mock-engine floor (the same resource classes loaded, as many plain resources)")
+                if i == 0
+                else ("plan-generated", f"`plan` of a {label} stack vs the mock-engine floor")
+            )
+            figure = (
+                f"{count:,} resources, {peaks[i]:.0f} MiB peak; {cpu[i]:.2f} s CPU vs {floor_cpu:.2f} s CPU: {ratio:.2f}x CPU "
+                f"(wall {wall:.1f} s vs {floor_wall:.1f} s; target 1.5x: {'met' if ratio <= 1.5 else 'not met'})"
+            )
+            record(key, benchmark, figure)
     (_, w_small, n_small), (_, w_large, n_large) = results[1], results[-1]
     print()
     print(f"Growth from {n_small} to {n_large} resources ({n_large / n_small:.1f}x work): wall time x{w_large / w_small:.2f}")

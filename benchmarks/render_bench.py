@@ -2,7 +2,7 @@
 
 Each run is a fresh process (imports included), as a user runs it; prints figures, never fails on timing.
 Targets (foundation): prod < 5 s, generated 100 pools / 200 tenants < 30 s on a 2-core machine.
-Usage: .venv/bin/python benchmarks/render_bench.py [--repeat N]
+Usage: .venv/bin/python benchmarks/render_bench.py [--repeat N] [--record]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import yaml
 from generate_stack import generate
+from results import record
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "gpu_platform.cli"]
@@ -41,6 +42,7 @@ def main() -> None:
     """Run the benchmark and print a small table."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--record", action="store_true", help="replace this benchmark's entries in benchmarks/results.yaml")
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         big = Path(tmp) / "Pulumi.gen-100x200.yaml"
@@ -52,6 +54,10 @@ def main() -> None:
             wall, peak, files = min(runs, key=lambda r: r[0])
             verdict = "ok" if wall < TARGETS[name] else "OVER"
             print(f"{name:<36} {files:>6} {wall:>8.2f} {peak:>9.0f} {TARGETS[name]:>9.0f} {verdict}")
+            if opts.record:
+                key, label = ("render-prod", "`render --stack prod`") if name == "prod" else ("render-generated", f"`render` of the {name} stack")
+                met = "met" if verdict == "ok" else "not met"
+                record(key, label, f"{wall:.1f} s, {peak:.0f} MiB peak, {files:,} files (target {TARGETS[name]:.0f} s: {met})")
 
 
 if __name__ == "__main__":

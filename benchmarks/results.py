@@ -39,7 +39,13 @@ def record(key: str, benchmark: str, figure: str, conditions: str | None = None,
         "conditions": conditions or f"{os.cpu_count()} cores, load average {load1:.1f}",
         "figure": figure,
     }
-    path.write_text(yaml.safe_dump(entries, sort_keys=False, width=200, allow_unicode=True))
+    save(entries, path)
+
+
+def save(entries: dict[str, dict[str, str]], path: Path = RESULTS) -> None:
+    """Write the entries under the file's own header comment, folded to the repository's line length."""
+    header = "".join(line for line in path.read_text().splitlines(keepends=True) if line.startswith("#")) if path.exists() else ""
+    path.write_text(header + yaml.safe_dump(entries, sort_keys=False, width=120, allow_unicode=True))
 
 
 def markdown(entries: dict[str, dict[str, str]]) -> str:

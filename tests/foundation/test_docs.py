@@ -64,3 +64,17 @@ def test_advisories_table_matches_the_gate(capsys: pytest.CaptureFixture[str]) -
     # Where the table quotes the message (dev's Spot share), the figures in it are today's.
     for rule, message in actual["dev"].items():
         assert stated["dev"][rule].startswith(message), f"dev {rule}: table says {stated['dev'][rule]!r}, check says {message!r}"
+
+
+def test_a_recorded_benchmark_replaces_only_its_own_entry(tmp_path: Path) -> None:
+    """`--record` keeps the latest figure of each benchmark, and the docs table shows that figure."""
+    from benchmarks.results import RESULTS, load, markdown, record
+
+    results = tmp_path / "results.yaml"
+    results.write_text(RESULTS.read_text())
+    before = load(results)
+    record("render-prod", "`render --stack prod`", "1.0 s, 99 MiB peak", conditions="test", path=results)
+    after = load(results)
+    assert after["render-prod"]["figure"] == "1.0 s, 99 MiB peak" and after["render-prod"]["conditions"] == "test"
+    assert {k: v for k, v in after.items() if k != "render-prod"} == {k: v for k, v in before.items() if k != "render-prod"}
+    assert "| `render --stack prod` | 1.0 s, 99 MiB peak |" in markdown(after)

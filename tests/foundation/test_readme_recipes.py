@@ -1,8 +1,9 @@
 """The README's recipes work when followed literally from a fresh clone (issue 18, "Done means").
 
 Each recipe runs in its own `git clone` of this repository, after the edits of the recipes it builds on: the
-YAML it shows is pasted under the key it names (as a user pastes it), then its shell block runs in one bash, stopping before the first line marked `# needs:` (credentials, real hosts). The clone's own `infra/`
-and `policies/` come first on PYTHONPATH, so the clone's code runs, with this repository's `.venv` on PATH
+YAML it shows is pasted under the key it names (as a user pastes it), then its shell block runs in one bash,
+stopping before the first line marked `# needs:` (credentials, real hosts). The clone's own `infra/` and
+`policies/` come first on PYTHONPATH, so the clone's code runs, with this repository's `.venv` on PATH
 as `make setup` would leave it. Each test then checks what its recipe says the user gets.
 """
 
@@ -93,8 +94,10 @@ def test_run_the_gate_on_a_pull_request(tmp_path: Path) -> None:
     clone = _clone(tmp_path)
     out = _follow(RECIPES["pull-request"], clone).stdout
     comment = (clone / "comment.md").read_text()
-    assert "vision" in comment, "the pull-request comment does not mention the tenant the branch adds"
-    assert "create" in out and "vision" in out, "diff --base does not show the tenant's resources as created"
+    # The branch adds the 4-GPU L40S pool (2 on-demand development GPUs before, 6 after) and a tenant on it.
+    assert "passes" in comment and "| development | on-demand | 2 | 6 | +4 |" in comment, comment
+    created = [line for line in out.splitlines() if "vision" in line and "create" in line]
+    assert created, "diff --base does not show the tenant's resources as created"
 
 
 def test_plan_capacity_from_demand(tmp_path: Path) -> None:
