@@ -78,3 +78,27 @@ def test_a_recorded_benchmark_replaces_only_its_own_entry(tmp_path: Path) -> Non
     assert after["render-prod"]["figure"] == "1.0 s, 99 MiB peak" and after["render-prod"]["conditions"] == "test"
     assert {k: v for k, v in after.items() if k != "render-prod"} == {k: v for k, v in before.items() if k != "render-prod"}
     assert "| `render --stack prod` | 1.0 s, 99 MiB peak |" in markdown(after)
+
+
+def test_sensitivity_table_is_what_the_planner_prints_for_the_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/capacity-planning.md's sensitivity table on the Alibaba trace: every row as `capacity plan` computes it today."""
+    from tests.planning.helpers import require_trace
+
+    trace = require_trace("openb_pod_list_default.csv")
+    text = (ROOT / "docs" / "capacity-planning.md").read_text()
+    table = text.split("| window | instrument | Spot off |", 1)[1].split("\n\n", 1)[0].strip().splitlines()[2:]
+    stated = [[cell.strip() for cell in row.strip("|").split("|")] for row in table]
+    assert main(["capacity", "plan", "--demand", str(trace), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["sensitivity"]
+    computed = [
+        [
+            r["window"],
+            r["instrument"],
+            f"{r['spotDiscount']:.0%}",
+            ", ".join(f"{cls} {gpus}" for cls, gpus in r["reserved"].items()),
+            f"${r['expectedMonthlyCost']:,.0f}",
+            f"${r['onDemandOnlyExpectedMonthlyCost']:,.0f}",
+        ]
+        for r in rows
+    ]
+    assert stated == computed, "docs/capacity-planning.md's sensitivity table drifted from `capacity plan` on the trace"
