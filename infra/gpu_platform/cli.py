@@ -27,7 +27,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _common(command: str, nested: bool = False) -> argparse.ArgumentParser:
+STACK_HELP = "stack name: stacks/Pulumi.NAME.yaml of the repository around the current directory (default dev), or a stack file's path"
+
+
+def _common(command: str, nested: bool = False, stack_help: str = STACK_HELP) -> argparse.ArgumentParser:
     """The options every command takes (a parent parser): where the stack is, and `--format` where it prints one.
 
     `nested` (`capacity plan`): defaults are suppressed, so `capacity --format json plan` keeps the value
@@ -40,7 +43,7 @@ def _common(command: str, nested: bool = False) -> argparse.ArgumentParser:
         "--stack",
         default=default,
         metavar="NAME|FILE",
-        help="stack name: stacks/Pulumi.NAME.yaml of the repository around the current directory (default dev), or a stack file's path",
+        help=stack_help,
     )
     where.add_argument("--config", type=Path, default=default, metavar="FILE", help="path of any stack file")
     if command == "check":
@@ -87,7 +90,8 @@ def _add_capacity_plan(capacity: argparse.ArgumentParser) -> None:
     """`capacity plan`: the planner's own options (gpu_platform.commands.capacity_plan) and the common ones again."""
     sub = capacity.add_subparsers(dest="capacity_command", metavar="plan")
     help_text = "size reserved / on-demand / Spot tiers from declared demand or a usage history"
-    p = sub.add_parser("plan", help=help_text, description=help_text, parents=[_common("capacity", nested=True)])
+    stack_help = "stack to compare with (shortfall) and base --write-stack on: a name of this repository's stacks/ or a stack file's path"
+    p = sub.add_parser("plan", help=help_text, description=help_text, parents=[_common("capacity", nested=True, stack_help=stack_help)])
     capacity_plan_args.add_arguments(p)
 
 
@@ -102,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     path, stack = Path(), ""
     try:
         if not getattr(args, "all", False):
-            path, stack = resolve_stack_file(args.stack, args.config)
+            path, stack = resolve_stack_file(args.stack, args.config, optional=module.endswith("capacity_plan"))
         command: Callable[[argparse.Namespace, Path, str], int] = getattr(importlib.import_module(module), func)
         return command(args, path, stack)
     except ConfigError as err:

@@ -95,7 +95,8 @@ def render(fmt: str, stack: str, file: str, problems: Sequence[Problem]) -> str:
         rows = [f"| `{p.file}` | {problem_line(p) or ''} | `{p.path or '<root>'}` | {_cell(p.message)}; {_cell(p.allowed)} |" for p in problems]
         head = [f"### gpu-platform check: {name}", "", f"Bad input, not checked: {len(problems)} problem(s).", ""]
         return "\n".join([*head, "| file | line | key | problem |", "|---|---|---|---|", *rows])
-    return f"Stack {stack or '?'}: bad input, not checked ({len(problems)} problem(s) on stderr)"
+    head = f"Stack {stack}" if stack else "gpu-platform check"
+    return f"{head}: bad input, not checked ({len(problems)} problem(s) on stderr)"
 
 
 def _cell(text: str) -> str:

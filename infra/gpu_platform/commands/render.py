@@ -158,6 +158,7 @@ def _prune(directory: Path, out: Path) -> None:
 
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point of the subcommand."""
+    read_manifest(args.out)  # a damaged manifest is bad input before minutes of planning, not after
     plan = plan_stack(path, stack)
     files = render_plan(plan)
     done = write_files(args.out, files, stack)

@@ -60,12 +60,17 @@ def _looks_like_path(value: str) -> bool:
     return os.sep in value or "/" in value or value.endswith((".yaml", ".yml"))
 
 
-def resolve_stack_file(stack: str | None, config: Path | None) -> tuple[Path, str]:
-    """(stack file, stack name) from `--stack NAME|PATH` or `--config FILE` (default: the `dev` stack)."""
+def resolve_stack_file(stack: str | None, config: Path | None, optional: bool = False) -> tuple[Path, str]:
+    """(stack file, stack name) from `--stack NAME|PATH` or `--config FILE` (default: the `dev` stack).
+
+    `optional`: the command can run without a stack (`capacity plan`), so a default that is not there is no error.
+    """
     if config is not None:
         return config, stack_name(config)
     if stack is not None and _looks_like_path(stack):
         return Path(stack), stack_name(Path(stack))
+    if stack is None and optional:
+        return (find_root() or Path()) / "stacks" / f"Pulumi.{DEFAULT_STACK}.yaml", DEFAULT_STACK
     name = stack or DEFAULT_STACK
     root = repository_root()
     path = root / "stacks" / f"Pulumi.{name}.yaml"
