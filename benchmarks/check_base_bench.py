@@ -71,9 +71,7 @@ def main() -> int:
         cold = {**env, "GPU_PLATFORM_BASE_CACHE": "0"}
         base = [str(GPU_PLATFORM), "check", "--stack", "prod", "--base", "main", "--format", "json"]
         subprocess.run(base, cwd=repo, env=env, capture_output=True, check=False)  # fills the base plan cache
-        print(
-            f"prod, AMI bump against the base commit; best and median of {RUNS} interleaved runs each, wall time incl. start-up, {os.cpu_count()} CPUs"
-        )
+        print(f"prod, AMI bump against the base commit; best and median of {RUNS} interleaved runs, wall time incl. start-up, {os.cpu_count()} CPUs")
         times = interleaved(
             {
                 "check --stack prod": ([str(GPU_PLATFORM), "check", "--stack", "prod", "--format", "json"], env),
