@@ -74,7 +74,7 @@ def escape(text: str, prop: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
-def annotations(problems: Sequence[Problem]) -> list[str]:
+def github_annotations(problems: Sequence[Problem]) -> list[str]:
     """One `::error file=F,line=N,title=bad input::<problem>` per problem (line left out where there is none)."""
     lines = []
     for p in problems:
@@ -89,12 +89,12 @@ def render(fmt: str, stack: str, file: str, problems: Sequence[Problem]) -> str:
     if fmt == "json":
         return json.dumps(json_doc(stack, file, problems), indent=2)
     if fmt == "github":
-        return "\n".join([*annotations(problems), f"gpu-platform check: bad input, not checked: {len(problems)} problem(s)"])
+        return "\n".join([*github_annotations(problems), f"gpu-platform check: bad input, not checked: {len(problems)} problem(s)"])
     name = f"`{stack}`" if stack else "(no stack)"
     if fmt == "markdown":
         rows = [f"| `{p.file}` | {problem_line(p) or ''} | `{p.path or '<root>'}` | {_cell(p.message)}; {_cell(p.allowed)} |" for p in problems]
-        head = [f"### gpu-platform check: {name}", "", f"Bad input, not checked: {len(problems)} problem(s).", ""]
-        return "\n".join([*head, "| file | line | key | problem |", "|---|---|---|---|", *rows])
+        top = [f"### gpu-platform check: {name}", "", f"Bad input, not checked: {len(problems)} problem(s).", ""]
+        return "\n".join([*top, "| file | line | key | problem |", "|---|---|---|---|", *rows])
     head = f"Stack {stack}" if stack else "gpu-platform check"
     return f"{head}: bad input, not checked ({len(problems)} problem(s) on stderr)"
 
