@@ -40,7 +40,10 @@ BUMP = f"""  gpu-platform:versions:
 def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int]:
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    return time.perf_counter() - start, proc.returncode
+    seconds = time.perf_counter() - start
+    if proc.returncode not in (0, 1):  # bad input or a crash: a figure of nothing
+        raise SystemExit(f"{' '.join(argv[1:])}: exit {proc.returncode}: {proc.stderr.strip()}")
+    return seconds, proc.returncode
 
 
 def interleaved(variants: dict[str, tuple[list[str], dict[str, str]]], cwd: Path) -> dict[str, list[float]]:
@@ -62,6 +65,7 @@ def main() -> int:
         repo = Path(tmp)
         shutil.copytree(ROOT / "infra", repo / "infra", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
         shutil.copytree(ROOT / "stacks", repo / "stacks")
+        shutil.copy(ROOT / "Pulumi.yaml", repo / "Pulumi.yaml")  # `--stack NAME` finds the repository by it
         for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "base"]):
             subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True)
         prod = repo / "stacks" / "Pulumi.prod.yaml"

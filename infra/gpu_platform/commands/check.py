@@ -165,6 +165,7 @@ def render_json(stack: str, file: str, violations: Sequence[Violation], gate: Ga
             "rules": len(RULES),
             "rulesRun": len(RULES) - (len(gate.disabled) + len(gate.not_applicable) if gate else 0),
             "notApplicable": len(gate.not_applicable) if gate else 0,
+            "badInput": 0,  # a stack that could not be checked has its problems here (commands.bad_input)
         },
     }
     if gate is not None:
