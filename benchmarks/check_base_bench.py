@@ -63,10 +63,10 @@ def interleaved(variants: dict[str, tuple[list[str], dict[str, str]]], cwd: Path
             times[label][0].append(seconds)
             times[label][1].append(cpu)
             codes[label].add(code)
-    for label, (wall, cpu) in times.items():
+    for label, (walls, cpus) in times.items():
         print(
-            f"{label:<66} wall best {min(wall):6.2f} s  median {statistics.median(wall):6.2f} s"
-            f"   CPU median {statistics.median(cpu):6.2f} s   exit {codes[label]}"
+            f"{label:<66} wall best {min(walls):6.2f} s  median {statistics.median(walls):6.2f} s"
+            f"   CPU median {statistics.median(cpus):6.2f} s   exit {codes[label]}"
         )
     return times
 
