@@ -7,9 +7,13 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 
 from gpu_platform.commands import capacity_plan_args
+from gpu_platform.commands.bad_input import print_bad_input
+from gpu_platform.commands.options import FORMATS, add_format
+from gpu_platform.commands.stacks import resolve_stack_file
 from gpu_platform.errors import ConfigError
 
 # command -> (module, function, help). Each function takes (args, spec_path, stack) and returns an exit code.
@@ -21,27 +25,40 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "diff": ("gpu_platform.commands.change", "run_diff", "plan the stack at a git revision and at the working tree, and diff them per resource"),
     "explain": ("gpu_platform.commands.explain", "run", "say what the platform does with one workload manifest, stage by stage"),
 }
-FORMATS = {
-    "plan": ("table", "json"),
-    "capacity": ("table", "json"),
-    "check": ("text", "json", "github", "markdown"),
-    "diff": ("text", "json", "markdown"),
-    "explain": ("text", "json"),
-}
+
+
+STACK_HELP = "stack name: stacks/Pulumi.NAME.yaml of the repository around the current directory (default dev), or a stack file's path"
+
+
+def _common(command: str, nested: bool = False, stack_help: str = STACK_HELP) -> argparse.ArgumentParser:
+    """The options every command takes (a parent parser): where the stack is, and `--format` where it prints one.
+
+    `nested` (`capacity plan`): defaults are suppressed, so `capacity --format json plan` keeps the value
+    given before the subcommand instead of having the subcommand's default overwrite it.
+    """
+    common = argparse.ArgumentParser(add_help=False)
+    default = argparse.SUPPRESS if nested else None
+    where = common.add_mutually_exclusive_group()
+    where.add_argument(
+        "--stack",
+        default=default,
+        metavar="NAME|FILE",
+        help=stack_help,
+    )
+    where.add_argument("--config", type=Path, default=default, metavar="FILE", help="path of any stack file")
+    if command == "check":
+        where.add_argument("--all", action="store_true", help="every stacks/Pulumi.*.yaml, in one process (CI runs this once)")
+    if command in FORMATS:
+        add_format(common, command, suppress=nested)
+    return common
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpu-platform", description="Offline tools for gpu-platform stacks (no cloud credentials needed).")
+    parser.add_argument("--version", action="version", version=f"gpu-platform {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_, _, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        where = p.add_mutually_exclusive_group()
-        where.add_argument("--stack", help="stack name: reads stacks/Pulumi.NAME.yaml (default: dev)")
-        where.add_argument("--config", type=Path, help="path of any stack file")
-        if name == "check":
-            where.add_argument("--all", action="store_true", help="every stacks/Pulumi.*.yaml, in one process (CI runs this once)")
-        if name in FORMATS:
-            p.add_argument("--format", choices=FORMATS[name], default=FORMATS[name][0])
+        p = sub.add_parser(name, help=help_text, description=help_text, parents=[_common(name)])
         if name in ("check", "diff"):
             _add_base(p, check=name == "check")
         if name == "render":
@@ -53,6 +70,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def package_version() -> str:
+    """The installed distribution's version (pyproject.toml's `project.version`)."""
+    try:
+        return metadata.version("gpu-platform")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "unknown (not installed: run `make setup`)"
+
+
 def _add_base(p: argparse.ArgumentParser, check: bool) -> None:
     """`--base` (gpu_platform.commands.change); for `check` also what the change rules may compare against."""
     p.add_argument("--base", metavar="GIT_REF", required=not check, help="git revision to compare with (a pull request's target branch)")
@@ -62,42 +87,33 @@ def _add_base(p: argparse.ArgumentParser, check: bool) -> None:
 
 
 def _add_capacity_plan(capacity: argparse.ArgumentParser) -> None:
-    """`capacity plan`: the planner's own options (gpu_platform.commands.capacity_plan)."""
+    """`capacity plan`: the planner's own options (gpu_platform.commands.capacity_plan) and the common ones again."""
     sub = capacity.add_subparsers(dest="capacity_command", metavar="plan")
     help_text = "size reserved / on-demand / Spot tiers from declared demand or a usage history"
-    p = sub.add_parser("plan", help=help_text, description=help_text)
-    where = p.add_mutually_exclusive_group()
-    # SUPPRESS: a value given before `plan` (capacity --stack X plan) is not reset by the subcommand
-    where.add_argument("--stack", default=argparse.SUPPRESS, help="stack to compare with (shortfall) and base --write-stack on")
-    where.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="path of any stack file")
+    stack_help = "stack to compare with (shortfall) and base --write-stack on: a name of this repository's stacks/ or a stack file's path"
+    p = sub.add_parser("plan", help=help_text, description=help_text, parents=[_common("capacity", nested=True, stack_help=stack_help)])
     capacity_plan_args.add_arguments(p)
-
-
-def resolve_stack_file(stack: str | None, config: Path | None) -> tuple[Path, str]:
-    """(stack file, stack name) from --stack or --config."""
-    if config is not None:
-        name = config.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
-        return config, name
-    name = stack or "dev"
-    root = Path(os.environ.get("GPU_PLATFORM_ROOT", "."))
-    return root / "stacks" / f"Pulumi.{name}.yaml", name
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run one command, map bad input to exit code 2 with one line per problem."""
     args = _parser().parse_args(argv)
-    path, stack = resolve_stack_file(args.stack, args.config)
     module, func, _ = COMMANDS[args.command]
     if getattr(args, "capacity_command", None) == "plan":
         module, func = "gpu_platform.commands.capacity_plan", "run"
     if args.command == "check" and getattr(args, "base", None) and not getattr(args, "all", False):
         module, func = "gpu_platform.commands.change", "run_check"
-    command: Callable[[argparse.Namespace, Path, str], int] = getattr(importlib.import_module(module), func)
+    path, stack = Path(), ""
     try:
+        if not getattr(args, "all", False):
+            path, stack = resolve_stack_file(args.stack, args.config, optional=module.endswith("capacity_plan"))
+        command: Callable[[argparse.Namespace, Path, str], int] = getattr(importlib.import_module(module), func)
         return command(args, path, stack)
     except ConfigError as err:
         for problem in err.problems:
             print(problem, file=sys.stderr)
+        if args.command == "check":  # check prints its format on stdout whatever went wrong
+            print_bad_input(args.format, stack, str(path) if stack else "", err.problems)
         return 2
     except BrokenPipeError:
         return 0

@@ -37,7 +37,7 @@ def test_capacity_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["stack"] == "prod"
     assert {p["pool"] for p in data["pools"]} == {p.name for p in spec_for("prod").node_pools}
-    assert data["monthly_cost"] > 100_000
+    assert data["monthlyCost"] > 100_000
     assert data["pricing"]["region"] == "us-east-1"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -12,7 +14,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from gpu_platform.commands.render import render_plan, write_files
+from gpu_platform.cli import main
+from gpu_platform.commands.render import MANIFEST, render_plan, write_files
 from tests.conftest import ROOT, plan_for, require_shared_crds, spec_for
 from tests.k8s.helpers import crd_schemas, is_builtin, objects, rendered
 
@@ -84,11 +87,42 @@ def test_render_command_writes_files_and_exit_codes(tmp_path: Path) -> None:
     assert "dev-l4-spoot" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_write_files_replaces_a_previous_render(tmp_path: Path) -> None:
-    stale = tmp_path / "manifests/old/namespace-gone.yaml"
-    stale.parent.mkdir(parents=True)
-    stale.write_text("kind: Namespace\n")
-    write_files(tmp_path, render_plan(plan_for("onprem")))
-    assert not stale.exists()
-    patch = yaml.safe_load((tmp_path / "patches/node-dgx-h100-01.yaml").read_text())
-    assert patch["metadata"]["labels"]["nvidia.com/device-plugin.config"] == "default"
+def test_render_removes_only_the_files_it_wrote(tmp_path: Path) -> None:
+    """A second render removes what the first wrote and it no longer writes; a user's files in the same folders survive."""
+    files = render_plan(plan_for("onprem"))
+    mine = tmp_path / "manifests/_cluster/namespace-my-team.yaml"  # the user's own file, beside rendered ones
+    mine.parent.mkdir(parents=True)
+    mine.write_text("kind: Namespace\n")
+    notes = tmp_path / "helm/NOTES.md"
+    notes.parent.mkdir(parents=True)
+    notes.write_text("our notes\n")
+    first = write_files(tmp_path, files, "onprem")
+    assert first.removed == () and mine.exists() and notes.exists()
+    recorded = json.loads((tmp_path / MANIFEST).read_text())["files"]
+    assert set(recorded) == set(files)
+
+    patches = sorted(rel for rel in files if rel.startswith("patches/"))
+    gone, edited = patches[0], patches[1]  # two objects the next render no longer writes; one was edited by hand
+    (tmp_path / edited).write_text((tmp_path / edited).read_text() + "# tuned by hand\n")
+    second = write_files(tmp_path, {k: v for k, v in files.items() if k not in (gone, edited)}, "onprem")
+    assert second.removed == (gone,), "the file the first render wrote and the second does not is removed"
+    assert not (tmp_path / gone).exists()
+    assert second.kept == (edited,) and (tmp_path / edited).exists(), "a rendered file changed since is someone's: kept"
+    assert mine.read_text() == "kind: Namespace\n" and notes.read_text() == "our notes\n", "the user's files survive"
+    patch = yaml.safe_load((tmp_path / patches[2]).read_text())
+    assert patch["kind"] and patch["metadata"]["labels"]["nvidia.com/device-plugin.config"] == "default"
+
+
+def test_render_manifest_cannot_delete_outside_its_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hand-edited manifest naming other files removes nothing; one that is not a manifest is one line, exit 2."""
+    precious = tmp_path / "keep.yaml"
+    precious.write_text("x: 1\n")
+    sha = hashlib.sha256(precious.read_bytes()).hexdigest()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / MANIFEST).write_text(json.dumps({"files": {"../keep.yaml": sha, "keep.yaml": sha}}))
+    write_files(tmp_path / "out", {"manifests/_cluster/namespace-a.yaml": {"kind": "Namespace"}})
+    assert precious.exists()
+    (tmp_path / "out" / MANIFEST).write_text("[]")
+    assert main(["render", "--config", str(ROOT / "stacks/Pulumi.dev.yaml"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"{tmp_path / 'out' / MANIFEST}: files: not a render manifest; delete the file: the next render starts afresh\n"

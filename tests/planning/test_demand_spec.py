@@ -45,7 +45,7 @@ def test_bad_stack_demand_is_one_line(demand: list[dict[str, object]], message: 
     path = tmp_path / "Pulumi.bad.yaml"
     path.write_text(yaml.safe_dump(doc))
     code, out, err = run_cli(capsys, "check", "--config", str(path))
-    assert code == 2 and out == ""
+    assert code == 2 and out == "Stack bad: bad input, not checked (1 problem(s) on stderr)\n"
     (line,) = err.strip().splitlines()
     assert line.startswith(f"{path}: ") and message in line, line
 

@@ -115,6 +115,6 @@ def test_capacity_and_capacity_plan_share_one_pricing_model(capsys: pytest.Captu
     assert main(["capacity", "--stack", "prod", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     block = next(p for p in doc["pools"] if p["pool"] == "train-h100-block")
-    assert doc["capacity_block_hourly_cost"] == pytest.approx(2 * 39.33) == pytest.approx(block["hourly_cost"])
-    others = sum(p["hourly_cost"] or 0 for p in doc["pools"] if p["tier"] != "capacity-block")
-    assert doc["monthly_cost"] == pytest.approx(others * 730, abs=0.01)
+    assert doc["capacityBlockHourlyCost"] == pytest.approx(2 * 39.33) == pytest.approx(block["hourlyCost"])
+    others = sum(p["hourlyCost"] or 0 for p in doc["pools"] if p["tier"] != "capacity-block")
+    assert doc["monthlyCost"] == pytest.approx(others * 730, abs=0.01)

@@ -55,14 +55,16 @@ def test_json_matches_one_check_per_stack(root: Path, monkeypatch: pytest.Monkey
     doc = json.loads(out)
     assert code == 2
     assert [s["stack"] for s in doc["stacks"]] == ["alpha", "beta", "gamma"]
-    assert doc["summary"] == {"stacks": 3, "failed": ["beta"], "bad_input": ["gamma"]}
+    assert doc["summary"] == {"stacks": 3, "failed": ["beta"], "badInput": ["gamma"]}
     for name in ("alpha", "beta"):
         one_code, one_out, _ = check(monkeypatch, capsys, root, "--config", str(root / "stacks" / f"Pulumi.{name}.yaml"), "--format", "json")
         assert next(s for s in doc["stacks"] if s["stack"] == name) == json.loads(one_out)
         assert one_code == {"alpha": 0, "beta": 1}[name]
     gamma = root / "stacks" / "Pulumi.gamma.yaml"
     line = f"{gamma}: gpu-platform:nodePool: unknown key 'nodePool' (did you mean 'nodePools'?)"
-    assert doc["stacks"][2]["errors"][0].startswith(line)
+    gamma_doc = doc["stacks"][2]
+    assert gamma_doc["violations"][0]["message"].startswith(line) and gamma_doc["violations"][0]["policy"] == "bad-input"
+    assert gamma_doc["violations"][0]["line"] == next(i for i, t in enumerate(gamma.read_text().splitlines(), 1) if "gpu-platform:nodePool:" in t)
     assert err.splitlines()[0].startswith(line)
 
 
@@ -82,7 +84,8 @@ def test_github_annotates_bad_input_too(root: Path, monkeypatch: pytest.MonkeyPa
     code, out, _ = check(monkeypatch, capsys, root, "--all", "--format", "github")
     gamma = str(root / "stacks" / "Pulumi.gamma.yaml").replace(":", "%3A").replace(",", "%2C")
     assert code == 2
-    assert f"::error file={gamma},title=bad input::" in out
+    line = next(i for i, t in enumerate((root / "stacks" / "Pulumi.gamma.yaml").read_text().splitlines(), 1) if "gpu-platform:nodePool:" in t)
+    assert f"::error file={gamma},line={line},title=bad input::" in out
     assert "title=spot-exposure::" in out
 
 
@@ -91,13 +94,13 @@ def test_repository_stacks_pass_in_one_run(monkeypatch: pytest.MonkeyPatch, caps
     code, out, _ = check(monkeypatch, capsys, ROOT, "--all", "--format", "json")
     doc = json.loads(out)
     assert sorted(s["stack"] for s in doc["stacks"]) == sorted(STACKS)
-    assert doc["summary"] == {"stacks": len(STACKS), "failed": [], "bad_input": []} and code == 0
+    assert doc["summary"] == {"stacks": len(STACKS), "failed": [], "badInput": []} and code == 0
 
 
 def test_no_stack_is_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = check(monkeypatch, capsys, tmp_path, "--all")
-    assert code == 2 and out == ""
-    assert err == f"{tmp_path / 'stacks'}: <root>: no stack file (Pulumi.<name>.yaml); run from the repository root or set GPU_PLATFORM_ROOT\n"
+    assert code == 2 and out == "gpu-platform check: bad input, not checked (1 problem(s) on stderr)\n"
+    assert err == f"{tmp_path / 'stacks'}: <root>: no stack file (Pulumi.<name>.yaml); run inside the repository or set GPU_PLATFORM_ROOT\n"
 
 
 def test_all_excludes_stack_and_config() -> None:

@@ -150,7 +150,7 @@ def test_disabling_a_rule_lets_the_broken_stack_through(tmp_path: Path, capsys: 
 def test_unknown_rule_name_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = broken_copy(tmp_path, "dev", lambda cfg: cfg.update({"gpu-platform:policy": {"enforcement": {"spot-exposur": "advisory"}}}))
     code, out, err = run_check(capsys, "--config", str(path))
-    assert code == 2 and out == ""
+    assert code == 2 and out == "Stack dev: bad input, not checked (1 problem(s) on stderr)\n"
     assert err.strip() == (
         f"{path}: gpu-platform:policy.enforcement.spot-exposur: unknown rule 'spot-exposur' (did you mean 'spot-exposure'?); "
         + err.split("; ", 1)[1].strip()

@@ -3,7 +3,12 @@
 The base may have other code than the working tree (a refactor, a lockfile bump), so its plan comes from
 its own tree: `git archive REF infra <stack file>` into a temporary directory, then a Python process of
 the same virtualenv with that tree's `infra/` first on PYTHONPATH. It starts before the working tree's
-plan and runs beside it, so `check --base` costs about one plan of wall time on two cores, not two.
+plan and runs beside it.
+
+Most changes touch only stack files: when the base's `infra/gpu_platform` is byte for byte the package
+running now (git blob hashes), the base is planned in this process after the working tree instead. A
+second interpreter would import and compile the SDKs again (seconds of CPU, which on a busy two-core CI
+runner is wall time), while a second plan in a warm process costs one to two seconds.
 Plans are cached by the base's `infra/` tree hash and stack file blob hash: a base seen before costs nothing.
 """
 
@@ -19,10 +24,11 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
+import gpu_platform
 from gpu_platform.errors import ConfigError, Problem
 
 # What the change rules need from a lockfile (the stack's effective one): attribute path per fact.
@@ -129,6 +135,7 @@ class BasePlanJob:
         self.label = f"{rel}@{ref}"
         shown = _git(root, "show", f"{self.commit}:{rel}", check=False)
         self.proc: subprocess.Popen[bytes] | None = None
+        self.local: tuple[Path, str] | None = None  # (base stack file, stack): planned here, in result()
         self.tmp: tempfile.TemporaryDirectory[str] | None = None
         self.cache: Path | None = None
         if shown.returncode != 0:
@@ -140,6 +147,12 @@ class BasePlanJob:
             self.base.resources, self.base.lock = doc["resources"], doc["lock"]
             return
         self.tmp = tempfile.TemporaryDirectory(prefix="gpu-platform-base-")
+        # GPU_PLATFORM_BASE_PROCESS=1 plans the base in its own process even when the code is the same
+        if os.environ.get("GPU_PLATFORM_BASE_PROCESS") != "1" and same_code(root, self.commit):
+            self.local = (Path(self.tmp.name) / rel, stack)
+            self.local[0].parent.mkdir(parents=True, exist_ok=True)
+            self.local[0].write_bytes(shown.stdout)
+            return
         archive = _git(root, "archive", "--format=tar", self.commit, "infra", rel).stdout
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(self.tmp.name, filter="data")
@@ -158,22 +171,66 @@ class BasePlanJob:
 
     def result(self) -> BaseRevision:
         """Wait for the base plan; ConfigError (naming the base) when the base stack does not plan."""
-        if self.proc is None:
+        if self.local is not None:
+            doc = self._plan_here(*self.local)
+        elif self.proc is None:
             return self.base
-        out, err = self.proc.communicate()
-        tmp = self.tmp.name if self.tmp else ""
-        if self.tmp is not None:
-            self.tmp.cleanup()
-        if self.proc.returncode != 0:
-            lines = [ln.replace(tmp + "/", "") for ln in err.decode().splitlines() if ln.strip()]
-            why = lines[-1] if lines else f"exit code {self.proc.returncode}"
-            raise ConfigError([Problem(self.label, "--base", f"the base revision's stack does not plan: {why}", "allowed: a base whose stack plans")])
-        doc = json.loads(out)
+        else:
+            out, err = self.proc.communicate()
+            tmp = self.tmp.name if self.tmp else ""
+            if self.tmp is not None:
+                self.tmp.cleanup()
+            if self.proc.returncode != 0:
+                lines = [ln.replace(tmp + "/", "") for ln in err.decode().splitlines() if ln.strip()]
+                self._fail(lines[-1] if lines else f"exit code {self.proc.returncode}")
+            doc = json.loads(out)
         self.base.resources, self.base.lock = doc["resources"], doc["lock"]
         if self.cache is not None:
             self.cache.parent.mkdir(parents=True, exist_ok=True)
             self.cache.write_text(json.dumps(doc))
         return self.base
+
+    def _fail(self, why: str) -> NoReturn:
+        raise ConfigError([Problem(self.label, "--base", f"the base revision's stack does not plan: {why}", "allowed: a base whose stack plans")])
+
+    def _plan_here(self, stack_file: Path, stack: str) -> dict[str, Any]:
+        """What `_SCRIPT` prints, planned in this process (the base runs the same code as the working tree)."""
+        from gpu_platform.engine import run_program  # noqa: PLC0415 (heavy, and already imported by the caller)
+        from gpu_platform.spec.loader import load_stack  # noqa: PLC0415
+
+        tmp = self.tmp.name if self.tmp else ""
+        try:
+            config, spec = load_stack(stack_file, stack)
+            plan = run_program(config, stack)
+        except ConfigError as err:
+            self._fail(str(err.problems[-1]).replace(tmp + "/", ""))
+        finally:
+            if self.tmp is not None:
+                self.tmp.cleanup()
+        return {"resources": [r.to_json() for r in plan.resources], "lock": lock_facts(spec.lock)}
+
+
+def same_code(root: Path, commit: str) -> bool:
+    """True when `commit`'s `infra/gpu_platform` holds exactly the files of the package running now (git blob ids)."""
+    listing = _git(root, "ls-tree", "-r", commit, "infra/gpu_platform", check=False)
+    if listing.returncode != 0:
+        return False
+    base: dict[str, str] = {}
+    for row in listing.stdout.decode().splitlines():
+        meta, _, path = row.partition("\t")
+        base[path.removeprefix("infra/gpu_platform/")] = meta.split()[2]
+    package = Path(gpu_platform.__file__).parent
+    here = {
+        f.relative_to(package).as_posix(): _blob_id(f.read_bytes())
+        for f in package.rglob("*")
+        if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc"
+    }
+    return here == base
+
+
+def _blob_id(data: bytes) -> str:
+    """The id git gives a file's content (`git hash-object`): sha1 of `blob <size>`, a NUL byte, then the data."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def _cache_file(root: Path, commit: str, rel: str, stack: str) -> Path | None:

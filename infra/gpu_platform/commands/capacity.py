@@ -6,6 +6,7 @@ import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from gpu_platform.capacity import (
     HOURS_PER_MONTH,
@@ -17,7 +18,8 @@ from gpu_platform.capacity import (
     monthly_cost,
     pool_capacity_report,
 )
-from gpu_platform.catalog import load_catalog
+from gpu_platform.catalog import Pricing, load_catalog
+from gpu_platform.commands.options import camel_keys
 from gpu_platform.pricing import catalog_note
 from gpu_platform.spec.loader import load_stack_file
 
@@ -48,6 +50,45 @@ def render_table(stack: str, pools: list[PoolCapacity], classes: list[ClassCapac
     return "\n".join(lines)
 
 
+def to_json(stack: str, pools: list[PoolCapacity], classes: list[ClassCapacity], pricing: Pricing) -> dict[str, Any]:
+    """`capacity --format json`: pools, classes, cost and the price source, camelCase like every command's JSON."""
+    return {
+        "stack": stack,
+        "pools": [camel_keys({**asdict(x), "quota_coverage": round(x.quota_coverage, 4)}) for x in pools],
+        "classes": [camel_keys({**asdict(c), "spot_exposure": round(c.spot_exposure, 4)}) for c in classes],
+        "monthlyCost": round(monthly_cost(pools), 2),
+        "capacityBlockHourlyCost": round(block_hourly_cost(pools), 2),
+        "pricing": {"region": pricing.region, "asOf": pricing.as_of, "source": pricing.source, "spotPriceFactor": SPOT_PRICE_FACTOR},
+    }
+
+
+def _row(cells: list[object]) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def render_markdown(stack: str, pools: list[PoolCapacity], classes: list[ClassCapacity], pricing_note: str) -> str:
+    """The same two tables and cost as the text output, for a pull-request comment or a wiki page."""
+    lines = [f"### GPU capacity of `{stack}` (GPUs are physical GPUs)", ""]
+    lines += [
+        _row(["pool", "class", "tier", "GPU", "min", "desired", "max", "quota", "cover", "$/hour"]),
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in pools:
+        cells = [f"`{p.pool}`", p.workload_class, p.tier, p.gpu, p.min_gpus, p.desired_gpus, p.max_gpus, p.quota_gpus, f"{p.quota_coverage:.0%}"]
+        lines.append(_row([*cells, _money(p.hourly_cost)]))
+    lines += ["", _row(["class", "max GPUs", "floor", "Spot max", "Spot exposure"]), "|---|---:|---:|---:|---:|"]
+    lines += [_row([c.workload_class, c.max_gpus, c.floor_gpus, c.spot_max_gpus, f"{c.spot_exposure:.0%}"]) for c in classes]
+    lines += [
+        "",
+        f"Estimated cost at desired size: **{_money(monthly_cost(pools))} per month** ({HOURS_PER_MONTH} h); reserved pools count at full size.",
+    ]
+    block = block_hourly_cost(pools)
+    if block:
+        lines.append(f"Capacity Blocks: {_money(block)} per hour of their dates at full size, paid up front per block (not in the monthly figure).")
+    lines += ["", pricing_note]
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point of the subcommand."""
     spec = load_stack_file(path, stack)
@@ -59,15 +100,9 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     if spec.region and spec.region != p.region:
         note += f"\nThis stack runs in {spec.region}; its prices may differ from these {p.region} list prices."
     if args.format == "json":
-        payload = {
-            "stack": stack,
-            "pools": [{**asdict(x), "quota_coverage": round(x.quota_coverage, 4)} for x in pools],
-            "classes": [{**asdict(c), "spot_exposure": round(c.spot_exposure, 4)} for c in classes],
-            "monthly_cost": round(monthly_cost(pools), 2),
-            "capacity_block_hourly_cost": round(block_hourly_cost(pools), 2),
-            "pricing": {"region": p.region, "as_of": p.as_of, "source": p.source, "spot_price_factor": SPOT_PRICE_FACTOR},
-        }
-        print(json.dumps(payload, indent=2))
+        print(json.dumps(to_json(stack, pools, classes, p), indent=2))
+    elif args.format == "markdown":
+        print(render_markdown(stack, pools, classes, note))
     else:
         print(render_table(stack, pools, classes, note))
     return 0

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from gpu_platform.catalog import load_catalog
-from gpu_platform.commands.capacity_plan_args import FORMATS, add_arguments  # noqa: F401 (re-exported: the subcommand's options)
+from gpu_platform.commands.capacity_plan_args import add_arguments  # noqa: F401 (re-exported: the subcommand's options)
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.planning.chart import write_chart
 from gpu_platform.planning.demand import WORKLOAD_CLASSES

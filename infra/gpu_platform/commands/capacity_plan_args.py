@@ -9,13 +9,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-FORMATS = ("table", "json", "markdown")
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of `capacity plan`."""
+    """The options of `capacity plan` (`--stack`, `--config` and `--format` come from the CLI's common options)."""
     p.add_argument("--demand", type=Path, required=True, help="demand YAML, Alibaba trace pod list CSV, or Prometheus query_range JSON")
-    p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--chart", type=Path, help="write demand over time and the tiers to FILE.svg or FILE.png")
     p.add_argument(
         "--write-stack", type=Path, help="write a new stack file: the base stack (--stack, default dev) with the plan's pools and quotas merged in"
@@ -30,4 +27,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-__all__ = ["FORMATS", "add_arguments"]
+__all__ = ["add_arguments"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import sys
 from collections.abc import Sequence
 from contextlib import redirect_stdout
@@ -13,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_platform.catalog import load_catalog
+from gpu_platform.commands import bad_input
+from gpu_platform.commands.bad_input import escape as _escape
+from gpu_platform.commands.stacks import find_root
 from gpu_platform.engine import run_program
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.spec.loader import load_stack
@@ -119,7 +121,7 @@ def gate_context(spec: PlatformSpec, root: Path | None = None) -> Context:
         catalog=load_catalog(),
         environment=spec.environment,
         thresholds={**THRESHOLD_DEFAULTS, **spec.policy.thresholds},
-        root=root or Path(os.environ.get("GPU_PLATFORM_ROOT", ".")),
+        root=root or find_root() or Path("."),
         stack_lock=spec.lock,  # what the stack deploys: rules about the running versions read this
         production_setting=spec.policy.production,
     )
@@ -163,17 +165,12 @@ def render_json(stack: str, file: str, violations: Sequence[Violation], gate: Ga
             "rules": len(RULES),
             "rulesRun": len(RULES) - (len(gate.disabled) + len(gate.not_applicable) if gate else 0),
             "notApplicable": len(gate.not_applicable) if gate else 0,
+            "badInput": 0,  # a stack that could not be checked has its problems here (commands.bad_input)
         },
     }
     if gate is not None:
         doc["gate"] = gate.to_json()
     return json.dumps(doc, indent=2)
-
-
-def _escape(text: str, prop: bool = False) -> str:
-    """GitHub workflow-command escaping (data, or a property value)."""
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
 def render_github(file: str, violations: Sequence[Violation], gate: GateSettings | None = None) -> str:
@@ -201,7 +198,7 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     if getattr(args, "base", None) and getattr(args, "all", False):
         raise ConfigError([Problem(str(path), "--base", "cannot be combined with --all", "allowed: --base with one --stack or --config")])
     if getattr(args, "all", False):
-        return run_all(args, Path(os.environ.get("GPU_PLATFORM_ROOT", ".")))
+        return run_all(args, find_root() or Path("."))
     for option in ("usage", "demand"):
         if getattr(args, option, None) is not None:
             allowed = f"allowed: check --base GIT_REF --{option} FILE"
@@ -240,7 +237,14 @@ def stack_files(root: Path) -> list[Path]:
     files = sorted((root / "stacks").glob("Pulumi.*.yaml"))
     if not files:
         raise ConfigError(
-            [Problem(str(root / "stacks"), "", "no stack file (Pulumi.<name>.yaml)", "run from the repository root or set GPU_PLATFORM_ROOT")]
+            [
+                Problem(
+                    str(root / "stacks"),
+                    "",
+                    "no stack file (Pulumi.<name>.yaml)",
+                    "run inside the repository or set GPU_PLATFORM_ROOT",
+                )
+            ]
         )
     return files
 
@@ -270,17 +274,15 @@ def run_all(args: argparse.Namespace, root: Path) -> int:
             codes[stack] = 2
             for problem in err.problems:
                 print(problem, file=sys.stderr)
-                if args.format == "github":
-                    print(f"::error file={_escape(problem.file, prop=True)},title=bad input::{_escape(str(problem))}")
             if args.format == "json":
-                docs.append({"stack": stack, "file": str(path), "errors": [str(p) for p in err.problems]})
-            elif args.format == "text":
-                print(f"Stack {stack}: bad input, not checked ({len(err.problems)} problem(s) on stderr)")
+                docs.append(bad_input.json_doc(stack, str(path), err.problems))
+            else:
+                print(bad_input.render(args.format, stack, str(path), err.problems))
     code = 2 if 2 in codes.values() else 1 if 1 in codes.values() else 0
     failed = sorted(s for s, c in codes.items() if c == 1)
     bad = sorted(s for s, c in codes.items() if c == 2)
     if args.format == "json":
-        print(json.dumps({"stacks": docs, "summary": {"stacks": len(codes), "failed": failed, "bad_input": bad}}, indent=2))
+        print(json.dumps({"stacks": docs, "summary": {"stacks": len(codes), "failed": failed, "badInput": bad}}, indent=2))
     else:
         if args.format == "text":
             print()
