@@ -43,7 +43,7 @@ class Case:
 
 def resources(stack: str) -> list[Resource]:
     """A deep copy of a stack's offline plan as plain resources."""
-    return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs)) for r in plan_for(stack).resources]
+    return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs), r.source) for r in plan_for(stack).resources]
 
 
 def context(stack: str, lock: Lockfile | None = None, root: Path | None = None, stack_lock: Lockfile | None = None) -> Context:
@@ -156,11 +156,11 @@ def edit_alerts(remove: str) -> Edit:
 
 
 def privileged_deployment(namespace: str) -> Resource:
-    """A Deployment with one privileged container."""
+    """A Deployment with one privileged container, built inside the tenant's component (or the platform's), as the program would."""
     return Resource(
         "kubernetes:apps/v1:Deployment",
         f"debug-{namespace}",
-        None,
+        "platform" if namespace in ("kube-system", "gpu-operator") else f"tenant-{namespace}",
         {
             "metadata": {"name": "debug", "namespace": namespace},
             "spec": {"template": {"spec": {"containers": [{"name": "sh", "image": "busybox:1.36", "securityContext": {"privileged": True}}]}}},
