@@ -7,7 +7,6 @@ the file does not spell out (a default) points at its nearest written parent.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -49,7 +48,8 @@ def place(violations: Iterable[Violation], stack_file: Path, root: Path | None =
             target = (root or Path(".")) / v.file
             if not target.is_file() and Path(v.file).is_file():
                 target = Path(v.file)  # a file of the repository the gate runs from (the lockfile), not of the tree it judged
-            out.append(replace(v, file=os.path.relpath(target), line=file_line(text(target), v.key)))
+            # The file stays as the rule names it, relative to the repository root: what GitHub annotates.
+            out.append(replace(v, line=file_line(text(target), v.key)))
         else:
             out.append(v)
     return out
