@@ -53,11 +53,8 @@ def check_quotas_within_pools(spec: PlatformSpec, catalog: Catalog, file: str) -
         if total <= limit:
             continue
         # The quota that takes the pool over its size is the one to look at.
-        running = 0
-        for i, j, _, n in held:
-            running += n
-            if running > limit:
-                break
+        running = [sum(n for *_, n in held[: m + 1]) for m in range(len(held))]
+        i, j, _, _ = held[next(m for m, total_so_far in enumerate(running) if total_so_far > limit)]
         shares = ", ".join(f"{name} {n}" for _, _, name, n in held)
         over = f" x max-quota-overcommit {factor:g}" if factor != DEFAULT_OVERCOMMIT else ""
         out.append(
