@@ -20,15 +20,13 @@ OVERCOMMIT = "max-quota-overcommit"
 DEFAULT_OVERCOMMIT = 1.0
 
 
-def pool_gpus(pool: NodePool, catalog: Catalog) -> int | None:
-    """Physical GPUs of a pool at its maximum size; None when its GPU type is unknown (the pool checks say why)."""
-    if pool.instance_types and pool.instance_types[0] not in catalog.instance_types:
-        return None
-    if not pool.instance_types and (pool.gpus_per_node is None or pool.gpu_model not in catalog.gpus):
-        return None
-    if pool.scaling is None and not pool.nodes:
-        return None
-    return max_gpus(pool, catalog)
+def pool_gpus(pool: NodePool, catalog: Catalog, eks: bool) -> int | None:
+    """Physical GPUs of a pool at its maximum size; None when its size is unclear (the pool checks say why)."""
+    if eks:
+        known = bool(pool.instance_types) and pool.instance_types[0] in catalog.instance_types and pool.scaling is not None
+    else:  # an on-prem pool is its listed nodes, each with gpusPerNode GPUs of gpuModel
+        known = not pool.instance_types and pool.gpus_per_node is not None and pool.gpu_model in catalog.gpus and bool(pool.nodes)
+    return max_gpus(pool, catalog) if known else None
 
 
 def size_words(pool: NodePool, catalog: Catalog) -> str:
@@ -45,7 +43,7 @@ def check_quotas_within_pools(spec: PlatformSpec, catalog: Catalog, file: str) -
     out: list[Problem] = []
     for k, pool in enumerate(spec.node_pools):
         held = [(i, j, t.name, q.gpus) for i, t in enumerate(spec.tenants) for j, q in enumerate(t.quotas) if q.pool == pool.name]
-        gpus = pool_gpus(pool, catalog)
+        gpus = pool_gpus(pool, catalog, spec.is_eks)
         if not held or gpus is None:
             continue
         total = sum(n for *_, n in held)
