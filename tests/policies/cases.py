@@ -768,7 +768,16 @@ CASES: list[Case] = [
         "prod",
         (set_in("kueue-clusterqueue-serving", "spec.resourceGroups.2.flavors.1.resources.0.nominalQuota", 999),),
         "kueue-clusterqueue-serving",
-        "offers 12",
+        "add up to 999 GPUs (kueue-clusterqueue-serving) but the pool has 12 GPUs at max size",
+    ),
+    # MIG quota is said in the GPUs the tenant wrote, with the slices Kueue counts beside them.
+    Case(
+        "kueue-quota-fits-pool",
+        "mig-quota-above-capacity",
+        "prod",
+        (set_in("kueue-clusterqueue-serving", "spec.resourceGroups.1.flavors.0.resources.0.nominalQuota", 64),),
+        "kueue-clusterqueue-serving",
+        "add up to 32 GPUs (64 nvidia.com/mig-1g.10gb, 2 per GPU in layout all-balanced) (kueue-clusterqueue-serving) but the pool has 16 GPUs",
     ),
     Case("pool-has-flavor", "prod-compliant", "prod"),
     Case("pool-has-flavor", "no-flavor", "prod", (drop("kueue-flavor-batch-l40s-spot"),), "pool-batch-l40s-spot-ng", "ResourceFlavor"),

@@ -7,7 +7,8 @@ from datetime import date
 from typing import Any
 
 from gpu_platform.aws.nodepools import BLOCK_END_TAG, BLOCK_START_TAG
-from gpu_platform.pools import LABEL_POOL
+from gpu_platform.catalog import Catalog
+from gpu_platform.pools import GPU_RESOURCE, LABEL_POOL
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.rules.rollout import fixed_capacity_tier
 from gpu_platform_policies.view import (
@@ -156,10 +157,25 @@ def kueue_quota_fits_pool(plan: PlanView, ctx: Context) -> Iterator[Finding]:
             yield Finding(where[(flavor, resource)][0], f"flavor {flavor}: pool {pool.name} offers no {resource}")
         elif offered is not None and total > offered * factor:
             queues = ", ".join(sorted(set(where[(flavor, resource)])))
+            over = f" x max-quota-overcommit {factor:g}" if factor != 1 else ""
             yield Finding(
                 where[(flavor, resource)][0],
-                f"flavor {flavor}: nominal quotas of {resource} add up to {total:g} ({queues}) but pool {pool.name} offers {offered} at max size",
+                f"quotas on pool {pool.name} (flavor {flavor}) add up to {in_gpus(pool, ctx.catalog, resource, total)} ({queues}) "
+                f"but the pool has {offered / (pool.resources_per_gpu(ctx.catalog) or {}).get(resource, 1):g} GPUs at max size{over}",
             )
+
+
+def in_gpus(pool: Pool, catalog: Catalog, resource: str, amount: float) -> str:
+    """An amount of a pool's extended resource in the GPUs a stack's quota is written in, with the unit Kueue counts.
+
+    Tenants write `gpus: N` (physical GPUs' worth); the ClusterQueue holds N x the pool's resources per
+    GPU (gpu_platform.pools.resources_per_gpu): MIG slices of its layout, or time-slicing/MPS replicas.
+    """
+    per = (pool.resources_per_gpu(catalog) or {}).get(resource)
+    if not per or per == 1 and resource == GPU_RESOURCE:
+        return f"{amount:g} GPUs"
+    how = f"{per} per GPU in layout {pool.mig_config}" if pool.sharing == "mig" else f"{per} {pool.sharing} replicas per GPU"
+    return f"{amount / per:g} GPUs ({amount:g} {resource}, {how})"
 
 
 @rule(
