@@ -172,7 +172,7 @@ def in_gpus(pool: Pool, catalog: Catalog, resource: str, amount: float) -> str:
     GPU (gpu_platform.pools.resources_per_gpu): MIG slices of its layout, or time-slicing/MPS replicas.
     """
     per = (pool.resources_per_gpu(catalog) or {}).get(resource)
-    if not per or per == 1 and resource == GPU_RESOURCE:
+    if not per or (per == 1 and resource == GPU_RESOURCE):
         return f"{amount:g} GPUs"
     how = f"{per} per GPU in layout {pool.mig_config}" if pool.sharing == "mig" else f"{per} {pool.sharing} replicas per GPU"
     return f"{amount / per:g} GPUs ({amount:g} {resource}, {how})"
