@@ -312,3 +312,21 @@ def test_disabled_and_changed_rules_are_annotated_on_github(tmp_path: Path, caps
     notice = next(line for line in out.splitlines() if line.startswith("::notice "))
     assert notice.startswith(f"::notice file={esc},title=policy overrides::disabled by the stack: production-capacity-floor; level changed")
     assert "gpu-platform check: disabled by the stack: production-capacity-floor" in out
+
+
+def test_every_format_points_at_the_key_the_user_wrote(capsys: pytest.CaptureFixture[str]) -> None:
+    """dev's Spot share: the finding lands on `capacity: spot` of its first pool, in text, JSON, markdown and GitHub alike."""
+    path = stack_path("dev")
+    line = next(i for i, row in enumerate(path.read_text().splitlines(), 1) if row.strip() == "capacity: spot")
+    where = f"{path}:{line} gpu-platform:nodePools[0].capacity"
+    code, out, _ = run_check(capsys, "--config", str(path), "--format", "json")
+    (v,) = json.loads(out)["violations"]
+    assert code == 0
+    assert (v["file"], v["line"], v["keyPath"], v["resource"]) == (str(path), line, "gpu-platform:nodePools[0].capacity", "pool-dev-l4-spot-ng")
+    _, out, _ = run_check(capsys, "--config", str(path))
+    assert "advisory   spot-exposure: development: 10 of 12 GPUs" in out and f"at {where}" in out
+    _, out, _ = run_check(capsys, "--config", str(path), "--format", "markdown")
+    assert f"| advisory | `spot-exposure` | `{where}` | `pool-dev-l4-spot-ng` |" in out
+    _, out, _ = run_check(capsys, "--config", str(path), "--format", "github")
+    esc = str(path).replace(":", "%3A").replace(",", "%2C")
+    assert f"::warning file={esc},line={line},title=spot-exposure::gpu-platform:nodePools[0].capacity: development: 10 of 12" in out
