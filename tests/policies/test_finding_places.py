@@ -13,15 +13,11 @@ from pathlib import Path
 import pytest
 
 from gpu_platform_policies.placement import place
+from tests.change.cases import CHANGE_CASES, ChangeCase, run_change_case
 from tests.conftest import stack_path
 from tests.policies.cases import CASES, REPO, Case, run_case
 
 VIOLATING = [c for c in CASES if c.fires_on is not None]
-
-
-def _line_text(file: str, line: int) -> str:
-    path = Path(file) if Path(file).is_absolute() else REPO / file
-    return path.read_text(encoding="utf-8").splitlines()[line - 1]
 
 
 @pytest.mark.parametrize("case", VIOLATING, ids=[f"{c.rule}:{c.id}" for c in VIOLATING])
@@ -34,3 +30,15 @@ def test_violation_names_key_path_and_line(case: Case, tmp_path: Path) -> None:
         if v.key.startswith("gpu-platform:") and v.file == str(stack_path(case.stack)):
             # the line is inside `config:` and holds the key's last written segment (or a list item's first key)
             assert v.line > 1, f"{case.rule}:{case.id}: {v.key} placed on the file's first line"
+
+
+CHANGES = [c for c in CHANGE_CASES if c.fires_on is not None]
+
+
+@pytest.mark.parametrize("case", CHANGES, ids=[f"{c.rule}:{c.id}" for c in CHANGES])
+def test_change_finding_names_key_path_and_line(case: ChangeCase) -> None:
+    """The change rules of `check --base` too: every finding lands on a key and a line of prod's stack file or the lockfile."""
+    found = run_change_case(case)
+    assert found, f"{case.rule}:{case.id} found nothing"
+    for v in place(found, stack_path("prod"), REPO):
+        assert v.key and v.line, f"{case.rule}:{case.id}: finding on {v.resource} has key {v.key!r}, line {v.line!r} ({v.message})"
