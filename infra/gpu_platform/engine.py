@@ -18,6 +18,7 @@ from pulumi.runtime import mocks, settings
 
 from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, planned_arn, planned_id
 from gpu_platform.program import main
+from gpu_platform.provenance import recorded
 from gpu_platform.spec.models import PlatformSpec
 
 PROJECT = "gpu-platform"
@@ -34,6 +35,8 @@ class PlannedResource:
     ignore_changes: tuple[str, ...] = ()  # input paths a later `pulumi up` leaves as they are in the cloud
     depends_on: tuple[str, ...] = ()
     """Logical names of the resources this one waits for (`dependsOn`), as the engine receives them."""
+    source: str | None = None
+    """The stack key the program built this resource from (gpu_platform.provenance), e.g. `gpu-platform:nodePools[2]`."""
 
     def to_json(self) -> dict[str, Any]:
         """The contract's JSON shape."""
@@ -175,7 +178,10 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
                 parent = _parent_name(request.parent or "")
                 ignored = tuple(request.ignoreChanges)
                 deps = tuple(sorted({urn.split("::")[-1] for urn in request.dependencies}))
-                plan.resources.append(PlannedResource(request.type, request.name, parent, _plain(inputs), ignore_changes=ignored, depends_on=deps))
+                source = recorded(request.type, request.name)
+                plan.resources.append(
+                    PlannedResource(request.type, request.name, parent, _plain(inputs), ignore_changes=ignored, depends_on=deps, source=source)
+                )
             return response
 
     recorder = Recorder()

@@ -24,6 +24,7 @@ from gpu_platform.errors import ConfigError
 from gpu_platform.k8s.nodes import BareMetalPool, BareMetalPoolArgs
 from gpu_platform.k8s.platform import build_platform
 from gpu_platform.k8s.provider import eks_provider, existing_cluster_provider
+from gpu_platform.provenance import NS, pool_key, source, start_recording, tenant_key
 from gpu_platform.spec.loader import spec_from_config
 from gpu_platform.spec.models import PlatformSpec
 
@@ -48,82 +49,96 @@ def build_aws(spec: PlatformSpec) -> Built:
     catalog = load_catalog()
     tags = stack_tags(spec)
     assert spec.region is not None
-    network = Network("network", NetworkArgs(spec=spec.network, cluster_name=spec.cluster.name, tags=tags))
-    if spec.network.mode == "new":
-        VpcEndpoints(
-            "endpoints",
-            VpcEndpointsArgs(
-                region=spec.region,
-                vpc_id=network.vpc_id,
-                vpc_cidr=spec.network.cidr,
-                private_subnets=network.private_subnets,
-                private_route_tables=network.private_route_tables,
-                tags=tags,
+    with source(NS + "network"):
+        network = Network("network", NetworkArgs(spec=spec.network, cluster_name=spec.cluster.name, tags=tags))
+        if spec.network.mode == "new":
+            VpcEndpoints(
+                "endpoints",
+                VpcEndpointsArgs(
+                    region=spec.region,
+                    vpc_id=network.vpc_id,
+                    vpc_cidr=spec.network.cidr,
+                    private_subnets=network.private_subnets,
+                    private_route_tables=network.private_route_tables,
+                    tags=tags,
+                ),
+            )
+    with source(NS + "cluster"):
+        cluster = EksCluster(
+            "cluster",
+            EksClusterArgs(
+                spec=spec.cluster, lock=spec.lock, region=spec.region, subnets_by_zone=network.private_subnets, tags=tags, vpc_id=network.vpc_id
             ),
         )
-    cluster = EksCluster(
-        "cluster",
-        EksClusterArgs(
-            spec=spec.cluster, lock=spec.lock, region=spec.region, subnets_by_zone=network.private_subnets, tags=tags, vpc_id=network.vpc_id
-        ),
-    )
-    ClusterAccess("access", ClusterAccessArgs(spec=spec, cluster_name=cluster.cluster.name, tags=tags))
-    efa_sg = (
-        EfaSecurityGroup("efa", EfaSecurityGroupArgs(vpc_id=network.vpc_id, cluster_name=spec.cluster.name, tags=tags)) if efa_pools(spec) else None
-    )
+    with source(NS + "cluster"):
+        ClusterAccess("access", ClusterAccessArgs(spec=spec, cluster_name=cluster.cluster.name, tags=tags))
+    with source(NS + "nodePools"):
+        efa_sg = (
+            EfaSecurityGroup("efa", EfaSecurityGroupArgs(vpc_id=network.vpc_id, cluster_name=spec.cluster.name, tags=tags))
+            if efa_pools(spec)
+            else None
+        )
     for pool in spec.node_pools:
-        plan = node_group_plan(pool, catalog, spec.cluster.name, spec.network.zones(), spec.environment, spec.stack, spec.tags)
-        GpuNodePool(
-            f"pool-{pool.name}",
-            GpuNodePoolArgs(
-                pool=pool,
-                catalog=catalog,
-                lock=spec.lock,
-                cluster_name=cluster.cluster.name,
-                cluster_security_group_id=cluster.security_group_id,
-                node_role_arn=cluster.node_role.arn,
-                subnets_by_zone=network.private_subnets,
-                plan=plan,
-                efa_security_group_id=efa_sg.security_group_id if efa_sg is not None and pool.efa else None,
-            ),
+        with source(pool_key(spec, pool.name)):
+            plan = node_group_plan(pool, catalog, spec.cluster.name, spec.network.zones(), spec.environment, spec.stack, spec.tags)
+            GpuNodePool(
+                f"pool-{pool.name}",
+                GpuNodePoolArgs(
+                    pool=pool,
+                    catalog=catalog,
+                    lock=spec.lock,
+                    cluster_name=cluster.cluster.name,
+                    cluster_security_group_id=cluster.security_group_id,
+                    node_role_arn=cluster.node_role.arn,
+                    subnets_by_zone=network.private_subnets,
+                    plan=plan,
+                    efa_security_group_id=efa_sg.security_group_id if efa_sg is not None and pool.efa else None,
+                ),
+            )
+    with source(NS + "storage"):
+        agent = cluster.addons.get(POD_IDENTITY_AGENT_ADDON)
+        EbsCsiDriver(
+            "ebs-csi",
+            EbsCsiDriverArgs(lock=spec.lock, cluster_name=cluster.cluster.name, tags=tags, after=(agent,) if agent is not None else ()),
         )
-    agent = cluster.addons.get(POD_IDENTITY_AGENT_ADDON)
-    EbsCsiDriver(
-        "ebs-csi",
-        EbsCsiDriverArgs(lock=spec.lock, cluster_name=cluster.cluster.name, tags=tags, after=(agent,) if agent is not None else ()),
-    )
-    provider = eks_provider("k8s", cluster.kubeconfig, pulumi.ResourceOptions(depends_on=[cluster]))
+    with source(NS + "cluster"):
+        provider = eks_provider("k8s", cluster.kubeconfig, pulumi.ResourceOptions(depends_on=[cluster]))
     if spec.cluster.autoscaler:
-        ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs(spec=spec, cluster_name=cluster.cluster.name, provider=provider, tags=tags))
+        with source(NS + "cluster.autoscaler"):
+            ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs(spec=spec, cluster_name=cluster.cluster.name, provider=provider, tags=tags))
     return Built(provider=provider, cluster_name=cluster.cluster.name, kubeconfig=pulumi.Output.secret(cluster.kubeconfig), tags=tags)
 
 
 def build_existing(spec: PlatformSpec) -> Built:
     """The Kubernetes provider and bare-metal pool labels/taints of an on-prem stack."""
     catalog = load_catalog()
-    provider = existing_cluster_provider("k8s", spec.cluster)
+    with source(NS + "cluster"):
+        provider = existing_cluster_provider("k8s", spec.cluster)
     for pool in spec.node_pools:
-        BareMetalPool(f"pool-{pool.name}", BareMetalPoolArgs(pool=pool, catalog=catalog, provider=provider))
+        with source(pool_key(spec, pool.name)):
+            BareMetalPool(f"pool-{pool.name}", BareMetalPoolArgs(pool=pool, catalog=catalog, provider=provider))
     return Built(provider=provider, cluster_name=spec.cluster.name, kubeconfig=None)
 
 
 def build(spec: PlatformSpec) -> Built:
     """Every resource of the stack, from the validated spec."""
+    start_recording()
     built = build_aws(spec) if spec.is_eks else build_existing(spec)
     platform = build_platform(spec, load_catalog(), built.provider)
     for t in spec.tenants:
         if t.workload_identity is not None:  # EKS only (the spec refuses it on an existing cluster)
-            WorkloadIdentity(
-                f"identity-{t.name}",
-                WorkloadIdentityArgs(
-                    spec=spec,
-                    tenant=t,
-                    cluster_name=built.cluster_name,
-                    provider=built.provider,
-                    namespace=platform.tenant_namespaces[t.name],
-                    tags=built.tags or {},
-                ),
-            )
+            with source(tenant_key(spec, t.name) + ".workloadIdentity"):
+                WorkloadIdentity(
+                    f"identity-{t.name}",
+                    WorkloadIdentityArgs(
+                        spec=spec,
+                        tenant=t,
+                        cluster_name=built.cluster_name,
+                        provider=built.provider,
+                        namespace=platform.tenant_namespaces[t.name],
+                        tags=built.tags or {},
+                    ),
+                )
     pulumi.export("clusterName", built.cluster_name)
     pulumi.export("environment", spec.environment)
     pulumi.export("nodePools", [p.name for p in spec.node_pools])

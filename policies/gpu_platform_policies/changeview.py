@@ -14,7 +14,7 @@ from typing import Any
 from gpu_platform.catalog import Catalog
 from gpu_platform.change.diff import ResourceChange
 from gpu_platform.pools import LABEL_GPUS_PER_NODE
-from gpu_platform_policies.evaluate import effective_level
+from gpu_platform_policies.evaluate import effective_level, violation
 from gpu_platform_policies.model import CHANGE_RULES, Finding, Level, PlanView, Violation
 from gpu_platform_policies.view import Pool, pools
 
@@ -103,7 +103,8 @@ def evaluate_change(view: ChangeView, enforcement: Mapping[str, Level] | None = 
         if level == "disabled":
             continue
         found: Iterable[Finding] = rule.check(view)
-        out += [Violation(rule.name, level, f.resource, f.message, f.file, f.key) for f in found]
+        # A deleted resource has no key in the working tree's file: the base plan's says where it was.
+        out += [violation(rule, level, f, view.after if view.after.source_of(f.resource) or f.key else view.before) for f in found]
     return sorted(out, key=lambda v: (v.level != "mandatory", v.policy, v.resource, v.message))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from gpu_platform_policies.model import RULES, Context, Finding, Level, PlanView, Resource, Rule, Violation
@@ -14,13 +15,37 @@ def effective_level(rule: Rule, enforcement: Mapping[str, Level]) -> Level:
 
 
 def run_rule(rule: Rule, plan: PlanView, ctx: Context) -> list[Finding]:
-    """Every finding of one rule over the plan (or the repository at ctx.root)."""
+    """Every finding of one rule over the plan (or the repository at ctx.root).
+
+    A resource rule yields messages (or Findings naming a `field`); each becomes a Finding on its resource.
+    """
     if rule.scope == "resource":
-        return [Finding(r.name, msg) for r in plan if rule.applies_to(r) for msg in rule.check(r, ctx)]
+        out = []
+        for r in plan:
+            if rule.applies_to(r):
+                out += [replace(m, resource=r.name) if isinstance(m, Finding) else Finding(r.name, m) for m in rule.check(r, ctx)]
+        return out
     if rule.scope == "stack":
         return list(rule.check(plan, ctx))
     root = ctx.root or Path(".")
     return list(rule.check(root, ctx))
+
+
+def key_path(finding: Finding, plan: PlanView) -> str | None:
+    """The stack key the user changes to fix a finding: the rule's own, else the key its resource was built from (plus `field`)."""
+    if finding.key:
+        return finding.key
+    if finding.file:  # a repository file (inventory, lockfile): no stack key unless the rule named one
+        return None
+    base = plan.source_of(finding.resource)
+    if base is None:
+        return None
+    return f"{base}.{finding.field}" if finding.field else base
+
+
+def violation(rule: Rule, level: Level, finding: Finding, plan: PlanView) -> Violation:
+    """A finding of `rule` at `level`, with its stack key path (file and line come from gpu_platform_policies.placement)."""
+    return Violation(rule.name, level, finding.resource, finding.message, finding.file, key_path(finding, plan))
 
 
 def not_applicable(resources: Iterable[Resource], ctx: Context, enforcement: Mapping[str, Level] | None = None) -> list[tuple[str, str]]:
@@ -50,5 +75,5 @@ def evaluate(
         level = effective_level(rule, enforcement or {})
         if level == "disabled" or (rule.scope == "repository" and not repository):
             continue
-        out += [Violation(rule.name, level, f.resource, f.message, f.file) for f in run_rule(rule, plan, ctx)]
+        out += [violation(rule, level, f, plan) for f in run_rule(rule, plan, ctx)]
     return sorted(out, key=lambda v: (v.resource, v.level != "mandatory", v.policy, v.message))

@@ -47,16 +47,25 @@ class Resource:
     name: str
     parent: str | None
     inputs: Mapping[str, Any]
+    source: str | None = None
+    """The stack key the program built it from (`gpu-platform:nodePools[2]`); None under CrossGuard, which sees no stack file."""
 
 
 @dataclass(frozen=True)
 class Finding:
-    """What a rule reports: the resource (or repository file) at fault and why."""
+    """What a rule reports: the resource (or repository file) at fault and why.
+
+    Where the user fixes it: `key`, a full stack key path (`gpu-platform:nodePools[0].instanceTypes`),
+    or `field`, a path under the key the resource was built from (`scaling.max` under
+    `gpu-platform:nodePools[2]`). With neither, the finding points at the resource's own key
+    (evaluate() fills it in), so a rule cannot leave a finding without a place in the stack file.
+    """
 
     resource: str
     message: str
     file: str | None = None
-    key: str | None = None  # the stack key path the user wrote (change rules), e.g. gpu-platform:nodePools[0].instanceTypes
+    key: str | None = None
+    field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,15 +81,20 @@ class Violation:
     line: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The `check --format json` shape."""
+        """The `check --format json` shape: where to fix it (file, line, keyPath), then the resource it shows on."""
         out: dict[str, Any] = {"policy": self.policy, "level": self.level, "resource": self.resource, "message": self.message}
         if self.file:
             out["file"] = self.file
-        if self.key:
-            out["key"] = self.key
         if self.line:
             out["line"] = self.line
+        if self.key:
+            out["keyPath"] = self.key
         return out
+
+    def where(self) -> str:
+        """`stacks/Pulumi.prod.yaml:57 gpu-platform:nodePools[2].scaling.max` (as much of it as is known)."""
+        at = f"{self.file}:{self.line}" if self.file and self.line else self.file or ""
+        return " ".join(part for part in (at, self.key) if part)
 
 
 @dataclass(frozen=True)
@@ -195,8 +209,10 @@ class PlanView:
     def __init__(self, resources: Iterable[Resource]):
         self.resources = list(resources)
         self._by_type: dict[str, list[Resource]] = {}
+        self._by_name: dict[str, Resource] = {}
         for r in self.resources:
             self._by_type.setdefault(r.type, []).append(r)
+            self._by_name.setdefault(r.name, r)
 
     def of_type(self, *types: str) -> list[Resource]:
         """Resources of any of these type tokens."""
@@ -204,3 +220,17 @@ class PlanView:
 
     def __iter__(self) -> Iterator[Resource]:
         return iter(self.resources)
+
+    def source_of(self, name: str) -> str | None:
+        """The stack key a resource (by logical name) was built from: its own, else its nearest parent's."""
+        seen: set[str] = set()
+        current: str | None = name
+        while current is not None and current not in seen:
+            seen.add(current)
+            r = self._by_name.get(current)
+            if r is None:
+                return None
+            if r.source:
+                return r.source
+            current = r.parent
+        return None

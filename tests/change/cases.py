@@ -89,7 +89,7 @@ def tenant_quota(tenant: int, quota: int, gpus: int) -> Callable[[Config], None]
 
 def view_of(case: ChangeCase) -> ChangeView:
     """The ChangeView of prod before and after the case's edits."""
-    before: Items = [r.to_json() for r in plan_for("prod").resources]
+    before: Items = [{**r.to_json(), "source": r.source} for r in plan_for("prod").resources]
     before = copy.deepcopy(before)
     for edit in case.before:
         edit(before)
@@ -103,7 +103,7 @@ def view_of(case: ChangeCase) -> ChangeView:
     facts = lock_facts(spec_for("prod").lock)
 
     def res(items: Items) -> PlanView:
-        return PlanView(Resource(r["type"], r["name"], r["parent"], r["inputs"]) for r in items)
+        return PlanView(Resource(r["type"], r["name"], r["parent"], r["inputs"], r.get("source")) for r in items)
 
     return ChangeView(
         before=res(before),

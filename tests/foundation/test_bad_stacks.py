@@ -247,7 +247,7 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
             capacity="capacity-block",
             instanceTypes=["g6.2xlarge"],
             reservation={"id": "cr-0a1b2c3d4e5f60719"},
-            scaling={"min": 0, "desired": 0, "max": 2},
+            scaling={"min": 0, "desired": 0, "max": 12},  # the 12 GPUs serving's quota holds: the one mistake is the type
             availabilityZones=["us-east-1a"],
         ),
         "gpu-platform:nodePools[5].instanceTypes[0]",

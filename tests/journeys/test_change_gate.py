@@ -110,7 +110,7 @@ def walk(
         assert v["level"] == "mandatory" and code == 1
     with stage("find the line"):
         want = line_of(text, at) if isinstance(at, str) else at(text)
-        assert v["line"] == want, f"{policy} on line {v['line']} ({v['key']}), the change is on line {want}"
+        assert v["line"] == want, f"{policy} on line {v['line']} ({v['keyPath']}), the change is on line {want}"
     return v
 
 
@@ -122,7 +122,7 @@ def test_replacing_a_reserved_pools_instance_type_is_caught_at_its_line(repo: Pa
         "fixed-capacity-replaced",
         "p5e.48xlarge",
     )
-    assert "train-h100-reserved" in v["message"] and v["key"] == "gpu-platform:nodePools[0].instanceTypes"
+    assert "train-h100-reserved" in v["message"] and v["keyPath"] == "gpu-platform:nodePools[0].instanceTypes"
 
 
 def test_bumping_the_ami_of_a_reserved_pool_is_caught_at_its_line(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,7 +133,7 @@ def test_bumping_the_ami_of_a_reserved_pool_is_caught_at_its_line(repo: Path, ca
         "fixed-capacity-recycled",
         "ami_release_version",
     )
-    assert v["key"] == "gpu-platform:versions.eks.ami_release_version"
+    assert v["keyPath"] == "gpu-platform:versions.eks.ami_release_version"
 
 
 def test_a_stated_maintenance_lets_the_ami_bump_through(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,7 +178,7 @@ def test_moving_the_driver_branch_is_caught_at_its_line(repo: Path, capsys: pyte
         'branch: "570"',
         about="driver branch",
     )
-    assert "580 -> 570" in v["message"] and v["key"] == "gpu-platform:versions.nvidia_driver.branch"
+    assert "580 -> 570" in v["message"] and v["keyPath"] == "gpu-platform:versions.nvidia_driver.branch"
 
 
 def test_moving_a_training_pool_to_spot_is_caught_at_its_line(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -186,7 +186,7 @@ def test_moving_a_training_pool_to_spot_is_caught_at_its_line(repo: Path, capsys
     v = walk(
         repo, capsys, lambda t: t.replace(pool + "on-demand", pool + "spot"), "moved-to-spot", lambda t: line_of(t, "- name: train-h100-ondemand") + 2
     )
-    assert v["key"] == "gpu-platform:nodePools[1].capacity"
+    assert v["keyPath"] == "gpu-platform:nodePools[1].capacity"
 
 
 def test_adding_a_tenant_produces_no_change_finding(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

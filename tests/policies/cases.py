@@ -39,11 +39,12 @@ class Case:
     stack_lock: Callable[[Lockfile], Lockfile] | None = None  # the stack's `versions` override, laid over the lockfile
     repo: Callable[[Path], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    key: str | None = None  # the stack key path the violation must name, where the case pins it
 
 
 def resources(stack: str) -> list[Resource]:
     """A deep copy of a stack's offline plan as plain resources."""
-    return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs)) for r in plan_for(stack).resources]
+    return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs), r.source) for r in plan_for(stack).resources]
 
 
 def context(stack: str, lock: Lockfile | None = None, root: Path | None = None, stack_lock: Lockfile | None = None) -> Context:
@@ -81,6 +82,8 @@ def assert_case(case: Case, violations: list[Violation]) -> None:
         return
     hits = [v for v in violations if v.resource == case.fires_on and case.message in v.message]
     assert hits, f"{case.rule} did not report {case.fires_on!r} with {case.message!r}; got {violations}"
+    if case.key is not None:
+        assert any(v.key == case.key for v in hits), f"{case.rule} did not point at {case.key}; got {[v.key for v in hits]}"
 
 
 # --- edits ---------------------------------------------------------------------------------------
@@ -156,11 +159,11 @@ def edit_alerts(remove: str) -> Edit:
 
 
 def privileged_deployment(namespace: str) -> Resource:
-    """A Deployment with one privileged container."""
+    """A Deployment with one privileged container, built inside the tenant's component (or the platform's), as the program would."""
     return Resource(
         "kubernetes:apps/v1:Deployment",
         f"debug-{namespace}",
-        None,
+        "platform" if namespace in ("kube-system", "gpu-operator") else f"tenant-{namespace}",
         {
             "metadata": {"name": "debug", "namespace": namespace},
             "spec": {"template": {"spec": {"containers": [{"name": "sh", "image": "busybox:1.36", "securityContext": {"privileged": True}}]}}},
@@ -325,7 +328,8 @@ CASES: list[Case] = [
         "prod",
         (),
         "cluster-eks",
-        "vpcConfig.publicAccessCidrs[0] is 198.51.100.0/27 (gpu-platform:cluster.publicAccessCidrs), inside the documentation range 198.51.100.0/24",
+        "vpcConfig.publicAccessCidrs[0] is 198.51.100.0/27, inside the documentation range 198.51.100.0/24",
+        key="gpu-platform:cluster.publicAccessCidrs[0]",
     ),
     Case("documentation-cidr", "prod-real-egress", "prod", (set_in("cluster-eks", "vpcConfig.publicAccessCidrs", ["34.192.10.0/27"]),)),
     Case("documentation-cidr", "staging-is-not-production", "staging"),
@@ -446,6 +450,7 @@ CASES: list[Case] = [
         (set_in("pool-infer-a100-mig-ng", "labels.nvidia.com/mig.config", "all-1g.5gb"),),
         "pool-infer-a100-mig-ng",
         "does not exist for A100-80GB",
+        key="gpu-platform:nodePools[3].sharing.migConfig",
     ),
     Case(
         "mig-config-valid",
@@ -454,6 +459,7 @@ CASES: list[Case] = [
         (set_in("pool-infer-l4-ondemand-ng", "labels.nvidia.com/mig.config", "all-1g.10gb"),),
         "pool-infer-l4-ondemand-ng",
         "does not support MIG",
+        key="gpu-platform:nodePools[5].sharing.mode",
     ),
     Case("sharing-modes-exclusive", "prod-compliant", "prod"),
     Case("sharing-modes-exclusive", "dev-compliant", "dev"),
@@ -679,9 +685,10 @@ CASES: list[Case] = [
         (set_in("pool-batch-l40s-ondemand-ng", "scalingConfig.minSize", 0),),
         "pool-batch-l40s-ondemand-ng",
         "batch has no floor",
+        key="gpu-platform:nodePools[7].scaling.min",
     ),
     Case("spot-exposure", "prod-compliant", "prod"),
-    Case("spot-exposure", "dev-spot-heavy", "dev", fires_on="pool-dev-l4-spot-ng", message="development"),
+    Case("spot-exposure", "dev-spot-heavy", "dev", fires_on="pool-dev-l4-spot-ng", message="development", key="gpu-platform:nodePools[0].capacity"),
     # capacity against declared demand (prod inference: 26 stable GPUs, 24 Spot, 44 non-Spot at max)
     Case("demand-coverage", "prod-no-demand", "prod"),
     Case("demand-coverage", "covered", "prod", (declare_demand("prod", ("inference", 40, "inference", False)),)),
@@ -768,7 +775,17 @@ CASES: list[Case] = [
         "prod",
         (set_in("kueue-clusterqueue-serving", "spec.resourceGroups.2.flavors.1.resources.0.nominalQuota", 999),),
         "kueue-clusterqueue-serving",
-        "offers 12",
+        "add up to 999 GPUs (kueue-clusterqueue-serving) but the pool has 12 GPUs at max size",
+        key="gpu-platform:tenants[2].quotas",
+    ),
+    # MIG quota is said in the GPUs the tenant wrote, with the slices Kueue counts beside them.
+    Case(
+        "kueue-quota-fits-pool",
+        "mig-quota-above-capacity",
+        "prod",
+        (set_in("kueue-clusterqueue-serving", "spec.resourceGroups.1.flavors.0.resources.0.nominalQuota", 64),),
+        "kueue-clusterqueue-serving",
+        "add up to 32 GPUs (64 nvidia.com/mig-1g.10gb, 2 per GPU in layout all-balanced) (kueue-clusterqueue-serving) but the pool has 16 GPUs",
     ),
     Case("pool-has-flavor", "prod-compliant", "prod"),
     Case("pool-has-flavor", "no-flavor", "prod", (drop("kueue-flavor-batch-l40s-spot"),), "pool-batch-l40s-spot-ng", "ResourceFlavor"),

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import gpu_platform.aws.nodepools as nodepools
+from gpu_platform.change.lines import key_line
 from gpu_platform.cli import main
 from gpu_platform_policies import RULES
 from gpu_platform_policies.model import default_production
@@ -104,14 +105,22 @@ def test_optional_imds_tokens_from_a_broken_program(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(pulumi_aws.ec2, "LaunchTemplateMetadataOptionsArgs", optional_tokens)
     code, out, _ = run_check(capsys, "--config", str(stack_path("prod")), "--format", "github")
     assert code == 1
-    assert "::error file=" in out and "title=imdsv2-required::pool-train-h100-reserved-lt: metadataOptions.httpTokens is 'optional'" in out
+    # The program (not the stack) broke it: the annotation lands on the pool's entry, the key the launch template came from.
+    line = key_line(stack_path("prod").read_text(), "gpu-platform:nodePools[0]")
+    assert f",line={line},title=imdsv2-required::gpu-platform:nodePools[0]: metadataOptions.httpTokens is 'optional'" in out
+    assert "(pool-train-h100-reserved-lt)" in out
 
 
 def test_github_format_annotates_the_stack_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = broken_copy(tmp_path, "prod", spot_only_training)
     code, out, _ = run_check(capsys, "--config", str(path), "--format", "github")
     esc = str(path).replace(":", "%3A").replace(",", "%2C")
-    assert f"::error file={esc},title=production-capacity-floor::pool-train-h100-block-ng: workload class training" in out
+    # spot_only_training turns every training pool to Spot; the floor finding names the first of them, where the user wrote it.
+    found = next(row for row in out.splitlines() if "title=production-capacity-floor::" in row)
+    key = found.split("::")[2].split(": ")[0]
+    assert found.startswith(f"::error file={esc},line=") and key.startswith("gpu-platform:nodePools["), found
+    line = int(found.split(",line=")[1].split(",")[0])
+    assert line == key_line(path.read_text(), key) and "workload class training" in found and "(pool-train-h100-block-ng)" in found
     assert "::warning " in out and "title=spot-exposure::" in out  # advisories are warnings, not errors
     assert code == 1
 
@@ -177,7 +186,8 @@ def test_ansible_inventory_overriding_a_pinned_version(tmp_path: Path, monkeypat
     target.write_text(target.read_text() + '\nnvidia_driver_branch: "550"\n')
     code, out, _ = run_check(capsys, "--config", str(stack_path("prod")), "--format", "github")
     assert code == 1
-    assert "::error file=ansible/inventories/prod/group_vars/gpu_nodes.yml,title=ansible-no-version-override::" in out
+    line = len(target.read_text().splitlines())  # the appended pin is the file's last line
+    assert f"::error file=ansible/inventories/prod/group_vars/gpu_nodes.yml,line={line},title=ansible-no-version-override::" in out
     assert "nvidia_driver_branch sets '550'" in out
 
 
@@ -302,3 +312,21 @@ def test_disabled_and_changed_rules_are_annotated_on_github(tmp_path: Path, caps
     notice = next(line for line in out.splitlines() if line.startswith("::notice "))
     assert notice.startswith(f"::notice file={esc},title=policy overrides::disabled by the stack: production-capacity-floor; level changed")
     assert "gpu-platform check: disabled by the stack: production-capacity-floor" in out
+
+
+def test_every_format_points_at_the_key_the_user_wrote(capsys: pytest.CaptureFixture[str]) -> None:
+    """dev's Spot share: the finding lands on `capacity: spot` of its first pool, in text, JSON, markdown and GitHub alike."""
+    path = stack_path("dev")
+    line = next(i for i, row in enumerate(path.read_text().splitlines(), 1) if row.strip() == "capacity: spot")
+    where = f"{path}:{line} gpu-platform:nodePools[0].capacity"
+    code, out, _ = run_check(capsys, "--config", str(path), "--format", "json")
+    (v,) = json.loads(out)["violations"]
+    assert code == 0
+    assert (v["file"], v["line"], v["keyPath"], v["resource"]) == (str(path), line, "gpu-platform:nodePools[0].capacity", "pool-dev-l4-spot-ng")
+    _, out, _ = run_check(capsys, "--config", str(path))
+    assert "advisory   spot-exposure: development: 10 of 12 GPUs" in out and f"at {where}" in out
+    _, out, _ = run_check(capsys, "--config", str(path), "--format", "markdown")
+    assert f"| advisory | `spot-exposure` | `{where}` | `pool-dev-l4-spot-ng` |" in out
+    _, out, _ = run_check(capsys, "--config", str(path), "--format", "github")
+    esc = str(path).replace(":", "%3A").replace(",", "%2C")
+    assert f"::warning file={esc},line={line},title=spot-exposure::gpu-platform:nodePools[0].capacity: development: 10 of 12" in out

@@ -20,6 +20,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from gpu_platform.aws.iam import assume_role_policy
+from gpu_platform.provenance import source
 from gpu_platform.spec.models import PlatformSpec, Tenant
 
 # EKS user guide, "Review access policy permissions": the cluster-wide admin access policy.
@@ -36,6 +37,7 @@ class AccessEntryPlan:
     principal_arn: str
     groups: tuple[str, ...]
     admin: bool
+    key: str = ""  # the stack key that first lists the principal (a tenant's accessRoleArns, else cluster.adminRoleArns)
 
     @property
     def slug(self) -> str:
@@ -53,14 +55,17 @@ def access_entries(spec: PlatformSpec) -> list[AccessEntryPlan]:
     """
     groups: dict[str, list[str]] = {}
     admins: set[str] = set()
-    for t in spec.tenants:
-        for arn in t.access_role_arns:
+    keys: dict[str, str] = {}
+    for i, t in enumerate(spec.tenants):
+        for j, arn in enumerate(t.access_role_arns):
             have = groups.setdefault(arn, [])
             have += [g for g in t.groups if g not in have]
-    for arn in spec.cluster.admin_role_arns:
+            keys.setdefault(arn, f"gpu-platform:tenants[{i}].accessRoleArns[{j}]")
+    for j, arn in enumerate(spec.cluster.admin_role_arns):
         groups.setdefault(arn, [])
         admins.add(arn)
-    return [AccessEntryPlan(arn, tuple(gs), arn in admins) for arn, gs in groups.items()]
+        keys.setdefault(arn, f"gpu-platform:cluster.adminRoleArns[{j}]")
+    return [AccessEntryPlan(arn, tuple(gs), arn in admins, keys[arn]) for arn, gs in groups.items()]
 
 
 def partition(region: str | None) -> str:
@@ -107,27 +112,31 @@ class ClusterAccess(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ClusterAccessArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:ClusterAccess", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         for entry in access_entries(args.spec):
-            created = aws.eks.AccessEntry(
-                f"{name}-{entry.slug}",
+            with source(entry.key):
+                self._entry(name, entry, args)
+        self.register_outputs({})
+
+    def _entry(self, name: str, entry: AccessEntryPlan, args: ClusterAccessArgs) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        created = aws.eks.AccessEntry(
+            f"{name}-{entry.slug}",
+            cluster_name=args.cluster_name,
+            principal_arn=entry.principal_arn,
+            kubernetes_groups=list(entry.groups) or None,
+            type="STANDARD",
+            tags=args.tags,
+            opts=child,
+        )
+        if entry.admin:
+            aws.eks.AccessPolicyAssociation(
+                f"{name}-{entry.slug}-admin",
                 cluster_name=args.cluster_name,
                 principal_arn=entry.principal_arn,
-                kubernetes_groups=list(entry.groups) or None,
-                type="STANDARD",
-                tags=args.tags,
-                opts=child,
+                policy_arn=ADMIN_POLICY,
+                access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[created]),
             )
-            if entry.admin:
-                aws.eks.AccessPolicyAssociation(
-                    f"{name}-{entry.slug}-admin",
-                    cluster_name=args.cluster_name,
-                    principal_arn=entry.principal_arn,
-                    policy_arn=ADMIN_POLICY,
-                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[created]),
-                )
-        self.register_outputs({})
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def fact(names):
     for n in names:
         v = getattr(v, n, None)
     return None if v is None else str(v)
-doc = {"resources": [r.to_json() for r in plan.resources], "lock": {k: fact(v) for k, v in facts.items()}}
+doc = {"resources": [{**r.to_json(), "source": getattr(r, "source", None)} for r in plan.resources], "lock": {k: fact(v) for k, v in facts.items()}}
 sys.stdout.write(json.dumps(doc))
 """
 

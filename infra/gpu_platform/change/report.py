@@ -126,8 +126,8 @@ def render_markdown(report: ChangeReport, state: Sequence[Any] = ()) -> str:
         lines += ["", "| level | rule | where | finding |", "|---|---|---|---|"]
         lines += [f"| {f.level} | `{f.policy}` | `{f.where()}` | {_md(f.message)} |" for f in findings]
     if state:
-        lines += ["", f"**State findings** ({len(state)})", "", "| level | rule | resource | finding |", "|---|---|---|---|"]
-        lines += [f"| {v.level} | `{v.policy}` | `{v.resource}` | {_md(v.message)} |" for v in state]
+        lines += ["", f"**State findings** ({len(state)})", "", "| level | rule | where | resource | finding |", "|---|---|---|---|---|"]
+        lines += [f"| {v.level} | `{v.policy}` | `{v.where()}` | `{v.resource}` | {_md(v.message)} |" for v in state]
     return "\n".join(lines)
 
 

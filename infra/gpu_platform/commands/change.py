@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.change.base import BasePlanJob, lock_facts, maintenance_trailers, repository_root
 from gpu_platform.change.diff import by_key, diff_plans
 from gpu_platform.change.inputs import demand_p95, usage_snapshot
-from gpu_platform.change.lines import key_line
 from gpu_platform.change.report import ChangeReport, Finding, render_github, render_markdown, render_text
 from gpu_platform.commands import check
 from gpu_platform.engine import run_program
@@ -28,6 +26,7 @@ from gpu_platform.spec.models import PlatformSpec
 from gpu_platform_policies import CHANGE_RULES, Resource, Violation, evaluate
 from gpu_platform_policies.changeview import ChangeView, evaluate_change, tier_rows
 from gpu_platform_policies.model import PlanView
+from gpu_platform_policies.placement import place
 
 
 @dataclass
@@ -41,7 +40,7 @@ class Outcome:
 
 
 def _resources(items: list[dict[str, Any]]) -> list[Resource]:
-    return [Resource(str(r["type"]), str(r["name"]), r.get("parent"), r.get("inputs") or {}) for r in items]
+    return [Resource(str(r["type"]), str(r["name"]), r.get("parent"), r.get("inputs") or {}, r.get("source")) for r in items]
 
 
 def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Outcome:
@@ -65,7 +64,7 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         job.cancel()
         raise
     base = job.result()
-    after = [r.to_json() for r in plan.resources]
+    after = [{**r.to_json(), "source": r.source} for r in plan.resources]
     changes = diff_plans(by_key(base.resources), by_key(after))
     before_view, after_view = PlanView(_resources(base.resources)), PlanView(_resources(after))
     ctx = check.gate_context(spec, root)
@@ -86,26 +85,13 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
     state: list[Violation] = []
     change: list[Violation] = []
     if rules:
-        state = evaluate(after_view.resources, ctx, spec.policy.enforcement)
-        change = [_placed(v, path, root) for v in evaluate_change(view, spec.policy.enforcement)]
+        state = place(evaluate(after_view.resources, ctx, spec.policy.enforcement), path, root)
+        change = place(evaluate_change(view, spec.policy.enforcement), path, root)
     findings = [Finding(v.policy, v.level, v.resource, v.message, v.file or str(path), v.key, v.line) for v in change]
     report = ChangeReport(
         stack, str(path), args.base, base.commit, changes, list(tier_rows(view)), findings, view.maintenance, len(CHANGE_RULES) if rules else 0
     )
     return Outcome(report, state, change, spec)
-
-
-def _placed(v: Violation, stack_file: Path, root: Path) -> Violation:
-    """The violation with its file (stack file, else the repository file it names) and the line of its key."""
-    if v.key is None:
-        return Violation(v.policy, v.level, v.resource, v.message, v.file or str(stack_file))
-    if v.file is None:
-        file, text, under = str(stack_file), stack_file.read_text(encoding="utf-8"), "config"
-    else:
-        target = root / v.file
-        file = os.path.relpath(target)
-        text, under = (target.read_text(encoding="utf-8") if target.is_file() else ""), None
-    return Violation(v.policy, v.level, v.resource, v.message, file, v.key, key_line(text, v.key, under=under))
 
 
 def run_diff(args: argparse.Namespace, path: Path, stack: str) -> int:

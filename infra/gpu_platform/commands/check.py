@@ -22,6 +22,7 @@ from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies import CHANGE_RULES, RULES, THRESHOLD_DEFAULTS, Context, Resource, Rule, Violation, evaluate
 from gpu_platform_policies.evaluate import not_applicable
+from gpu_platform_policies.placement import place
 
 POLICY_KEY = "gpu-platform:policy"
 
@@ -109,9 +110,10 @@ def check_stack_details(path: Path, stack: str, root: Path | None = None) -> tup
     if problems:
         raise ConfigError(problems)
     plan = run_program(config, stack, spec)
-    resources = [Resource(r.type, r.name, r.parent, r.inputs) for r in plan.resources]
+    resources = [Resource(r.type, r.name, r.parent, r.inputs, r.source) for r in plan.resources]
     ctx = gate_context(spec, root)
-    return spec, evaluate(resources, ctx, spec.policy.enforcement), not_applicable(resources, ctx, spec.policy.enforcement)
+    violations = place(evaluate(resources, ctx, spec.policy.enforcement), path, ctx.root)
+    return spec, violations, not_applicable(resources, ctx, spec.policy.enforcement)
 
 
 def gate_context(spec: PlatformSpec, root: Path | None = None) -> Context:
@@ -149,6 +151,8 @@ def render_text(stack: str, violations: Sequence[Violation], gate: GateSettings 
             current = v.resource
             lines += ["", v.resource]
         lines.append(f"  {v.level:<9}  {v.policy}: {v.message}")
+        if v.key or v.line:
+            lines.append(f"  {'':<9}  at {v.where()}")
     if not violations:
         lines.append("No violations.")
     return "\n".join(lines)
@@ -185,8 +189,9 @@ def render_github(file: str, violations: Sequence[Violation], gate: GateSettings
         lines.append(f"::notice file={_escape(file, prop=True)},title={_escape(name, prop=True)} not applicable::{_escape(why)}")
     for v in violations:
         command = "error" if v.level == "mandatory" else "warning"
-        where = _escape(v.file or file, prop=True)
-        lines.append(f"::{command} file={where},title={_escape(v.policy, prop=True)}::{_escape(f'{v.resource}: {v.message}')}")
+        where = _escape(v.file or file, prop=True) + (f",line={v.line}" if v.line else "")
+        text = f"{v.key}: {v.message} ({v.resource})" if v.key else f"{v.resource}: {v.message}"
+        lines.append(f"::{command} file={where},title={_escape(v.policy, prop=True)}::{_escape(text)}")
     counts = _counts(violations)
     lines.append(f"gpu-platform check: {counts['mandatory']} mandatory, {counts['advisory']} advisory violation(s) in {file}")
     lines += [f"gpu-platform check: {line}" for line in (gate.lines() if gate else [])]
@@ -227,8 +232,8 @@ def render_markdown(stack: str, violations: Sequence[Violation], gate: GateSetti
     lines = [f"### gpu-platform check: `{stack}`", "", verdict]
     lines += [f"- {line}" for line in (gate.lines() if gate else [])]
     if violations:
-        lines += ["", "| level | rule | resource | finding |", "|---|---|---|---|"]
-        lines += [f"| {v.level} | `{v.policy}` | `{v.resource}` | {_cell(v.message)} |" for v in violations]
+        lines += ["", "| level | rule | where | resource | finding |", "|---|---|---|---|---|"]
+        lines += [f"| {v.level} | `{v.policy}` | `{v.where()}` | `{v.resource}` | {_cell(v.message)} |" for v in violations]
     return "\n".join(lines)
 
 

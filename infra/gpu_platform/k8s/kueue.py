@@ -34,6 +34,7 @@ from gpu_platform.pools import (
     resources_for_gpus,
     resources_per_gpu,
 )
+from gpu_platform.provenance import pool_key, source, tenant_key
 from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -310,11 +311,14 @@ class Kueue(pulumi.ComponentResource):
         crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release])
         create(f"{name}-flavor-{CPU_FLAVOR}", cpu_flavor(), crd)
         for pool in spec.node_pools:
-            create(f"{name}-flavor-{pool.name}", resource_flavor(pool, catalog), crd)
+            with source(pool_key(spec, pool.name)):
+                create(f"{name}-flavor-{pool.name}", resource_flavor(pool, catalog), crd)
         for wpc in workload_priority_classes():
             create(f"{name}-priority-{wpc['metadata']['name']}", wpc, crd)
         for t in spec.tenants:
-            create(f"{name}-clusterqueue-{t.name}", cluster_queue(spec, catalog, t), crd)
+            with source(tenant_key(spec, t.name) + ".quotas"):
+                create(f"{name}-clusterqueue-{t.name}", cluster_queue(spec, catalog, t), crd)
             in_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release, args.tenant_namespaces[t.name]])
-            create(f"{name}-localqueue-{t.name}", local_queue(t), in_ns)
+            with source(tenant_key(spec, t.name)):
+                create(f"{name}-localqueue-{t.name}", local_queue(t), in_ns)
         self.register_outputs({})

@@ -72,6 +72,7 @@ from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_job
 from gpu_platform.k8s.storage import storage_classes
 from gpu_platform.k8s.tenants import TenantArgs, TenantSpace, priority_classes
 from gpu_platform.k8s.volcano import Volcano, VolcanoArgs, volcano_values
+from gpu_platform.provenance import NS, pool_key, source, tenant_key
 from gpu_platform.spec.models import PlatformSpec
 
 
@@ -118,46 +119,59 @@ class GpuPlatform(pulumi.ComponentResource):
             # Components are built in install_order(graph)'s order, so every dependency exists here.
             return tuple(built[dep] for dep in graph[chart])
 
-        for pc in priority_classes():
-            create(f"{name}-priority-{pc['metadata']['name'].removeprefix('gpu-')}", pc, cluster_scoped)
-        create(f"{name}-tenant-role", tenant_cluster_role(), cluster_scoped)
-        policy = create(f"{name}-priority-policy", priority_policy(), cluster_scoped)
-        create(
-            f"{name}-priority-policy-binding", priority_policy_binding(), pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy])
-        )
-        owned = create(f"{name}-owned-policy", owned_policy(spec), cluster_scoped)
-        create(f"{name}-owned-policy-binding", owned_policy_binding(), pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[owned]))
-        classes = tuple(create(f"{name}-storageclass-{sc['metadata']['name']}", sc, cluster_scoped) for sc in storage_classes(spec))
-        monitoring = Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider, after=classes), child)
+        with source(NS + "queueing"):
+            for pc in priority_classes():
+                create(f"{name}-priority-{pc['metadata']['name'].removeprefix('gpu-')}", pc, cluster_scoped)
+        with source(NS + "tenants"):  # what every tenant namespace gets: role, priority ceiling, guarded objects
+            create(f"{name}-tenant-role", tenant_cluster_role(), cluster_scoped)
+            policy = create(f"{name}-priority-policy", priority_policy(), cluster_scoped)
+            after_policy = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy])
+            create(f"{name}-priority-policy-binding", priority_policy_binding(), after_policy)
+            owned = create(f"{name}-owned-policy", owned_policy(spec), cluster_scoped)
+            after_owned = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[owned])
+            create(f"{name}-owned-policy-binding", owned_policy_binding(), after_owned)
+        with source(NS + "storage"):
+            classes = tuple(create(f"{name}-storageclass-{sc['metadata']['name']}", sc, cluster_scoped) for sc in storage_classes(spec))
+        with source(NS + "monitoring"):
+            monitoring = Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider, after=classes), child)
         if monitoring.release is not None:
             built["kube-prometheus-stack"] = monitoring.release
-        operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider, after=after("gpu-operator")), child)
+        with source(NS + "gpuOperator"):
+            operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider, after=after("gpu-operator")), child)
         built["gpu-operator"] = operator.release
         monitoring.scrape_gpu_operator(operator.release)
         if efa_pools(spec):
-            EfaDevicePlugin("efa-device-plugin", EfaDevicePluginArgs(spec=spec, catalog=catalog, provider=provider), child)
-        spaces = {
-            t.name: TenantSpace(f"tenant-{t.name}", TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider), child) for t in spec.tenants
-        }
+            with source(pool_key(spec, efa_pools(spec)[0].name) + ".efa"):
+                EfaDevicePlugin("efa-device-plugin", EfaDevicePluginArgs(spec=spec, catalog=catalog, provider=provider), child)
+        spaces: dict[str, TenantSpace] = {}
+        for t in spec.tenants:
+            with source(tenant_key(spec, t.name)):
+                spaces[t.name] = TenantSpace(f"tenant-{t.name}", TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider), child)
         self.tenant_namespaces: dict[str, pulumi.Resource] = {n: s.namespace for n, s in spaces.items()}
         if spec.queueing.kueue.enabled:
             namespaces = self.tenant_namespaces
-            Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces, after=after("kueue")), child)
+            with source(NS + "queueing.kueue"):
+                Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces, after=after("kueue")), child)
         if spec.queueing.volcano.enabled:
-            volcano = Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider, after=after("volcano")), child)
+            with source(NS + "queueing.volcano"):
+                volcano = Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider, after=after("volcano")), child)
             # Retained on delete: Volcano's queue webhook refuses to delete `default` (validate_queue.go
             # validateQueueDeleting), which would fail `pulumi destroy` and turning Volcano off.
             after_volcano = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[volcano], retain_on_delete=True)
-            create(f"{name}-volcano-default-queue", default_queue(spec, catalog), after_volcano)
+            with source(NS + "queueing.volcano"):
+                create(f"{name}-volcano-default-queue", default_queue(spec, catalog), after_volcano)
             if both_schedulers(spec):
                 for manifest in volcano_jobs_policy():
-                    create(f"{name}-routing-{manifest['kind'].lower()}", manifest, pulumi.ResourceOptions(parent=self, provider=provider))
+                    with source(NS + "queueing"):
+                        create(f"{name}-routing-{manifest['kind'].lower()}", manifest, pulumi.ResourceOptions(parent=self, provider=provider))
         demand = demand_configmap(spec)
         if demand is not None:
-            create(f"{name}-capacity-demand", demand, cluster_scoped)
+            with source(NS + "demand"):
+                create(f"{name}-capacity-demand", demand, cluster_scoped)
         self.register_outputs({})
 
 
 def build_platform(spec: PlatformSpec, catalog: Catalog, provider: k8s.Provider) -> GpuPlatform:
     """The platform layer of a stack, on the cluster the provider reaches."""
-    return GpuPlatform("platform", GpuPlatformArgs(spec=spec, catalog=catalog, provider=provider))
+    with source(NS + "cluster"):  # the component itself; every part inside names its own key
+        return GpuPlatform("platform", GpuPlatformArgs(spec=spec, catalog=catalog, provider=provider))

@@ -21,6 +21,7 @@ from gpu_platform.behaviour.volcano import CHART_DEFAULT_ADMISSIONS, PODGROUP_MU
 from gpu_platform.catalog import Catalog
 from gpu_platform.k8s.gpu_operator import controller_node_selector
 from gpu_platform.k8s.objects import LABEL_TENANT, VOLCANO_NAMESPACE, Manifest, create, metadata, release_in_namespace
+from gpu_platform.provenance import source, tenant_key
 from gpu_platform.spec.models import PlatformSpec, Tenant
 
 API = "scheduling.volcano.sh/v1beta1"
@@ -100,5 +101,6 @@ class Volcano(pulumi.ComponentResource):
         )
         crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release])
         for t in spec.tenants:
-            create(f"{name}-queue-{t.name}", queue(spec, args.catalog, t), crd)
+            with source(tenant_key(spec, t.name)):
+                create(f"{name}-queue-{t.name}", queue(spec, args.catalog, t), crd)
         self.register_outputs({})

@@ -13,6 +13,7 @@ from gpu_platform.spec.identity_checks import check_identity
 from gpu_platform.spec.labels import KEY_ALLOWED, VALUE_ALLOWED, kubelet_refuses, label_key_problem, label_value_problem
 from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
 from gpu_platform.spec.network_checks import check_network_and_storage
+from gpu_platform.spec.quota_checks import check_quotas_within_pools
 
 P = "gpu-platform:"
 REPLICAS_MIN, REPLICAS_MAX = 2, 48
@@ -54,6 +55,7 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
                     )
                 seen.setdefault(node, pool.name)
     problems += _check_tenants(spec, file)
+    problems += check_quotas_within_pools(spec, catalog, file)
     problems += check_identity(spec, file)
     problems += _check_demand(spec, file)
     problems += _check_kueue_preemption(spec, file)

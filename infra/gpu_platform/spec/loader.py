@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,9 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of, safe_loader
 from gpu_platform.spec.checks import check_spec
 from gpu_platform.spec.duplicates import duplicate_keys
-from gpu_platform.spec.errors import keys_of, problems_from_validation
+from gpu_platform.spec.errors import keys_of
 from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.spec.repair import follows_from, validate_all
 from gpu_platform.spec.secrets import plain_text_credentials, replace_secure, secure_problem
 from gpu_platform.versions import deep_merge, parse_lockfile, raw_lockfile
 
@@ -59,6 +62,14 @@ def _dates_as_text(value: Any) -> Any:
 
 def read_stack_config(path: Path) -> dict[str, Any]:
     """The `config:` mapping of a stack file; ConfigError for a missing, empty or malformed file."""
+    config, problems = _read_stack_config(path)
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def _read_stack_config(path: Path) -> tuple[dict[str, Any], list[Problem]]:
+    """The `config:` mapping and the problems around it that do not stop it being read (unknown top-level keys)."""
     file = str(path)
     if path.is_dir():
         found = sorted(p.name for p in path.glob("Pulumi.*.yaml"))
@@ -98,16 +109,20 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     if not isinstance(config, Mapping):
         problems.append(Problem(file, "config", "missing or not a mapping", f"allowed: a mapping of '{PROJECT}:<key>' entries"))
         raise ConfigError(problems)
-    if problems:
-        raise ConfigError(problems)
-    return dict(config)
+    return dict(config), problems
 
 
 def load_stack(path: Path, stack: str | None = None) -> tuple[dict[str, Any], PlatformSpec]:
     """The stack file's raw config (what the program receives) and its validated spec, from one read."""
     name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
-    config = read_stack_config(path)
-    return config, spec_from_config(config, stack=name, file=str(path))
+    config, early = _read_stack_config(path)
+    try:
+        spec = spec_from_config(config, stack=name, file=str(path))
+    except ConfigError as err:
+        raise ConfigError([*early, *err.problems]) from None
+    if early:
+        raise ConfigError(early)
+    return config, spec
 
 
 def load_stack_file(path: Path, stack: str | None = None) -> PlatformSpec:
@@ -116,7 +131,11 @@ def load_stack_file(path: Path, stack: str | None = None) -> PlatformSpec:
 
 
 def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> PlatformSpec:
-    """Validate namespaced config (`gpu-platform:nodePools`, `aws:region`, ...) into a PlatformSpec."""
+    """Validate namespaced config (`gpu-platform:nodePools`, `aws:region`, ...) into a PlatformSpec.
+
+    Every problem of the file comes out of one call: a stage that finds problems sets the bad part
+    aside and the later stages still run (spec.repair), so a user never fixes a file in rounds.
+    """
     problems: list[Problem] = []
     raw: dict[str, Any] = {"stack": stack}
     secure: list[str] = []
@@ -140,25 +159,24 @@ def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> Platfo
             problems += plain_text_credentials({key: value}, "", file)
             if key == "aws:region":
                 raw["region"] = replace_secure(value, key, secure)
-    if problems:
-        raise ConfigError(problems)
 
     lock_data = raw_lockfile()
     override = raw.pop("versions", None) or {}
     if not isinstance(override, Mapping):
-        raise ConfigError([Problem(file, f"{PROJECT}:versions", "not a mapping", "allowed: a partial copy of the lockfile's structure")])
+        problems.append(Problem(file, f"{PROJECT}:versions", "not a mapping", "allowed: a partial copy of the lockfile's structure"))
+        override = {}
     try:
         raw["lock"] = parse_lockfile(deep_merge(lock_data, override), file=file)
     except ConfigError as err:
-        raise ConfigError(Problem(file, f"{PROJECT}:versions.{p.path}" if override else p.path, p.message, p.allowed) for p in err.problems) from None
+        problems += [Problem(file, f"{PROJECT}:versions.{p.path}" if override else p.path, p.message, p.allowed) for p in err.problems]
+        raw["lock"] = parse_lockfile(lock_data, file=file)  # judge the rest against the repository's lockfile
 
-    try:
-        spec = PlatformSpec.model_validate(raw)
-    except Exception as exc:
-        problems = _with_config_keys(problems_from_validation(exc, file, "", PlatformSpec))
-        raise ConfigError(secure_problem(p, secure) for p in problems) from None
-    problems = check_spec(spec, load_catalog(), file)
-    if problems:
+    spec, invalid, set_aside = validate_all(raw, file)
+    problems += _with_config_keys(invalid)
+    if spec is not None:
+        put_aside = [replace(a, path=_config_key(a.path)) for a in set_aside]
+        problems += [p for p in check_spec(spec, load_catalog(), file) if not follows_from(p, put_aside)]
+    if problems or spec is None:
         raise ConfigError(secure_problem(p, secure) for p in problems)
     return spec
 
@@ -173,18 +191,18 @@ def _decode(value: Any, key: str) -> Any:
         return value
 
 
+def _config_key(path: str) -> str:
+    """A spec path as the stack file spells it: 'nodePools[0].x' -> 'gpu-platform:nodePools[0].x', 'region' -> 'aws:region'."""
+    if path.startswith("region"):
+        return "aws:" + path
+    if re.split(r"[.\[]", path, maxsplit=1)[0] in PROJECT_KEYS:
+        return f"{PROJECT}:{path}"
+    return path
+
+
 def _with_config_keys(problems: list[Problem]) -> list[Problem]:
     """Prefix spec paths with the stack file's namespace: 'nodePools[0].x' -> 'gpu-platform:nodePools[0].x'."""
-    out = []
-    for p in problems:
-        if p.path.startswith("region"):
-            path = "aws:" + p.path
-        elif p.path.split(".")[0].split("[")[0] in PROJECT_KEYS:
-            path = f"{PROJECT}:{p.path}"
-        else:
-            path = p.path
-        out.append(Problem(p.file, path, p.message, p.allowed))
-    return out
+    return [Problem(p.file, _config_key(p.path), p.message, p.allowed) for p in problems]
 
 
 __all__ = ["PROJECT", "PROJECT_KEYS", "keys_of", "load_stack", "load_stack_file", "read_stack_config", "spec_from_config", "stack_file_for"]

@@ -130,12 +130,15 @@ def ansible_no_version_override(root: Path, ctx: Context) -> Iterator[Finding]:
         for doc in docs:
             for where, key, value in walk(doc):
                 if VERSION_VAR.search(str(key)) and _literal(value):
-                    yield Finding(rel, f"{where} sets {value!r}; read it from the lockfile (lookup('gpu_platform_versions', ...))", file=rel)
+                    yield Finding(
+                        rel, f"{where} sets {value!r}; read it from the lockfile (lookup('gpu_platform_versions', ...))", file=rel, key=where
+                    )
                 elif isinstance(value, str) and value in pinned:
-                    yield Finding(rel, f"{where} repeats the pinned version {value!r}; read it from the lockfile instead", file=rel)
+                    yield Finding(rel, f"{where} repeats the pinned version {value!r}; read it from the lockfile instead", file=rel, key=where)
 
 
 OVERLAY_VAR = "gpu_platform_versions_overlay"
+LOCKFILE = "infra/gpu_platform/data/versions.yaml"  # where every pin lives (gpu_platform.versions)
 
 
 def inventory_dirs(root: Path) -> list[Path]:
@@ -185,19 +188,20 @@ def ansible_driver_branch_in_support(root: Path, ctx: Context) -> Iterator[Findi
             problem = branch_support_problem(ctx.lock, ctx.lock.nvidia_driver.branch, today)
             if problem:
                 rel = hosts.relative_to(root).as_posix()
-                yield Finding(rel, f"{problem} (nvidia_driver.branch in the lockfile)", file=rel)
+                # The inventory converges what the lockfile pins: the fix is the lockfile's key.
+                yield Finding(rel, f"{problem} (nvidia_driver.branch in the lockfile)", file=LOCKFILE, key="nvidia_driver.branch")
             continue
         for path, name in selected:
             rel = path.relative_to(root).as_posix()
             overlay = ctx.lock.overlays.get(name)
             if overlay is None:
                 defined = ", ".join(sorted(ctx.lock.overlays)) or "none"
-                yield Finding(rel, f"{OVERLAY_VAR}={name} is not an overlay in the lockfile; defined: {defined}", file=rel)
+                yield Finding(rel, f"{OVERLAY_VAR}={name} is not an overlay in the lockfile; defined: {defined}", file=rel, key=OVERLAY_VAR)
                 continue
             branch = str(overlay.overrides.get("nvidia_driver", {}).get("branch", ctx.lock.nvidia_driver.branch))
             problem = branch_support_problem(ctx.lock, branch, today)
             if problem:
-                yield Finding(rel, f"{OVERLAY_VAR}={name}: {problem}", file=rel)
+                yield Finding(rel, f"{OVERLAY_VAR}={name}: {problem}", file=rel, key=OVERLAY_VAR)
 
 
 # What the roles call each node component in a finding.
@@ -210,8 +214,8 @@ NODE_COMPONENT_NAMES = {
 }
 
 
-def node_support_problems(lock: Lockfile, today: date) -> list[str]:
-    """Why the node components `lock` pins (beyond the driver branch) may not be converged on `today`."""
+def node_support_problems(lock: Lockfile, today: date) -> list[tuple[str, str]]:
+    """(lockfile key, why) for each node component `lock` pins (beyond the driver branch) that may not be converged on `today`."""
     problems = []
     for where, component, key in node_support_keys(lock):
         if component == SUPPORT_DRIVER_BRANCHES:
@@ -219,9 +223,9 @@ def node_support_problems(lock: Lockfile, today: date) -> list[str]:
         end = support_end(lock, component, key)
         what = NODE_COMPONENT_NAMES.get(component, component)
         if end is None:
-            problems.append(f'{what} {key} ({where}) has no end-of-support entry; add support.{component}."{key}" with its source')
+            problems.append((where, f'{what} {key} ({where}) has no end-of-support entry; add support.{component}."{key}" with its source'))
         elif past_support(end, today):
-            problems.append(f"{what} {key} ({where}) reached end of support on {end.ends} ({end.source}); pin a release supported today")
+            problems.append((where, f"{what} {key} ({where}) reached end of support on {end.ends} ({end.source}); pin a release supported today"))
     return problems
 
 
@@ -245,15 +249,15 @@ def ansible_node_stack_in_support(root: Path, ctx: Context) -> Iterator[Finding]
         if not selected:
             hosts = next((p for p in sorted(inventory.glob("hosts*")) if p.is_file()), inventory)
             rel = hosts.relative_to(root).as_posix()
-            for problem in node_support_problems(ctx.lock, ctx.day):
-                yield Finding(rel, problem, file=rel)
+            for where, problem in node_support_problems(ctx.lock, ctx.day):
+                yield Finding(rel, problem, file=LOCKFILE, key=where)
             continue
         for path, name in selected:
             if name not in ctx.lock.overlays:
                 continue  # ansible-driver-branch-in-support names the unknown overlay
             rel = path.relative_to(root).as_posix()
-            for problem in node_support_problems(overlay_lockfile(ctx.lock, name), ctx.day):
-                yield Finding(rel, f"{OVERLAY_VAR}={name}: {problem}", file=rel)
+            for _, problem in node_support_problems(overlay_lockfile(ctx.lock, name), ctx.day):
+                yield Finding(rel, f"{OVERLAY_VAR}={name}: {problem}", file=rel, key=OVERLAY_VAR)
 
 
 PACKER_TEMPLATE = "ansible/packer/gpu-node.pkr.hcl"
@@ -308,4 +312,5 @@ def ansible_node_os_cgroup_v2(root: Path, ctx: Context) -> Iterator[Finding]:
                 f"the kubelet of Kubernetes {ctx.lock.kubernetes.version} refuses it (compatibility.kubelet.cgroup_v2_from {since}); "
                 "allowed: OSes booting cgroup v2",
                 file=rel,
+                key=where.removesuffix(" validation").replace(" ", "."),
             )

@@ -7,7 +7,8 @@ from datetime import date
 from typing import Any
 
 from gpu_platform.aws.nodepools import BLOCK_END_TAG, BLOCK_START_TAG
-from gpu_platform.pools import LABEL_POOL
+from gpu_platform.catalog import Catalog
+from gpu_platform.pools import GPU_RESOURCE, LABEL_POOL
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.rules.rollout import fixed_capacity_tier
 from gpu_platform_policies.view import (
@@ -48,13 +49,16 @@ def production_capacity_floor(plan: PlanView, ctx: Context) -> Iterator[Finding]
         floor = [p for p in members if not p.spot]
         if not floor:
             yield Finding(
-                members[0].resource, f"workload class {cls} has only Spot capacity in production ({names}); add a reserved or on-demand pool"
+                members[0].resource,
+                f"workload class {cls} has only Spot capacity in production ({names}); add a reserved or on-demand pool",
+                field="capacity",
             )
         elif not any(p.min_nodes > 0 for p in floor):
             yield Finding(
                 floor[0].resource,
                 f"workload class {cls} has no floor in production: its non-Spot pools ({', '.join(p.name for p in floor)}) "
                 "can all scale to zero; give one of them min >= 1",
+                field="scaling.min",
             )
 
 
@@ -89,6 +93,7 @@ def spot_exposure(plan: PlanView, ctx: Context) -> Iterator[Finding]:
             yield Finding(
                 largest[cls][1],
                 f"{cls}: {spot} of {total} GPUs at max size are Spot ({spot / total:.0%}); threshold max-spot-share-{cls} is {limit:.0%}",
+                field="capacity",
             )
 
 
@@ -156,10 +161,25 @@ def kueue_quota_fits_pool(plan: PlanView, ctx: Context) -> Iterator[Finding]:
             yield Finding(where[(flavor, resource)][0], f"flavor {flavor}: pool {pool.name} offers no {resource}")
         elif offered is not None and total > offered * factor:
             queues = ", ".join(sorted(set(where[(flavor, resource)])))
+            over = f" x max-quota-overcommit {factor:g}" if factor != 1 else ""
             yield Finding(
                 where[(flavor, resource)][0],
-                f"flavor {flavor}: nominal quotas of {resource} add up to {total:g} ({queues}) but pool {pool.name} offers {offered} at max size",
+                f"quotas on pool {pool.name} (flavor {flavor}) add up to {in_gpus(pool, ctx.catalog, resource, total)} ({queues}) "
+                f"but the pool has {offered / (pool.resources_per_gpu(ctx.catalog) or {}).get(resource, 1):g} GPUs at max size{over}",
             )
+
+
+def in_gpus(pool: Pool, catalog: Catalog, resource: str, amount: float) -> str:
+    """An amount of a pool's extended resource in the GPUs a stack's quota is written in, with the unit Kueue counts.
+
+    Tenants write `gpus: N` (physical GPUs' worth); the ClusterQueue holds N x the pool's resources per
+    GPU (gpu_platform.pools.resources_per_gpu): MIG slices of its layout, or time-slicing/MPS replicas.
+    """
+    per = (pool.resources_per_gpu(catalog) or {}).get(resource)
+    if not per or (per == 1 and resource == GPU_RESOURCE):
+        return f"{amount:g} GPUs"
+    how = f"{per} per GPU in layout {pool.mig_config}" if pool.sharing == "mig" else f"{per} {pool.sharing} replicas per GPU"
+    return f"{amount / per:g} GPUs ({amount:g} {resource}, {how})"
 
 
 @rule(
@@ -206,22 +226,28 @@ def tenant_has_quota_and_queue(plan: PlanView, ctx: Context) -> Iterator[Finding
     category="capacity",
     types=(NODE_GROUP,),
 )
-def fixed_capacity_placement(r: Resource, ctx: Context) -> Iterator[str]:
+def fixed_capacity_placement(r: Resource, ctx: Context) -> Iterator[Finding]:
     """An ODCR or Capacity Block lives in one zone; elsewhere instances bill On-Demand or do not launch."""
     tier = fixed_capacity_tier(r)
     if tier is None:
         return
     subnets = r.inputs.get("subnetIds") or []
     if len(subnets) != 1:
-        yield f"{len(subnets)} subnets on {tier} capacity; use exactly one, in the reservation's Availability Zone"
+        yield Finding(
+            r.name, f"{len(subnets)} subnets on {tier} capacity; use exactly one, in the reservation's Availability Zone", field="availabilityZones"
+        )
     if tier != "capacity-block":
         return
     # EKS user guide, "Create a managed node group with Capacity Blocks for ML".
     if r.inputs.get("instanceTypes"):
-        yield "instanceTypes is set on a Capacity Block node group; put the instance type in the launch template only"
+        yield Finding(
+            r.name, "instanceTypes is set on a Capacity Block node group; put the instance type in the launch template only", field="instanceTypes"
+        )
     low = get(r.inputs, "scalingConfig", "minSize")
     if low not in (None, 0):
-        yield f"scalingConfig.minSize is {low}; a Capacity Block group must be able to sit at 0 outside the block"
+        yield Finding(
+            r.name, f"scalingConfig.minSize is {low}; a Capacity Block group must be able to sit at 0 outside the block", field="scaling.min"
+        )
 
 
 def no_capacity_block(plan: PlanView, ctx: Context) -> str | None:
@@ -253,14 +279,24 @@ def capacity_block_in_dates(plan: PlanView, ctx: Context) -> Iterator[Finding]:
         pool = str((r.inputs.get("labels") or {}).get(LABEL_POOL, r.name))
         start, end = tags.get(BLOCK_START_TAG), tags.get(BLOCK_END_TAG)
         if not start or not end:
-            yield Finding(r.name, f"Capacity Block pool {pool} declares no dates; allowed: reservation.start and reservation.end (YYYY-MM-DD)")
+            yield Finding(
+                r.name,
+                f"Capacity Block pool {pool} declares no dates; allowed: reservation.start and reservation.end (YYYY-MM-DD)",
+                field="reservation",
+            )
             continue
         try:
             first, last = date.fromisoformat(str(start)), date.fromisoformat(str(end))
         except ValueError:
-            yield Finding(r.name, f"Capacity Block pool {pool}: dates {start!r}..{end!r} are not YYYY-MM-DD")
+            yield Finding(r.name, f"Capacity Block pool {pool}: dates {start!r}..{end!r} are not YYYY-MM-DD", field="reservation")
             continue
         if last <= ctx.day:
-            yield Finding(r.name, f"Capacity Block of pool {pool} ended on {last}; remove the pool or declare the new block's dates")
+            yield Finding(
+                r.name, f"Capacity Block of pool {pool} ended on {last}; remove the pool or declare the new block's dates", field="reservation.end"
+            )
         elif ctx.day < first and pool in held:
-            yield Finding(r.name, f"Capacity Block of pool {pool} starts on {first} but its flavor carries quota now; allowed: 0 until then")
+            yield Finding(
+                r.name,
+                f"Capacity Block of pool {pool} starts on {first} but its flavor carries quota now; allowed: 0 until then",
+                field="reservation.start",
+            )

@@ -63,17 +63,19 @@ def spot_pool_interruptible(r: Resource, ctx: Context) -> Iterator[str]:
     category="gpu",
     types=POOL_TYPES,
 )
-def training_whole_gpus(r: Resource, ctx: Context) -> Iterator[str]:
+def training_whole_gpus(r: Resource, ctx: Context) -> Iterator[Finding]:
     """Sliced GPUs break NCCL collectives and make step times unpredictable."""
     pool = pool_of(r, ctx.catalog)
     if pool is None or pool.workload_class != "training":
         return
     if pool.sharing != "none":
-        yield f"training pool {pool.name} shares its GPUs ({pool.sharing}); training needs whole GPUs"
+        yield Finding(r.name, f"training pool {pool.name} shares its GPUs ({pool.sharing}); training needs whole GPUs", field="sharing")
     if pool.device_plugin_config != "default":
-        yield f"training pool {pool.name} selects device-plugin config {pool.device_plugin_config!r}; allowed: 'default'"
+        yield Finding(
+            r.name, f"training pool {pool.name} selects device-plugin config {pool.device_plugin_config!r}; allowed: 'default'", field="sharing"
+        )
     if pool.mig_config:
-        yield f"training pool {pool.name} selects MIG layout {pool.mig_config!r}; allowed: MIG off (all-disabled)"
+        yield Finding(r.name, f"training pool {pool.name} selects MIG layout {pool.mig_config!r}; allowed: MIG off (all-disabled)", field="sharing")
 
 
 @rule(
@@ -84,20 +86,25 @@ def training_whole_gpus(r: Resource, ctx: Context) -> Iterator[str]:
     category="gpu",
     types=POOL_TYPES,
 )
-def mig_config_valid(r: Resource, ctx: Context) -> Iterator[str]:
+def mig_config_valid(r: Resource, ctx: Context) -> Iterator[Finding]:
     """mig-manager leaves nodes unschedulable when asked for a layout the GPU cannot make."""
     pool = pool_of(r, ctx.catalog)
     if pool is None or (pool.mig_config is None and pool.sharing != "mig"):
         return
     gpu = ctx.catalog.gpus.get(pool.gpu_model or "")
     if gpu is None:
-        yield f"pool {pool.name} has unknown GPU model {pool.gpu_model!r}; cannot validate MIG"
+        yield Finding(r.name, f"pool {pool.name} has unknown GPU model {pool.gpu_model!r}; cannot validate MIG")
     elif not gpu.supports_mig:
-        yield f"pool {pool.name}: {gpu.name} does not support MIG"
+        yield Finding(r.name, f"pool {pool.name}: {gpu.name} does not support MIG", field="sharing.mode")
     elif pool.mig_config is None:
-        yield f"pool {pool.name} shares by MIG but selects no MIG layout; allowed: {', '.join(sorted(gpu.mig_configs))}"
+        yield Finding(
+            r.name, f"pool {pool.name} shares by MIG but selects no MIG layout; allowed: {', '.join(sorted(gpu.mig_configs))}", field="sharing"
+        )
     elif pool.mig_config not in gpu.mig_configs:
-        yield f"pool {pool.name}: MIG layout {pool.mig_config!r} does not exist for {gpu.name}; allowed: {', '.join(sorted(gpu.mig_configs))}"
+        allowed = ", ".join(sorted(gpu.mig_configs))
+        yield Finding(
+            r.name, f"pool {pool.name}: MIG layout {pool.mig_config!r} does not exist for {gpu.name}; allowed: {allowed}", field="sharing.migConfig"
+        )
 
 
 def device_plugin_configs(r: Resource) -> dict[str, Mapping[str, Any]]:
@@ -185,7 +192,7 @@ def sharing_modes_exclusive(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     types=(*POOL_TYPES, CONFIG_MAP),
     thresholds={"sharing-min-replicas": 2, "sharing-max-replicas": 16},
 )
-def sharing_replicas_bounds(r: Resource, ctx: Context) -> Iterator[str]:
+def sharing_replicas_bounds(r: Resource, ctx: Context) -> Iterator[str | Finding]:
     """Too many replicas starve each tenant of memory; one replica is just a renamed GPU."""
     lo, hi = ctx.threshold("sharing-min-replicas"), ctx.threshold("sharing-max-replicas")
     if r.type == CONFIG_MAP:
@@ -198,7 +205,8 @@ def sharing_replicas_bounds(r: Resource, ctx: Context) -> Iterator[str]:
     if pool is None or pool.sharing not in ("time-slicing", "mps"):
         return
     if pool.replicas is None or not lo <= pool.replicas <= hi:
-        yield f"pool {pool.name}: {pool.sharing} replicas {pool.replicas!r} (from {pool.device_plugin_config!r}); allowed: {lo:g}..{hi:g}"
+        message = f"pool {pool.name}: {pool.sharing} replicas {pool.replicas!r} (from {pool.device_plugin_config!r}); allowed: {lo:g}..{hi:g}"
+        yield Finding(r.name, message, field="sharing.replicas")
 
 
 EFA_CHART = "aws-efa-k8s-device-plugin"

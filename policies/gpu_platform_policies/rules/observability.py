@@ -36,7 +36,7 @@ def dcgm_exporter_monitored(plan: PlanView, ctx: Context) -> Iterator[Finding]:
         return
     releases = helm_releases(plan, "gpu-operator")
     if not releases:
-        yield Finding("stack", "no GPU Operator release, so no DCGM exporter runs on GPU nodes")
+        yield Finding("stack", "no GPU Operator release, so no DCGM exporter runs on GPU nodes", key="gpu-platform:gpuOperator")
         return
     release = releases[0]
     dcgm = get(release.inputs, "values", "dcgmExporter", default={}) or {}
@@ -70,7 +70,7 @@ def critical_gpu_alerts(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     blob = "\n".join(texts)
     for failure, patterns in CRITICAL_ALERTS.items():
         if not any(p.search(blob) for p in patterns):
-            yield Finding("stack", f"no PrometheusRule alert for {failure}")
+            yield Finding("stack", f"no PrometheusRule alert for {failure}", key="gpu-platform:monitoring")
 
 
 # The pinned kube-prometheus-stack chart's values.yaml `alertmanager.config.route`: everything to `null`.
