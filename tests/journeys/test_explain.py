@@ -40,6 +40,8 @@ def test_explain_sees_the_pools_the_node_groups_declare(stack: str) -> None:
             assert [(t["key"], t["value"]) for t in p.taints] == [(t["key"], t["value"]) for t in groups[p.pool.name]["taints"]]
         else:
             assert dict(p.labels) == patches[p.pool.name]["metadata"]["labels"], p.pool.name
+            declared = json.loads(patches[p.pool.name]["metadata"]["annotations"]["gpu-platform.io/taints"])
+            assert [dict(t) for t in p.taints] == declared, p.pool.name
 
 
 def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
