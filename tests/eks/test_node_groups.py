@@ -18,7 +18,6 @@ from gpu_platform.spec.models import NodePool
 from tests.conftest import plan_for, spec_for
 
 EKS_STACKS = ("dev", "staging", "prod")
-AUTOSCALER = "k8s.io/cluster-autoscaler/node-template"
 # cluster-autoscaler utils/gpu/gpu.go GPUVendorResourceNames (the only resources it counts as GPUs).
 CA_GPU_RESOURCES = ("nvidia.com/gpu", "habana.ai/gaudi", "gpu.intel.com/xe", "amd.com/gpu", "microsoft.com/directx")
 

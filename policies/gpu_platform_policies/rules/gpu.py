@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from gpu_platform.behaviour import ssa
+from gpu_platform.behaviour import scheduler, ssa
 from gpu_platform.efa import EFA_RESOURCE, HUGEPAGES_RESOURCE
 from gpu_platform.k8s.sharing import device_plugin_refusal, effective_mig_strategy
 from gpu_platform.pools import ANNOTATION_TAINTS, GPU_TAINT, INTERRUPTIBLE_TAINT, LABEL_EFA, LABEL_INTERRUPTIBLE
@@ -243,18 +243,6 @@ def efa_node_groups(plan: PlanView) -> list[Resource]:
     return [ng for ng in plan.of_type(NODE_GROUP) if ng.parent in efa_parents or (ng.inputs.get("labels") or {}).get(LABEL_EFA) == "true"]
 
 
-def _tolerates(tolerations: list[Any], key: str, value: str, effect: str) -> bool:
-    """Toleration.ToleratesTaint (k8s.io/component-helpers) for one taint."""
-    for t in tolerations:
-        if not isinstance(t, Mapping) or (t.get("effect") and t["effect"] != effect):
-            continue
-        if t.get("operator") == "Exists" and (not t.get("key") or t["key"] == key):
-            return True
-        if t.get("key") == key and t.get("operator", "Equal") == "Equal" and str(t.get("value", "")) == value:
-            return True
-    return False
-
-
 def _misses(release: Resource, ng: Resource) -> str | None:
     """Why the device plugin DaemonSet of this release cannot run on the node group's nodes, or None."""
     values = release.inputs.get("values") or {}
@@ -268,11 +256,11 @@ def _misses(release: Resource, ng: Resource) -> str | None:
         missing = sorted(set(ng.inputs.get("instanceTypes") or []) - set(supported))
         if missing:
             return f"its supportedInstanceLabels leave out {', '.join(missing)}"
-    tolerations = [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *(values.get("tolerations") or [])]
-    for taint in ng.inputs.get("taints") or []:
-        effect = TAINT_EFFECTS.get(str(taint.get("effect")), str(taint.get("effect")))
-        if effect in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, str(taint.get("key")), str(taint.get("value", "")), effect):
-            return f"it does not tolerate the pool's taint {taint.get('key')}={taint.get('value', '')}:{effect}"
+    tolerations = [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *(t for t in values.get("tolerations") or [] if isinstance(t, Mapping))]
+    taints = [{**t, "effect": TAINT_EFFECTS.get(str(t.get("effect")), str(t.get("effect")))} for t in ng.inputs.get("taints") or []]
+    taint = scheduler.untolerated_taint(taints, tolerations)
+    if taint is not None:
+        return f"it does not tolerate the pool's taint {taint.get('key')}={taint.get('value', '')}:{taint['effect']}"
     return None
 
 
