@@ -6,6 +6,7 @@ tests) reads these from here, so a pool means the same thing everywhere.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import date
 
@@ -28,6 +29,10 @@ LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
+# On-prem nodes: the pool's taints as a JSON list, an annotation the platform owns on each Node. The
+# Ansible role k8s_node_taints reads it and merges the taints in (kubernetes.core.k8s_taint); Pulumi
+# never writes spec.taints, an atomic list that server-side apply would own whole.
+ANNOTATION_TAINTS = f"{DOMAIN}/taints"
 RESERVED_LABEL_PREFIXES = (f"{DOMAIN}/", "nvidia.com/", "kubernetes.io/", "k8s.io/", "eks.amazonaws.com/", "k8s.amazonaws.com/")
 
 
@@ -169,3 +174,8 @@ def node_taints(pool: NodePool) -> list[Taint]:
     if is_interruptible(pool):
         taints.append(INTERRUPTIBLE_TAINT)
     return taints
+
+
+def taints_annotation(pool: NodePool) -> str:
+    """The value of ANNOTATION_TAINTS on the pool's nodes: its taints as compact JSON, in declared order."""
+    return json.dumps([{"key": t.key, "value": t.value, "effect": t.effect} for t in node_taints(pool)], separators=(",", ":"))

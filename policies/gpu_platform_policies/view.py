@@ -6,6 +6,7 @@ and under CrossGuard.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import Any
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.pools import (
+    ANNOTATION_TAINTS,
     GPU_RESOURCE,
     LABEL_DEVICE_PLUGIN_CONFIG,
     LABEL_GPU_MODEL,
@@ -147,6 +149,15 @@ def _taints(raw: Any) -> tuple[tuple[str, str, str], ...]:
     return tuple(out)
 
 
+def _declared_taints(r: Resource) -> tuple[tuple[str, str, str], ...]:
+    """On-prem taints: the node patch declares them in its annotation (the Ansible role k8s_node_taints merges them in)."""
+    raw = (get(r.inputs, "metadata", "annotations", default={}) or {}).get(ANNOTATION_TAINTS)
+    try:
+        return _taints(json.loads(raw)) if isinstance(raw, str) else ()
+    except ValueError:
+        return ()
+
+
 def is_gpu_node_group(r: Resource, catalog: Catalog) -> bool:
     """A node group is a GPU pool when its AMI, its labels or its instance types say so."""
     if r.type != NODE_GROUP:
@@ -187,7 +198,7 @@ def pool_of(r: Resource, catalog: Catalog) -> Pool | None:
             resource=r.name,
             platform="onprem",
             labels=labels,
-            taints=_taints(get(r.inputs, "spec", "taints")),
+            taints=_declared_taints(r),
             gpu_model=labels.get(LABEL_GPU_MODEL),
             capacity_type="ON_DEMAND",
             nodes=1,

@@ -1,10 +1,12 @@
 """A fake Kubernetes API server for the calls cordon, drain, uncordon and the advertise wait make.
 
-kubernetes.core 6.2.0 (k8s_drain, k8s_info) talks to it through the `kubernetes` Python library
+kubernetes.core 6.2.0 (k8s_drain, k8s_info, k8s_taint) talks to it through the `kubernetes` Python library
 exactly as to a real server: `get_api_client` builds a DynamicClient, whose discovery reads
 GET /version, /api, /apis and /api/v1; k8s_drain then calls CoreV1Api read_node, patch_node,
 list_pod_for_all_namespaces(field_selector=spec.nodeName=<node>), create_namespaced_pod_eviction
-and read_namespaced_pod (plugins/modules/k8s_drain.py, K8sDrainAnsible); k8s_info reads the Node.
+and read_namespaced_pod (plugins/modules/k8s_drain.py, K8sDrainAnsible); k8s_info reads or lists
+Nodes (a labelSelector of existence and equality requirements); k8s_taint reads the Node and patches
+spec.taints (plugins/modules/k8s_taint.py, K8sTaintAnsible).
 
 Responses follow the Kubernetes API reference (kubernetes.io/docs/reference/kubernetes-api/):
 Node (cluster-resources/node-v1: get, patch with application/strategic-merge-patch+json), Pod
@@ -22,6 +24,7 @@ import copy
 import json
 import re
 import threading
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -91,6 +94,27 @@ class Cluster:
         return [f"{r['method']} {r['path']}" for r in self.requests if not re.match(r"^/(version|api|apis|api/v1)$", r["path"])]
 
 
+def _decoded_taint(taint: dict[str, Any]) -> dict[str, Any]:
+    """A Taint as the API server decodes it: its known fields (key, value, effect, timeAdded); unknown
+    fields (the Python client's snake_case `time_added`) and nulls are dropped."""
+    return {k: v for k, v in taint.items() if k in ("key", "value", "effect", "timeAdded") and v is not None}
+
+
+def _selects(query: str, labels: dict[str, str]) -> bool:
+    """A labelSelector of `key`, `key=value` or `!key` requirements, comma-separated (equality and existence only)."""
+    found = re.search(r"(?:^|&)labelSelector=([^&]*)", query)
+    if not found:
+        return True
+    for req in filter(None, urllib.parse.unquote(found.group(1)).split(",")):
+        key, _, value = req.partition("=")
+        if key.startswith("!"):
+            if key[1:] in labels:
+                return False
+        elif key not in labels or (value and labels[key] != value.lstrip("=")):
+            return False
+    return True
+
+
 def _handler(cluster: Cluster) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -127,15 +151,23 @@ def _handler(cluster: Cluster) -> type[BaseHTTPRequestHandler]:
             if path == "/api/v1":
                 return 200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": RESOURCES}
             if path == "/api/v1/nodes" and method == "GET":
-                return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": list(cluster.nodes.values())}
+                items = [n for n in cluster.nodes.values() if _selects(query, n["metadata"].get("labels") or {})]
+                return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": items}
             m = re.fullmatch(r"/api/v1/nodes/([^/]+)", path)
             if m:
                 found = cluster.nodes.get(m.group(1))
                 if found is None:
                     return 404, status(404, "NotFound", f'nodes "{m.group(1)}" not found')
                 if method == "PATCH":
-                    # strategic-merge and merge patch agree on a scalar field: spec.unschedulable.
-                    found["spec"].update((body or {}).get("spec", {}))
+                    # strategic-merge and merge patch agree on a scalar field (spec.unschedulable) and on
+                    # spec.taints, a list without patch strategy: the patch's list replaces the node's.
+                    patch = dict((body or {}).get("spec", {}))
+                    if "taints" in patch:
+                        patch["taints"] = [_decoded_taint(t) for t in patch["taints"] or []]
+                        if not patch["taints"]:
+                            del patch["taints"]
+                            found["spec"].pop("taints", None)  # omitempty
+                    found["spec"].update(patch)
                     if found["spec"].get("unschedulable") is False:
                         del found["spec"]["unschedulable"]  # omitempty: false is not serialised
                 return 200, found

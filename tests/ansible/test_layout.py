@@ -9,7 +9,7 @@ import yaml
 
 from tests.ansible.helpers import ANSIBLE_DIR, ROLES
 
-PLAYBOOKS = ["site.yml", "validate.yml", "golden_image.yml", "driver_upgrade.yml"]
+PLAYBOOKS = ["site.yml", "validate.yml", "golden_image.yml", "driver_upgrade.yml", "node_taints.yml"]
 ROLE_DIRS = sorted(p for p in ROLES.iterdir() if p.is_dir())
 PLAY_KEYS = {
     "name",

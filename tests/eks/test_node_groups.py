@@ -10,13 +10,14 @@ import pytest
 
 from gpu_platform.aws.nodepools import ACCELERATOR_LABEL, launch_template_plan, node_group_plan, update_strategy
 from gpu_platform.behaviour.apimachinery import parse_quantity
+from gpu_platform.behaviour.autoscaler import template_node
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import Plan, PlannedResource
 from gpu_platform.pools import GPU_RESOURCE
+from gpu_platform.spec.models import NodePool
 from tests.conftest import plan_for, spec_for
 
 EKS_STACKS = ("dev", "staging", "prod")
-AUTOSCALER = "k8s.io/cluster-autoscaler/node-template"
 # cluster-autoscaler utils/gpu/gpu.go GPUVendorResourceNames (the only resources it counts as GPUs).
 CA_GPU_RESOURCES = ("nvidia.com/gpu", "habana.ai/gaudi", "gpu.intel.com/xe", "amd.com/gpu", "microsoft.com/directx")
 
@@ -96,13 +97,14 @@ def test_reserved_efa_pool_uses_the_reservations_placement_group() -> None:
     assert (launch_template_plan(without, catalog).placement_group, launch_template_plan(without, catalog).placement_group_name) == (True, None)
 
 
-def _simulated_node(ng: PlannedResource, tags: dict[str, str]) -> tuple[dict[str, str], dict[str, int]]:
-    """(labels, allocatable) of a node cluster-autoscaler builds from the node group's template tags."""
-    labels = {k.removeprefix(f"{AUTOSCALER}/label/"): v for k, v in tags.items() if "/label/" in k}
+def _simulated_node(pool: NodePool, ng: PlannedResource, tags: dict[str, str]) -> tuple[dict[str, str], dict[str, int]]:
+    """(labels, allocatable) of the node cluster-autoscaler builds for the group at zero (behaviour.autoscaler `template_node`)."""
+    instance = load_catalog().instance(pool.instance_types[0])
+    from_tags = template_node(instance.vcpu, instance.memory_gib * 1024, instance.gpus, tags)
+    assert dict(from_tags.labels) == ng.inputs["labels"], "the template must describe the nodes the group really makes"
+    node = template_node(instance.vcpu, instance.memory_gib * 1024, instance.gpus, tags, ng.inputs["labels"])
     # Extended resources are counts; hugepages-2Mi (EFA pools) is a byte quantity like "10240Mi".
-    allocatable = {k.removeprefix(f"{AUTOSCALER}/resources/"): int(parse_quantity(v)) for k, v in tags.items() if "/resources/" in k}
-    assert labels == ng.inputs["labels"], "the template must describe the nodes the group really makes"
-    return labels, allocatable
+    return dict(node.labels), {k: int(parse_quantity(v)) for k, v in node.allocatable.items()}
 
 
 @pytest.mark.parametrize("stack", EKS_STACKS)
@@ -119,7 +121,7 @@ def test_accelerator_label_exactly_where_the_autoscaler_can_see_the_gpus(stack: 
     for pool in spec.node_pools:
         ng = _pool_ng(plan, pool.name)
         tags = {r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in plan.children(f"pool-{pool.name}") if r.type == "aws:autoscaling/tag:Tag"}
-        labels, allocatable = _simulated_node(ng, tags)
+        labels, allocatable = _simulated_node(pool, ng, tags)
         has_label = ACCELERATOR_LABEL in labels
         has_gpu = any(allocatable.get(r, 0) > 0 for r in CA_GPU_RESOURCES)
         unready_forever = has_label and not has_gpu

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -286,7 +287,10 @@ def test_onprem_creates_no_aws_resources_and_patches_nodes() -> None:
             patch: PlannedResource = patches[node]
             assert patch.inputs["metadata"]["labels"]["gpu-platform.io/pool"] == pool.name
             assert patch.inputs["metadata"]["labels"]["gpu-platform.io/gpu-model"] == gpu_of(pool, catalog).name
-            assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"} in patch.inputs["spec"]["taints"]
+            # Taints are declared, never applied by Pulumi: spec.taints is an atomic list (k8s_node_taints merges them in).
+            declared = json.loads(patch.inputs["metadata"]["annotations"]["gpu-platform.io/taints"])
+            assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"} in declared
+            assert "spec" not in patch.inputs
     assert patches["dgx-a100-01"].inputs["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.10gb"
     assert patches["l40s-01"].inputs["metadata"]["labels"]["nvidia.com/device-plugin.config"] == "mps-8"
 

@@ -40,6 +40,8 @@ def test_explain_sees_the_pools_the_node_groups_declare(stack: str) -> None:
             assert [(t["key"], t["value"]) for t in p.taints] == [(t["key"], t["value"]) for t in groups[p.pool.name]["taints"]]
         else:
             assert dict(p.labels) == patches[p.pool.name]["metadata"]["labels"], p.pool.name
+            declared = json.loads(patches[p.pool.name]["metadata"]["annotations"]["gpu-platform.io/taints"])
+            assert [dict(t) for t in p.taints] == declared, p.pool.name
 
 
 def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
@@ -51,21 +53,28 @@ def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(set(s) == {"stage", "result", "detail", "source"} and s["result"] in ("ok", "blocked", "warning") for s in out["steps"])
 
 
-@pytest.mark.parametrize(
-    ("name", "verdict"),
-    [
-        ("train-efa-2node", "runs"),
-        ("inference-mig", "runs"),
-        ("batch-spot", "runs"),
-        ("volcano-gang", "runs"),
-        ("above-tier", "never"),
-        ("whole-gpu-on-mig-pool", "never"),
-        ("no-quota-model", "never"),
-    ],
-)
-def test_every_example_says_what_its_comment_promises(name: str, verdict: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["explain", "--stack", "prod", "--workload", str(EXAMPLES / f"{name}.yaml"), "--format", "json"]) == 0
+EXAMPLE_VERDICTS = [
+    ("train-efa-2node", "prod", "runs"),
+    ("train-jobset", "prod", "runs"),
+    ("inference-mig", "prod", "runs"),
+    ("batch-spot", "prod", "runs"),
+    ("volcano-gang", "prod", "runs"),
+    ("dev-notebook-time-sliced", "dev", "runs"),
+    ("above-tier", "prod", "never"),
+    ("whole-gpu-on-mig-pool", "prod", "never"),
+    ("no-quota-model", "prod", "never"),
+]
+
+
+@pytest.mark.parametrize(("name", "stack", "verdict"), EXAMPLE_VERDICTS)
+def test_every_example_says_what_its_comment_promises(name: str, stack: str, verdict: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "--stack", stack, "--workload", str(EXAMPLES / f"{name}.yaml"), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["verdict"] == verdict
+
+
+def test_every_shipped_example_is_checked() -> None:
+    """Each file under examples/workloads has its promised verdict checked above."""
+    assert {p.stem for p in EXAMPLES.glob("*.yaml")} == {name for name, _, _ in EXAMPLE_VERDICTS}
 
 
 def test_text_output_names_every_stage_and_its_source(capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,6 +25,7 @@ from gpu_platform.efa import interface_layout
 from gpu_platform.engine import Plan
 from gpu_platform.pools import LABEL_EFA
 from tests.conftest import plan_for, spec_for
+from tests.k8s import charts
 
 RESERVED = "train-h100-reserved"
 TENANT = "llm-training"
@@ -34,11 +35,6 @@ TRAINING_POD: dict[str, Any] = {
     "nodeSelector": {},
     "tolerations": [],
 }
-
-
-def tolerated(taint: Mapping[str, str], tolerations: list[Mapping[str, str]]) -> bool:
-    """k8s.io/component-helpers scheduling/corev1 Toleration.ToleratesTaint for one taint (gpu_platform.behaviour.scheduler)."""
-    return any(scheduler.tolerates(t, taint) for t in tolerations)
 
 
 def kueue_admit(pod: Mapping[str, Any], cluster_queue: Mapping[str, Any], flavors: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, str]:
@@ -125,35 +121,26 @@ def test_the_admitted_pod_fits_the_node_the_plan_builds() -> None:
     assert labels[LABEL_EFA] == "true"
 
 
-def _required_affinity_matches(values: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """The required node affinity aws-efa-k8s-device-plugin's templates/daemonset.yaml renders.
-
-    One nodeSelectorTerm per `supportedInstanceLabels.keys` entry: key In `supportedInstanceLabels.values`
-    and `eks.amazonaws.com/compute-type` NotIn [auto]; terms are ORed, expressions ANDed.
-    """
-    supported = values.get("supportedInstanceLabels") or {}
-    return any(labels.get(key) in supported["values"] and labels.get("eks.amazonaws.com/compute-type") != "auto" for key in supported["keys"])
-
-
 @pytest.mark.parametrize("stack", ["staging", "prod"])
 def test_efa_device_plugin_runs_on_every_efa_pool_and_nowhere_else(stack: str) -> None:
-    """kube-scheduler's NodeAffinity (nodeSelector + required affinity) and TaintToleration for the plugin's pod."""
+    """The chart's own DaemonSet (`helm template` of the release, aws/eks-charts aws-efa-k8s-device-plugin at the
+    pinned version), placed by kube-scheduler's NodeAffinity and TaintToleration (gpu_platform.behaviour.scheduler)."""
     plan, spec = plan_for(stack), spec_for(stack)
     release = plan.named("efa-device-plugin-release").inputs
     lock = spec.lock
     assert (release["chart"], release["version"]) == ("aws-efa-k8s-device-plugin", lock.chart("aws-efa-k8s-device-plugin").version)
     assert release["repositoryOpts"]["repo"] == "https://aws.github.io/eks-charts"
-    values = release["values"]
-    assert values["image"] == {"repository": lock.image("aws-efa-k8s-device-plugin").repository, "tag": lock.image("aws-efa-k8s-device-plugin").tag}
-    # The chart always adds CriticalAddonsOnly; ours adds the pools' taints.
-    tolerations = [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *values["tolerations"]]
+    assert release["values"]["image"] == {
+        "repository": lock.image("aws-efa-k8s-device-plugin").repository,
+        "tag": lock.image("aws-efa-k8s-device-plugin").tag,
+    }
+    (rel,) = [r for r in charts.releases(plan) if r.resource == "efa-device-plugin-release"]
+    rendered = charts.template(rel, lock.kubernetes.version, ())
+    (daemonset,) = [o for o in rendered.objects if o.get("kind") == "DaemonSet"]
+    pod = daemonset["spec"]["template"]["spec"]
     for pool in spec.node_pools:
         labels, taints, _ = _node_of(plan, pool.name) if pool.efa else _plain_node(plan, pool.name)
-        schedules = (
-            all(labels.get(k) == v for k, v in values["nodeSelector"].items())
-            and _required_affinity_matches(values, labels)
-            and all(tolerated(t, tolerations) for t in taints if t["effect"] in ("NoSchedule", "NoExecute"))
-        )
+        schedules = scheduler.affinity_matches(pod, labels) and scheduler.untolerated_taint(taints, pod.get("tolerations") or []) is None
         assert schedules == pool.efa, pool.name
 
 

@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
+from gpu_platform.behaviour.admission import denials, request_for
 from gpu_platform.behaviour.apimachinery import selector_matches
-from gpu_platform.behaviour.kueue import kueue_config_errors, kueue_manages
+from gpu_platform.behaviour.core_validation import resource_quota_scope_errors
+from gpu_platform.behaviour.kueue import assign_flavors, flavor_mismatch, kueue_config_errors, kueue_manages, workload_for
+from gpu_platform.behaviour.rbac import rules_allow
 from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
 from gpu_platform.pools import node_labels
@@ -61,26 +64,13 @@ def test_the_old_configuration_let_deployments_run_unmanaged() -> None:
 # --- PriorityClasses: a ValidatingAdmissionPolicy evaluated as the API server does -----------------
 
 
-def vap_denies(policy: dict[str, Any], group: str, version: str, resource: str, kind: str, obj: dict[str, Any], ns: dict[str, Any]) -> str | None:
-    """The denial message of a ValidatingAdmissionPolicy for a CREATE, or None when it admits.
+PRIORITY_POLICY = "gpu-platform-tenant-priority"
 
-    kubernetes v1.33 staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/matching/matching.go
-    (namespaceSelector, resourceRules by group/version/resource/operation) and validating/validator.go
-    `Validate`: variables evaluated in order, every validation must be true, an evaluation error
-    under failurePolicy Fail denies.
-    """
-    spec = policy["spec"]
-    rules = spec["matchConstraints"]["resourceRules"]
-    hit = any(
-        (group in r["apiGroups"] or "*" in r["apiGroups"])
-        and (version in r["apiVersions"] or "*" in r["apiVersions"])
-        and resource in r["resources"]
-        and "CREATE" in r["operations"]
-        for r in rules
-    )
-    if not hit or not selector_matches(spec["matchConstraints"].get("namespaceSelector"), ns["metadata"].get("labels", {})):
-        return None
-    return vap_validation_denial(policy, {"group": group, "version": version, "kind": kind}, obj, ns)
+
+def priority_denial(stack: str, obj: dict[str, Any], ns: dict[str, Any]) -> str | None:
+    """The tenant-priority policy's message refusing to create `obj` in `ns`, or None (gpu_platform.behaviour.admission `denials`)."""
+    found = [d.message for d in denials(objects(stack), request_for(obj, ns)) if d.policy == PRIORITY_POLICY]
+    return found[0] if found else None
 
 
 def _pod(ns: str, priority: str | None) -> dict[str, Any]:
@@ -92,57 +82,35 @@ def _pod(ns: str, priority: str | None) -> dict[str, Any]:
 
 def test_a_tenant_cannot_use_a_priority_above_its_tier() -> None:
     """prod: `serving` is an inference tenant; production-training priority must be denied, its own tier admitted."""
-    policy = one("prod", "ValidatingAdmissionPolicy", "gpu-platform-tenant-priority")
-    binding = one("prod", "ValidatingAdmissionPolicyBinding", "gpu-platform-tenant-priority")
+    binding = one("prod", "ValidatingAdmissionPolicyBinding", PRIORITY_POLICY)
     assert binding["spec"] == {"policyName": "gpu-platform-tenant-priority", "validationActions": ["Deny"]}
     serving = one("prod", "Namespace", "serving")
-    denied = vap_denies(policy, "", "v1", "pods", "Pod", _pod("serving", "gpu-production-training"), serving)
+    denied = priority_denial("prod", _pod("serving", "gpu-production-training"), serving)
     assert denied is not None and "above this tenant's tier" in denied
     for allowed in ("gpu-inference", "gpu-batch", "gpu-experiments", None):
-        assert vap_denies(policy, "", "v1", "pods", "Pod", _pod("serving", allowed), serving) is None, allowed
+        assert priority_denial("prod", _pod("serving", allowed), serving) is None, allowed
     # Kueue's workload priority label on a Job is held to the same ceiling.
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/priority-class": "production-training"}}}
-    assert vap_denies(policy, "batch", "v1", "jobs", "Job", job, serving) is not None
+    assert priority_denial("prod", job, serving) is not None
     job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "batch"
-    assert vap_denies(policy, "batch", "v1", "jobs", "Job", job, serving) is None
+    assert priority_denial("prod", job, serving) is None
     # A system namespace is outside the policy (no tenant label).
     kube_system = {"metadata": {"name": "kube-system", "labels": {"kubernetes.io/metadata.name": "kube-system"}}}
-    assert vap_denies(policy, "", "v1", "pods", "Pod", _pod("kube-system", "system-node-critical"), kube_system) is None
+    assert priority_denial("prod", _pod("kube-system", "system-node-critical"), kube_system) is None
 
 
 def test_every_tenant_is_held_to_its_own_tier(stack: str) -> None:
-    policy = one(stack, "ValidatingAdmissionPolicy", "gpu-platform-tenant-priority")
     order = list(PRIORITY_VALUES)
     for tenant in spec_for(stack).tenants:
         ns = one(stack, "Namespace", tenant.ns)
         for tier in order:
-            verdict = vap_denies(policy, "", "v1", "pods", "Pod", _pod(tenant.ns, f"gpu-{tier}"), ns)
+            verdict = priority_denial(stack, _pod(tenant.ns, f"gpu-{tier}"), ns)
             assert (verdict is None) is (PRIORITY_VALUES[tier] <= PRIORITY_VALUES[tenant.priority]), (tenant.name, tier, verdict)
         # Classes outside the platform's (system-cluster-critical, or one made up) are denied too.
-        assert vap_denies(policy, "", "v1", "pods", "Pod", _pod(tenant.ns, "system-cluster-critical"), ns) is not None
+        assert priority_denial(stack, _pod(tenant.ns, "system-cluster-critical"), ns) is not None
 
 
 # --- RBAC: the tenant role cannot touch NetworkPolicies --------------------------------------------
-
-# kubernetes v1.33 plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go, ClusterRole `edit`:
-# rbacv1helpers.NewRule(Write...).Groups(networkingGroup).Resources("networkpolicies", "ingresses").
-BUILTIN_EDIT_NETWORKING = [
-    {
-        "apiGroups": ["networking.k8s.io"],
-        "resources": ["networkpolicies", "ingresses"],
-        "verbs": ["create", "delete", "deletecollection", "patch", "update"],
-    }
-]
-
-
-def rbac_allows(rules: list[dict[str, Any]], verb: str, group: str, resource: str) -> bool:
-    """kubernetes pkg/apis/rbac/v1/evaluation_helpers.go RuleAllows: verb, API group and resource each match or are `*`."""
-    return any(
-        (verb in r["verbs"] or "*" in r["verbs"])
-        and (group in r["apiGroups"] or "*" in r["apiGroups"])
-        and (resource in r["resources"] or "*" in r["resources"])
-        for r in rules
-    )
 
 
 def test_tenants_are_bound_to_a_role_that_writes_their_own_network_policies(stack: str) -> None:
@@ -154,14 +122,14 @@ def test_tenants_are_bound_to_a_role_that_writes_their_own_network_policies(stac
             assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpu-platform-tenant"}
     rules = role["rules"]
     for verb in ("create", "delete", "patch", "update", "list"):
-        assert rbac_allows(rules, verb, "networking.k8s.io", "networkpolicies"), verb
+        assert rules_allow(rules, verb, "networking.k8s.io", "networkpolicies"), verb
     # What a tenant needs still works; the platform's quota, queue and namespace objects stay read-only.
-    assert rbac_allows(rules, "create", "batch", "jobs") and rbac_allows(rules, "create", "", "pods")
+    assert rules_allow(rules, "create", "batch", "jobs") and rules_allow(rules, "create", "", "pods")
     for group, resource in (("", "resourcequotas"), ("", "limitranges"), ("kueue.x-k8s.io", "localqueues"), ("", "namespaces")):
-        assert not rbac_allows(rules, "update", group, resource), resource
-    assert not rbac_allows(rules, "impersonate", "", "serviceaccounts")
-    assert not rbac_allows(rules, "create", "admissionregistration.k8s.io", "validatingadmissionpolicies")
-    assert not rbac_allows(rules, "delete", "admissionregistration.k8s.io", "validatingadmissionpolicybindings")
+        assert not rules_allow(rules, "update", group, resource), resource
+    assert not rules_allow(rules, "impersonate", "", "serviceaccounts")
+    assert not rules_allow(rules, "create", "admissionregistration.k8s.io", "validatingadmissionpolicies")
+    assert not rules_allow(rules, "delete", "admissionregistration.k8s.io", "validatingadmissionpolicybindings")
 
 
 NETPOL_KIND = {"group": "networking.k8s.io", "version": "v1", "kind": "NetworkPolicy"}
@@ -218,40 +186,23 @@ def test_tenants_cannot_touch_the_platforms_network_policies_but_may_add_their_o
 
 # --- Per-pool GPUs: ResourceQuota cannot tell pools apart; Kueue flavors can ------------------------
 
-# kubernetes v1.33 pkg/apis/core/helper/helpers.go standardResourceQuotaScopes: the only things a quota can select by.
-RESOURCE_QUOTA_SCOPES = {
-    "Terminating",
-    "NotTerminating",
-    "BestEffort",
-    "NotBestEffort",
-    "PriorityClass",
-    "CrossNamespacePodAffinity",
-    "VolumeAttributesClass",
-}
-
-
-def quota_scope_errors(quota_spec: dict[str, Any]) -> list[str]:
-    """kubernetes pkg/apis/core/validation validateResourceQuotaScopes / validateScopedResourceSelectorRequirement: unknown scopes are refused."""
-    names = list(quota_spec.get("scopes", [])) + [e["scopeName"] for e in (quota_spec.get("scopeSelector") or {}).get("matchExpressions", [])]
-    return [f"unsupported scope {n}" for n in names if n not in RESOURCE_QUOTA_SCOPES]
-
 
 def admissible_flavors(cluster_queue: dict[str, Any], flavors: dict[str, dict[str, Any]], resource: str, node_selector: dict[str, str]) -> list[str]:
-    """Flavors Kueue may assign a pod set: those covering the resource whose nodeLabels agree with the pod's nodeSelector.
+    """Flavors with quota for `resource` that Kueue lets a pod set with this nodeSelector use (behaviour.kueue `flavor_mismatch`)."""
+    pod = {"nodeSelector": node_selector}
+    return [
+        f["name"]
+        for group in cluster_queue["spec"]["resourceGroups"]
+        if resource in group["coveredResources"]
+        for f in group["flavors"]
+        if any(r["name"] == resource and r["nominalQuota"] for r in f["resources"]) and flavor_mismatch(pod, f["name"], flavors[f["name"]]) is None
+    ]
 
-    kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go `findFlavorForPodSetResource`: a flavor
-    whose nodeLabels conflict with the pod set's required node selector is skipped.
-    """
-    out = []
-    for group in cluster_queue["spec"]["resourceGroups"]:
-        if resource not in group["coveredResources"]:
-            continue
-        for f in group["flavors"]:
-            labels = flavors[f["name"]]["spec"].get("nodeLabels", {})
-            quota = next((r["nominalQuota"] for r in f["resources"] if r["name"] == resource), 0)
-            if quota and all(labels.get(k, v) == v for k, v in node_selector.items()):
-                out.append(f["name"])
-    return out
+
+def _gpu_job(model: str) -> dict[str, Any]:
+    container = {"name": "c", "image": "x", "resources": {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 1}}}
+    pod = {"nodeSelector": {"gpu-platform.io/gpu-model": model}, "containers": [container], "restartPolicy": "Never"}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "data-platform"}, "spec": {"template": {"spec": pod}}}
 
 
 def test_a_pool_without_quota_is_out_of_reach_although_the_resource_quota_allows_it() -> None:
@@ -265,12 +216,18 @@ def test_a_pool_without_quota_is_out_of_reach_although_the_resource_quota_allows
     assert "scopes" not in quota["spec"] and "scopeSelector" not in quota["spec"]
     # A quota that tried to scope itself to one pool is refused by the API server's validation.
     per_pool = {"hard": {"requests.nvidia.com/gpu": "8"}, "scopeSelector": {"matchExpressions": [{"scopeName": "NodePool", "operator": "In"}]}}
-    assert quota_scope_errors(per_pool) == ["unsupported scope NodePool"]
+    assert resource_quota_scope_errors(per_pool) == ["unsupported scope NodePool"]
     flavors = {f["metadata"]["name"]: f for f in objects("prod", "ResourceFlavor")}
     cq = one("prod", "ClusterQueue", "data-platform")
     # Pods select a GPU model (or nothing): the Spot flavor selects its fallback group, not one pool.
     assert admissible_flavors(cq, flavors, "nvidia.com/gpu", {"gpu-platform.io/gpu-model": "H100-80GB"}) == []
     assert admissible_flavors(cq, flavors, "nvidia.com/gpu", {"gpu-platform.io/gpu-model": "L40S"}) == ["batch-l40s-spot", "batch-l40s-ondemand"]
+    # What Kueue then does with a Job: the H100 one gets no GPU flavor, each flavor saying why; the L40S one gets Spot first.
+    queues = objects("prod", "ClusterQueue")
+    (h100,) = [c for c in assign_flavors(workload_for(_gpu_job("H100-80GB")), cq, flavors, queues) if "nvidia.com/gpu" in c.resources]
+    assert h100.flavor is None and all("doesn't match node affinity" in t for t in h100.tried), h100.tried
+    (l40s,) = [c for c in assign_flavors(workload_for(_gpu_job("L40S")), cq, flavors, queues) if "nvidia.com/gpu" in c.resources]
+    assert l40s.flavor == "batch-l40s-spot"
     assert kueue_manages(kueue_config("prod"), "Pod", namespace_labels("prod", "data-platform"))
 
 

@@ -282,6 +282,24 @@ def cohort_lendable(queues: Sequence[Mapping[str, Any]], cq: Mapping[str, Any], 
     return total
 
 
+def flavor_mismatch(pod_spec: Mapping[str, Any], name: str, flavor: Mapping[str, Any]) -> str | None:
+    """Why a ResourceFlavor cannot serve a pod set whatever the quota, or None.
+
+    kueue pkg/scheduler/flavorassigner/flavorassigner.go `checkFlavorForPodSets`: the flavor's nodeTaints
+    must be tolerated by the pod's tolerations plus the flavor's own, and its nodeLabels must not
+    contradict the pod's node selector or required affinity (only the flavor's label keys count,
+    `flavorSelector`).
+    """
+    spec = flavor.get("spec") or {}
+    taint = untolerated_taint(spec.get("nodeTaints") or [], [*(pod_spec.get("tolerations") or []), *(spec.get("tolerations") or [])])
+    if taint is not None:
+        return f"untolerated taint {taint['key']}={taint.get('value', '')}:{taint['effect']}"
+    labels = spec.get("nodeLabels") or {}
+    if not affinity_matches(pod_spec, labels, only_keys=set(labels)):
+        return f"flavor {name} doesn't match node affinity"
+    return None
+
+
 def assign_flavors(
     workload: Workload,
     cq: Mapping[str, Any],
@@ -293,9 +311,7 @@ def assign_flavors(
 
     kueue pkg/scheduler/flavorassigner/flavorassigner.go `findFlavorForPodSets`: a resource no group
     covers is "unavailable in ClusterQueue"; flavors are tried in the group's order;
-    `checkFlavorForPodSets` skips a flavor whose nodeTaints the pod (plus the flavor's tolerations) does
-    not tolerate or whose nodeLabels contradict the pod's node selector/affinity (only the flavor's own
-    label keys count, `flavorSelector`); `fitsResourceQuota` fits within nominal, or by borrowing up to
+    `checkFlavorForPodSets` skips a flavor (`flavor_mismatch`); `fitsResourceQuota` fits within nominal, or by borrowing up to
     the borrowingLimit from what the cohort lends; `shouldTryNextFlavor` goes on past a flavor that
     needs borrowing when whenCanBorrow is TryNextFlavor, keeping the best (non-borrowing) one found.
     """
@@ -316,13 +332,9 @@ def assign_flavors(
             best: tuple[str, bool] | None = None
             for f in group.get("flavors") or []:
                 fname = f["name"]
-                flavor = (flavors.get(fname) or {}).get("spec") or {}
-                taint = untolerated_taint(flavor.get("nodeTaints") or [], [*(ps.spec.get("tolerations") or []), *(flavor.get("tolerations") or [])])
-                if taint is not None:
-                    tried.append(f"{fname}: untolerated taint {taint['key']}={taint.get('value', '')}:{taint['effect']}")
-                    continue
-                if not affinity_matches(ps.spec, flavor.get("nodeLabels") or {}, only_keys=set(flavor.get("nodeLabels") or {})):
-                    tried.append(f"{fname}: flavor {fname} doesn't match node affinity")
+                mismatch = flavor_mismatch(ps.spec, fname, flavors.get(fname) or {})
+                if mismatch is not None:
+                    tried.append(f"{fname}: {mismatch}")
                     continue
                 borrows, fits, why = False, True, ""
                 for res, val in wanted.items():

@@ -49,3 +49,26 @@ def bindings_for(user: UserInfo, role_bindings: Iterable[Mapping[str, Any]]) -> 
         if any(applies_to_user(user, s, namespace) for s in rb.get("subjects") or []):
             out.append(rb)
     return out
+
+
+def rule_allows(rule: Mapping[str, Any], verb: str, group: str, resource: str, subresource: str = "", name: str = "") -> bool:
+    """Whether one PolicyRule allows a resource request.
+
+    kubernetes plugin/pkg/auth/authorizer/rbac/rbac.go `RuleAllows` with pkg/apis/rbac/v1
+    evaluation_helpers.go `VerbMatches`, `APIGroupMatches`, `ResourceMatches` (`*`, the exact
+    `resource/subresource`, or `*/subresource`) and `ResourceNameMatches` (an empty list allows any name).
+    """
+    verbs, groups = rule.get("verbs") or [], rule.get("apiGroups") or []
+    combined = f"{resource}/{subresource}" if subresource else resource
+    resources = rule.get("resources") or []
+    resource_ok = any(
+        r in ("*", combined) or (bool(subresource) and len(r) == len(subresource) + 2 and r.startswith("*/") and r.endswith(subresource))
+        for r in resources
+    )
+    names = rule.get("resourceNames") or []
+    return (verb in verbs or "*" in verbs) and (group in groups or "*" in groups) and resource_ok and (not names or name in names)
+
+
+def rules_allow(rules: Iterable[Mapping[str, Any]], verb: str, group: str, resource: str, subresource: str = "", name: str = "") -> bool:
+    """rbac.go `RulesAllow`: any rule of the role allows the request."""
+    return any(rule_allows(r, verb, group, resource, subresource, name) for r in rules)

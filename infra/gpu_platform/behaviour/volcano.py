@@ -37,16 +37,40 @@ def podgroup_queue(pod_annotations: Mapping[str, str], namespace_annotations: Ma
     return DEFAULT_QUEUE, "no queue annotation on the pod or its namespace: the PodGroup CRD default"
 
 
+UNLIMITED = Decimal("Infinity")
+
+
+def real_capability(queue: Mapping[str, Any] | None, total: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """The most the queue may hold of each resource of the cluster's `total` (no guarantees elsewhere).
+
+    pkg/scheduler/plugins/proportion/proportion.go `OnSessionOpen`: with a capability listed, cpu or
+    memory <= 0 become unlimited (math.MaxFloat64); realCapability is the total (less other queues'
+    guarantees, none here) cut per dimension by the capability, and a scalar resource the capability
+    does not list stays unlimited (api/resource_info.go `MinDimensionResource` with `Infinity`). No
+    capability at all: the whole total.
+    """
+    capability = ((queue or {}).get("spec") or {}).get("capability") or {}
+    out = {}
+    for name, amount in total.items():
+        cap = parse_quantity(capability[name]) if name in capability else UNLIMITED
+        if name in ("cpu", "memory") and cap <= 0:
+            cap = UNLIMITED
+        out[name] = min(amount, cap)
+    return out
+
+
 def capability_blocks(queue: Mapping[str, Any], requests: Mapping[str, Decimal]) -> list[str]:
     """Resources the queue's capability caps below the pod group's request.
 
-    pkg/scheduler/plugins/capacity / proportion `allocatable`: a resource listed in `capability` caps
-    the queue (0 caps it at nothing); a resource missing from it is unlimited.
+    proportion.go `OnSessionOpen` / `allocatable` (`real_capability`): a resource listed in `capability`
+    caps the queue (0 caps a GPU at nothing; cpu or memory of 0 mean unlimited); one missing from it is
+    unlimited.
     """
     capability = (queue.get("spec") or {}).get("capability") or {}
+    real = real_capability(queue, {name: UNLIMITED for name in requests})
     out = []
     for name, want in sorted(requests.items()):
-        if want > 0 and name in capability and parse_quantity(capability[name]) < want:
+        if want > 0 and real[name] < want:
             out.append(f"{name}: asks {want}, queue capability {capability[name]}")
     return out
 

@@ -4,7 +4,7 @@ Rendered from the recorded inputs of every `kubernetes:*` resource, so the files
 `pulumi up` would send. Layout under DIR:
 
 - `manifests/<namespace or _cluster>/<kind>-<name>.yaml`: one object per file
-- `patches/<kind>-<name>.yaml`: server-side-apply patches (on-prem node labels and taints)
+- `patches/<kind>-<name>.yaml`: server-side-apply patches (on-prem node labels, and the pool's taints as the `gpu-platform.io/taints` annotation)
 - `helm/<release>/values.yaml` and `helm/<release>/release.yaml` (chart, version, repository, namespace)
 - `prometheus/gpu-platform-rules.yaml`: the PrometheusRule groups as a plain rule file (for promtool)
 - `.gpu-platform-render.json`: every file written, with its sha256. The next render removes only files

@@ -13,6 +13,7 @@ import yaml
 
 from gpu_platform.behaviour.apimachinery import selector_matches
 from gpu_platform.behaviour.kueue import KIND_FRAMEWORK, kueue_config_errors, kueue_manages
+from gpu_platform.behaviour.rbac import rules_allow
 from gpu_platform.behaviour.volcano import queue_errors as volcano_queue_errors
 from gpu_platform.k8s.dcgm import CsvError, read_metrics_csv
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
@@ -252,12 +253,7 @@ def platform_netpols_protected(plan: PlanView, ctx: Context) -> Iterator[Finding
             continue
         role = str(get(rb.inputs, "roleRef", "name"))
         rules = roles.get(role)
-        writes = role in NETPOL_WRITERS or any(
-            any(v in r.get("verbs", []) or "*" in r.get("verbs", []) for v in NETPOL_WRITE_VERBS)
-            and ({"networking.k8s.io", "*"} & set(r.get("apiGroups", [])))
-            and ({"networkpolicies", "*"} & set(r.get("resources", [])))
-            for r in rules or []
-        )
+        writes = role in NETPOL_WRITERS or any(rules_allow(rules or [], v, "networking.k8s.io", "networkpolicies") for v in NETPOL_WRITE_VERBS)
         if writes:
             yield Finding(
                 rb.name,

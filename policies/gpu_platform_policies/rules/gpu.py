@@ -7,9 +7,10 @@ from typing import Any
 
 import yaml
 
+from gpu_platform.behaviour import scheduler, ssa
 from gpu_platform.efa import EFA_RESOURCE, HUGEPAGES_RESOURCE
 from gpu_platform.k8s.sharing import device_plugin_refusal, effective_mig_strategy
-from gpu_platform.pools import GPU_TAINT, INTERRUPTIBLE_TAINT, LABEL_EFA, LABEL_INTERRUPTIBLE
+from gpu_platform.pools import ANNOTATION_TAINTS, GPU_TAINT, INTERRUPTIBLE_TAINT, LABEL_EFA, LABEL_INTERRUPTIBLE
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import LAUNCH_TEMPLATE, NODE_GROUP, NODE_PATCH, TAINT_EFFECTS, Pool, get, helm_releases, pool_of
 
@@ -34,6 +35,32 @@ def gpu_pool_tainted(r: Resource, ctx: Context) -> Iterator[str]:
     pool = pool_of(r, ctx.catalog)
     if pool is not None and not _has_taint(pool, GPU_TAINT.key, GPU_TAINT.effect):
         yield f"GPU pool {pool.name} has no {GPU_TAINT.key} taint with effect {GPU_TAINT.effect}"
+
+
+@rule(
+    "node-patch-owns-only-its-keys",
+    "On-prem node patches own only the platform's label and annotation keys, never a whole list such as spec.taints.",
+    "mandatory",
+    "resource",
+    category="gpu",
+    types=(NODE_PATCH,),
+)
+def node_patch_owns_only_its_keys(r: Resource, ctx: Context) -> Iterator[str]:
+    """A server-side apply that names an atomic field owns all of it; forced, it strips what others set there.
+
+    Node spec.taints is an atomic list in the API server's OpenAPI (x-kubernetes-list-type: atomic),
+    so a patch naming it replaces the kubelet's, node-problem-detector's and admins' taints
+    (gpu_platform.behaviour.ssa, from kube-openapi smd.go and structured-merge-diff typed/merge.go).
+    """
+    defs = ssa.openapi_definitions(ctx.deployed.kubernetes.version)
+    applied = {k: v for k, v in r.inputs.items() if k in ("metadata", "spec", "status")}
+    for path in sorted(ssa.owned_fields(applied, ssa.definition(defs, "Node"), defs)):
+        if path[:2] in (("metadata", "labels"), ("metadata", "annotations")) or path == ("metadata", "name"):
+            continue
+        yield (
+            f"the patch owns {'.'.join(path)} whole: a forced apply replaces what other managers put there; "
+            f"declare taints in the {ANNOTATION_TAINTS} annotation (applied by the k8s_node_taints role), not spec.taints"
+        )
 
 
 @rule(
@@ -224,18 +251,6 @@ def efa_node_groups(plan: PlanView) -> list[Resource]:
     return [ng for ng in plan.of_type(NODE_GROUP) if ng.parent in efa_parents or (ng.inputs.get("labels") or {}).get(LABEL_EFA) == "true"]
 
 
-def _tolerates(tolerations: list[Any], key: str, value: str, effect: str) -> bool:
-    """Toleration.ToleratesTaint (k8s.io/component-helpers) for one taint."""
-    for t in tolerations:
-        if not isinstance(t, Mapping) or (t.get("effect") and t["effect"] != effect):
-            continue
-        if t.get("operator") == "Exists" and (not t.get("key") or t["key"] == key):
-            return True
-        if t.get("key") == key and t.get("operator", "Equal") == "Equal" and str(t.get("value", "")) == value:
-            return True
-    return False
-
-
 def _misses(release: Resource, ng: Resource) -> str | None:
     """Why the device plugin DaemonSet of this release cannot run on the node group's nodes, or None."""
     values = release.inputs.get("values") or {}
@@ -249,11 +264,11 @@ def _misses(release: Resource, ng: Resource) -> str | None:
         missing = sorted(set(ng.inputs.get("instanceTypes") or []) - set(supported))
         if missing:
             return f"its supportedInstanceLabels leave out {', '.join(missing)}"
-    tolerations = [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *(values.get("tolerations") or [])]
-    for taint in ng.inputs.get("taints") or []:
-        effect = TAINT_EFFECTS.get(str(taint.get("effect")), str(taint.get("effect")))
-        if effect in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, str(taint.get("key")), str(taint.get("value", "")), effect):
-            return f"it does not tolerate the pool's taint {taint.get('key')}={taint.get('value', '')}:{effect}"
+    tolerations = [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *(t for t in values.get("tolerations") or [] if isinstance(t, Mapping))]
+    taints = [{**t, "effect": TAINT_EFFECTS.get(str(t.get("effect")), str(t.get("effect")))} for t in ng.inputs.get("taints") or []]
+    taint = scheduler.untolerated_taint(taints, tolerations)
+    if taint is not None:
+        return f"it does not tolerate the pool's taint {taint.get('key')}={taint.get('value', '')}:{taint['effect']}"
     return None
 
 
