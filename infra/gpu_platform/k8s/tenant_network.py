@@ -36,17 +36,41 @@ def _tcp(*ports: int) -> list[dict[str, Any]]:
     return [{"protocol": "TCP", "port": p} for p in ports]
 
 
+def eks_service_cidr(vpc_cidr: str) -> str:
+    """The Service CIDR EKS gives a cluster that names none (this program names none).
+
+    EKS API, KubernetesNetworkConfigRequest `serviceIpv4Cidr`: "Kubernetes assigns addresses from either the
+    10.100.0.0/16 or 172.20.0.0/16 CIDR blocks"; which one: 172.20.0.0/16 when the VPC has a 10.x CIDR, else
+    10.100.0.0/16 (awslabs/amazon-eks-ami files/bootstrap.sh, `TEN_RANGE` -> DNS_CLUSTER_IP 172.20.0.10 or 10.100.0.10).
+    """
+    return "172.20.0.0/16" if ipaddress.ip_network(vpc_cidr).subnet_of(ipaddress.ip_network("10.0.0.0/8")) else "10.100.0.0/16"  # type: ignore[arg-type]
+
+
+def kubernetes_service_ip(spec: PlatformSpec) -> str:
+    """ClusterIP of `default/kubernetes`: the first address of the Service CIDR.
+
+    kube-apiserver pkg/controlplane/services.go `ServiceIPRange`: the API server Service takes the range's first IP.
+    """
+    return str(ipaddress.ip_network(eks_service_cidr(spec.network.cidr)).network_address + 1)
+
+
 def api_server_egress(spec: PlatformSpec) -> list[dict[str, Any]]:
     """Egress rules to the Kubernetes API.
 
-    EKS's private endpoint ENIs live in the VPC (TCP 443); an existing cluster's API servers are
-    `cluster.apiServerCidrs` on `cluster.apiServerPort`.
+    EKS: in-cluster clients dial `kubernetes.default`'s ClusterIP (client-go `InClusterConfig`:
+    KUBERNETES_SERVICE_HOST), and the VPC CNI's policy agent judges egress before kube-proxy's DNAT, on the
+    ClusterIP and Service port (gpu_platform.behaviour.networkpolicy `vpc_cni_service_connection`); the
+    controller resolves Services only for selector peers, and `kubernetes` has no selector. So the rule names
+    the ClusterIP itself, plus the private endpoint ENIs in the VPC for clients that use the cluster's endpoint
+    hostname (both TCP 443). An existing cluster's API servers are `cluster.apiServerCidrs` on
+    `cluster.apiServerPort` (CNIs such as Calico and Cilium judge after DNAT, on the endpoint).
     """
     if spec.is_eks:
+        service = {"ipBlock": {"cidr": f"{kubernetes_service_ip(spec)}/32"}}
         if spec.cluster.endpoint_private_access:
-            return [{"to": [{"ipBlock": {"cidr": spec.network.cidr}}], "ports": _tcp(HTTPS)}]
+            return [{"to": [service, {"ipBlock": {"cidr": spec.network.cidr}}], "ports": _tcp(HTTPS)}]
         # Public endpoint only: its addresses are AWS's and not published per cluster.
-        return [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": _tcp(HTTPS)}]
+        return [{"to": [service, {"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": _tcp(HTTPS)}]
     if not spec.cluster.api_server_cidrs:
         return []  # an empty `to` would mean every destination; the spec check requires the CIDRs with tenants
     return [{"to": [{"ipBlock": {"cidr": c}} for c in spec.cluster.api_server_cidrs], "ports": _tcp(spec.cluster.api_server_port)}]
