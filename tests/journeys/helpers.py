@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import cache
 from typing import Any
 
+from gpu_platform.behaviour.networkpolicy import Endpoint, Service, ServicePort
+from gpu_platform.k8s.tenant_network import eks_service_cidr, kubernetes_service_ip
+from gpu_platform.spec.models import PlatformSpec
 from tests.conftest import plan_for, spec_for
 from tests.k8s.charts import releases, template
 from tests.k8s.helpers import objects
@@ -31,3 +35,16 @@ def chart_objects(stack: str, chart: str) -> tuple[dict[str, Any], ...]:
     release = next((r for r in releases(plan_for(stack)) if r.chart == chart), None)
     assert release is not None, f"{stack} installs no {chart} release"
     return template(release, spec.lock.kubernetes.version, ("monitoring.coreos.com/v1",)).objects
+
+
+def kube_dns_service(spec: PlatformSpec) -> Service:
+    """kube-system/kube-dns as EKS's coredns add-on runs it: ClusterIP .10 of the Service CIDR, selector k8s-app=kube-dns."""
+    ip = str(ipaddress.ip_network(eks_service_cidr(spec.network.cidr)).network_address + 10)
+    pod = Endpoint("kube-system", {"k8s-app": "kube-dns"}, ip)
+    return Service("kube-system", "kube-dns", ip, (ServicePort(53, 53, "UDP"), ServicePort(53, 53, "TCP")), pod, {"k8s-app": "kube-dns"})
+
+
+def kubernetes_service(spec: PlatformSpec) -> Service:
+    """default/kubernetes on EKS: no selector, port 443 -> the private endpoint ENIs (addresses in the VPC) on 443."""
+    eni = Endpoint(None, ip=str(ipaddress.IPv4Network(spec.network.cidr).network_address + 20))
+    return Service("default", "kubernetes", kubernetes_service_ip(spec), (ServicePort(443, 443),), eni)

@@ -20,11 +20,9 @@ from itertools import permutations
 
 import pytest
 
-from gpu_platform.behaviour.networkpolicy import Endpoint, Service, ServicePort, connection, vpc_cni_service_connection
-from gpu_platform.k8s.tenant_network import eks_service_cidr, kubernetes_service_ip
-from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.behaviour.networkpolicy import Endpoint, connection, vpc_cni_service_connection
 from tests.conftest import spec_for
-from tests.journeys.helpers import manifests, stage
+from tests.journeys.helpers import kube_dns_service, kubernetes_service, manifests, stage
 
 STACKS = ("prod", "onprem")
 DNS = Endpoint("kube-system", {"k8s-app": "kube-dns"}, "172.20.0.10")
@@ -53,19 +51,6 @@ def test_a_tenant_pod_resolves_dns(stack: str) -> None:
         for proto in ("UDP", "TCP"):
             d = connection(objs, pod, DNS, 53, proto)
             stage(f"{tenant.name}: kube-dns {proto} 53", d.allowed, d.reason)
-
-
-def kube_dns_service(spec: PlatformSpec) -> Service:
-    """kube-system/kube-dns as the EKS coredns add-on creates it: ClusterIP .10 of the Service CIDR, selector k8s-app=kube-dns."""
-    ip = str(ipaddress.ip_network(eks_service_cidr(spec.network.cidr)).network_address + 10)
-    ports = (ServicePort(53, 53, "UDP"), ServicePort(53, 53, "TCP"))
-    return Service("kube-system", "kube-dns", ip, ports, DNS, selector={"k8s-app": "kube-dns"})
-
-
-def kubernetes_service(spec: PlatformSpec) -> Service:
-    """default/kubernetes on EKS: no selector, port 443 -> the private endpoint ENIs (addresses in the VPC) on 443."""
-    eni = Endpoint(None, ip=str(ipaddress.IPv4Network(spec.network.cidr).network_address + 20))
-    return Service("default", "kubernetes", kubernetes_service_ip(spec), (ServicePort(443, 443),), eni)
 
 
 @pytest.mark.parametrize("stack", STACKS)
