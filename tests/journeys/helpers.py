@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 from functools import cache
 from typing import Any
 
-from gpu_platform.behaviour.networkpolicy import Endpoint, Service, ServicePort
-from gpu_platform.k8s.tenant_network import eks_service_cidr, kubernetes_service_ip
+from gpu_platform.behaviour.networkpolicy import Service
+from gpu_platform.k8s.tenant_network import cluster_services
 from gpu_platform.spec.models import PlatformSpec
 from tests.conftest import plan_for, spec_for
 from tests.k8s.charts import releases, template
@@ -38,13 +37,10 @@ def chart_objects(stack: str, chart: str) -> tuple[dict[str, Any], ...]:
 
 
 def kube_dns_service(spec: PlatformSpec) -> Service:
-    """kube-system/kube-dns as EKS's coredns add-on runs it: ClusterIP .10 of the Service CIDR, selector k8s-app=kube-dns."""
-    ip = str(ipaddress.ip_network(eks_service_cidr(spec.network.cidr)).network_address + 10)
-    pod = Endpoint("kube-system", {"k8s-app": "kube-dns"}, ip)
-    return Service("kube-system", "kube-dns", ip, (ServicePort(53, 53, "UDP"), ServicePort(53, 53, "TCP")), pod, {"k8s-app": "kube-dns"})
+    """kube-system/kube-dns as EKS's coredns add-on runs it (gpu_platform.k8s.tenant_network `cluster_services`)."""
+    return dict(cluster_services(spec))["DNS (kube-dns)"]
 
 
 def kubernetes_service(spec: PlatformSpec) -> Service:
-    """default/kubernetes on EKS: no selector, port 443 -> the private endpoint ENIs (addresses in the VPC) on 443."""
-    eni = Endpoint(None, ip=str(ipaddress.IPv4Network(spec.network.cidr).network_address + 20))
-    return Service("default", "kubernetes", kubernetes_service_ip(spec), (ServicePort(443, 443),), eni)
+    """default/kubernetes on EKS: no selector, port 443 -> the private endpoint ENIs (`cluster_services`)."""
+    return dict(cluster_services(spec))["Kubernetes API (kubernetes.default)"]
