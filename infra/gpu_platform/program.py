@@ -14,6 +14,7 @@ from gpu_platform.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from gpu_platform.aws.cluster import EksCluster, EksClusterArgs
 from gpu_platform.aws.efa_security import EfaSecurityGroup, EfaSecurityGroupArgs
 from gpu_platform.aws.endpoints import VpcEndpoints, VpcEndpointsArgs
+from gpu_platform.aws.fsx import FsxLustre, FsxLustreArgs
 from gpu_platform.aws.identity import ClusterAccess, ClusterAccessArgs, WorkloadIdentity, WorkloadIdentityArgs
 from gpu_platform.aws.network import Network, NetworkArgs
 from gpu_platform.aws.nodepools import GpuNodePool, GpuNodePoolArgs, node_group_plan
@@ -45,7 +46,7 @@ def stack_tags(spec: PlatformSpec) -> dict[str, str]:
 
 
 def build_aws(spec: PlatformSpec) -> Built:
-    """Network, EKS cluster, GPU node pools, the EBS CSI driver and the autoscaler of an EKS stack."""
+    """Network, EKS cluster, GPU node pools, the EBS (and opt-in FSx for Lustre) CSI drivers and the autoscaler of an EKS stack."""
     catalog = load_catalog()
     tags = stack_tags(spec)
     assert spec.region is not None
@@ -103,6 +104,21 @@ def build_aws(spec: PlatformSpec) -> Built:
         )
     with source(NS + "cluster"):
         provider = eks_provider("k8s", cluster.kubeconfig, pulumi.ResourceOptions(depends_on=[cluster]))
+    if spec.storage.fsx_lustre.enabled:
+        with source(NS + "storage.fsxLustre"):
+            FsxLustre(
+                "fsx-lustre",
+                FsxLustreArgs(
+                    spec=spec,
+                    cluster_name=cluster.cluster.name,
+                    vpc_id=network.vpc_id,
+                    subnets_by_zone=network.private_subnets,
+                    cluster_security_group_id=cluster.security_group_id,
+                    provider=provider,
+                    tags=tags,
+                    after=(agent,) if agent is not None else (),
+                ),
+            )
     if spec.cluster.autoscaler:
         with source(NS + "cluster.autoscaler"):
             ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs(spec=spec, cluster_name=cluster.cluster.name, provider=provider, tags=tags))

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.behaviour.networkpolicy import Endpoint, UnsupportedPolicy, connection, policy_types
+from gpu_platform.behaviour.networkpolicy import (
+    Endpoint,
+    Service,
+    ServicePort,
+    UnsupportedPolicy,
+    connection,
+    policy_types,
+    vpc_cni_service_connection,
+)
 
 NS = [
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a", "labels": {"team": "x"}}},
@@ -138,3 +146,48 @@ def test_named_ports_are_refused_not_guessed() -> None:
     pol = np("a", "named", {"podSelector": {}, "ingress": [{"ports": [{"port": "http"}]}]})
     with pytest.raises(UnsupportedPolicy, match="named port 'http'"):
         connection([*NS, pol], B_WEB, A_WEB, 80)
+
+
+# Amazon VPC CNI: traffic to a Service ClusterIP (aws-network-policy-agent v1.2.7 judges egress before DNAT;
+# amazon-network-policy-controller-k8s resolves Service ClusterIPs for selector peers only).
+API = Service("default", "kubernetes", "172.20.0.1", (ServicePort(443, 443),), Endpoint(None, ip="10.0.0.20"))
+WEB_SVC = Service("b", "web", "172.20.5.5", (ServicePort(80, 8080),), B_WEB, selector={"app": "web"})
+EGRESS_ONLY = {"podSelector": {}, "policyTypes": ["Egress"]}
+
+
+def test_an_ipblock_of_the_endpoints_does_not_admit_the_clusterip() -> None:
+    """ipBlocks are copied as they are (`resolveNetworkPeers`); the agent sees the ClusterIP, not 10.0.0.20."""
+    to_endpoints = np("a", "api", {**EGRESS_ONLY, "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/16"}}], "ports": [{"port": 443}]}]})
+    assert connection([*NS, to_endpoints], A_WEB, API.backend, 443).allowed
+    d = vpc_cni_service_connection([*NS, to_endpoints], A_WEB, API, 443)
+    assert not d.allowed and "172.20.0.1:443" in d.reason
+    to_clusterip = np("a", "api", {**EGRESS_ONLY, "egress": [{"to": [{"ipBlock": {"cidr": "172.20.0.1/32"}}], "ports": [{"port": 443}]}]})
+    assert vpc_cni_service_connection([*NS, to_clusterip], A_WEB, API, 443).allowed
+    wrong_port = np("a", "api", {**EGRESS_ONLY, "egress": [{"to": [{"ipBlock": {"cidr": "172.20.0.1/32"}}], "ports": [{"port": 6443}]}]})
+    assert not vpc_cni_service_connection([*NS, wrong_port], A_WEB, API, 443).allowed
+
+
+def test_a_selector_peer_expands_to_the_services_its_pod_selector_matches() -> None:
+    """`getMatchingServiceClusterIPs`: the peer's podSelector against the Service's selector; rule port = targetPort."""
+    peer = {"namespaceSelector": {"matchLabels": {"team": "y"}}, "podSelector": {"matchLabels": {"app": "web"}}}
+    by_target = np("a", "web", {**EGRESS_ONLY, "egress": [{"to": [peer], "ports": [{"port": 8080}]}]})
+    assert vpc_cni_service_connection([*NS, by_target], A_WEB, WEB_SVC, 80).allowed, "8080 is the targetPort of Service port 80"
+    by_service_port = np("a", "web", {**EGRESS_ONLY, "egress": [{"to": [peer], "ports": [{"port": 80}]}]})
+    assert not vpc_cni_service_connection([*NS, by_service_port], A_WEB, WEB_SVC, 80).allowed, "80 is no targetPort of the Service"
+    other_pods = np("a", "web", {**EGRESS_ONLY, "egress": [{"to": [{**peer, "podSelector": {"matchLabels": {"app": "db"}}}]}]})
+    assert not vpc_cni_service_connection([*NS, other_pods], A_WEB, WEB_SVC, 80).allowed
+
+
+def test_a_namespace_peer_without_pod_selector_reaches_selectorless_services() -> None:
+    """An absent podSelector is `{}`, which matches every label set, the empty selector of `kubernetes` too."""
+    default_ns = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "default"}}}
+    pol = np("a", "api", {**EGRESS_ONLY, "egress": [{"to": [default_ns], "ports": [{"port": 443}]}]})
+    assert vpc_cni_service_connection([*NS, pol], A_WEB, API, 443).allowed
+
+
+def test_the_backend_ingress_is_judged_after_dnat_on_the_target_port() -> None:
+    only_8080 = np("b", "in", {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"ports": [{"port": 8080}]}]})
+    assert vpc_cni_service_connection([*NS, only_8080], A_WEB, WEB_SVC, 80).allowed
+    only_80 = np("b", "in", {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"ports": [{"port": 80}]}]})
+    d = vpc_cni_service_connection([*NS, only_80], A_WEB, WEB_SVC, 80)
+    assert not d.allowed and d.reason.startswith("destination")

@@ -39,7 +39,7 @@ def test_ebs_csi_addon_with_its_pod_identity_role(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", EKS_STACKS)
 def test_gp3_class_is_default_encrypted_and_waits_for_the_pod(stack: str) -> None:
-    (sc,) = [r.inputs for r in plan_for(stack).of_type("kubernetes:storage.k8s.io/v1:StorageClass")]
+    (sc,) = [r.inputs for r in plan_for(stack).of_type("kubernetes:storage.k8s.io/v1:StorageClass") if r.inputs["provisioner"] == PROVISIONER]
     assert sc["provisioner"] == PROVISIONER
     assert sc["parameters"]["type"] == "gp3" and sc["parameters"]["encrypted"] == "true"
     assert sc["volumeBindingMode"] == "WaitForFirstConsumer" and sc["allowVolumeExpansion"] is True

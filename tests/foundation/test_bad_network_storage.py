@@ -92,7 +92,47 @@ CASES: list[tuple[str, str, Any, str, str]] = [
         "gpu-platform:storage.className",
         "",
     ),
+    # storage.fsxLustre: the parameters its class would carry, judged as aws-fsx-csi-driver and FSx judge them.
+    (
+        "fsx-throughput-for-the-deployment-type",
+        "prod",
+        lambda d: _fsx(d, {"enabled": True, "deploymentType": "PERSISTENT_1", "perUnitStorageThroughput": 250}),
+        "gpu-platform:storage.fsxLustre.perUnitStorageThroughput",
+        "250 is not valid for PERSISTENT_1",
+    ),
+    (
+        "fsx-throughput-on-scratch",
+        "prod",
+        lambda d: _fsx(d, {"enabled": True, "deploymentType": "SCRATCH_2", "perUnitStorageThroughput": 125}),
+        "gpu-platform:storage.fsxLustre.perUnitStorageThroughput",
+        "only PERSISTENT_1 and PERSISTENT_2 take it",
+    ),
+    (
+        "fsx-unknown-deployment-type",
+        "prod",
+        lambda d: _fsx(d, {"enabled": True, "deploymentType": "PERSISTENT_3"}),
+        "gpu-platform:storage.fsxLustre.deploymentType",
+        "",
+    ),
+    (
+        "fsx-zone-outside-the-cluster",
+        "prod",
+        lambda d: _fsx(d, {"enabled": True, "zone": "us-west-2a"}),
+        "gpu-platform:storage.fsxLustre.zone",
+        "not a zone of the cluster",
+    ),
+    (
+        "fsx-on-an-existing-cluster",
+        "onprem",
+        lambda d: d["config"]["gpu-platform:storage"].__setitem__("fsxLustre", {"enabled": True}),
+        "gpu-platform:storage.fsxLustre.enabled",
+        "EKS stacks only",
+    ),
 ]
+
+
+def _fsx(doc: dict[str, Any], fsx: dict[str, Any]) -> None:
+    doc["config"]["gpu-platform:storage"] = {"fsxLustre": fsx}
 
 
 @pytest.mark.parametrize(("case", "base", "mutate", "key", "fragment"), CASES, ids=[c[0] for c in CASES])

@@ -30,7 +30,8 @@ def test_a_prod_batch_job_reaches_dns_api_pod_identity_and_s3() -> None:
     assert step.result == "ok", f"stage network: {step.detail}"
     for path in (
         "DNS (kube-dns) 172.20.0.10:53/UDP",
-        "Kubernetes API 10.40.0.20:443",
+        "Kubernetes API (kubernetes.default) 172.20.0.1:443/TCP",
+        "Kubernetes API endpoint ENI (by hostname) 10.40.0.20:443",
         "EKS Pod Identity agent 169.254.170.23:80",
         "S3 (gateway endpoint)",
     ):
@@ -39,8 +40,13 @@ def test_a_prod_batch_job_reaches_dns_api_pod_identity_and_s3() -> None:
 
 @pytest.mark.parametrize(
     ("dropped", "closed"),
-    # allow-kubernetes-api alone is not tested: allow-aws-services opens the VPC CIDR on 443 too, where the API's ENIs are.
-    [("allow-dns", "DNS (kube-dns)"), ("allow-aws-services", "EKS Pod Identity agent"), ("allow-aws-services", "S3 (gateway endpoint)")],
+    # Without allow-kubernetes-api the ENIs stay reachable (allow-aws-services opens the VPC on 443), kubernetes.default does not.
+    [
+        ("allow-dns", "DNS (kube-dns)"),
+        ("allow-aws-services", "EKS Pod Identity agent"),
+        ("allow-aws-services", "S3 (gateway endpoint)"),
+        ("allow-kubernetes-api", "Kubernetes API (kubernetes.default)"),
+    ],
 )
 def test_a_closed_path_is_named_as_a_warning(dropped: str, closed: str) -> None:
     """Without one of the platform's policies the default deny closes that path, and explain says which."""

@@ -20,9 +20,9 @@ from itertools import permutations
 
 import pytest
 
-from gpu_platform.behaviour.networkpolicy import Endpoint, connection
+from gpu_platform.behaviour.networkpolicy import Endpoint, connection, vpc_cni_service_connection
 from tests.conftest import spec_for
-from tests.journeys.helpers import manifests, stage
+from tests.journeys.helpers import kube_dns_service, kubernetes_service, manifests, stage
 
 STACKS = ("prod", "onprem")
 DNS = Endpoint("kube-system", {"k8s-app": "kube-dns"}, "172.20.0.10")
@@ -55,19 +55,46 @@ def test_a_tenant_pod_resolves_dns(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_a_tenant_pod_reaches_the_api_server(stack: str) -> None:
+    """In-cluster clients dial kubernetes.default: on EKS the VPC CNI agent judges that at the ClusterIP (before DNAT)."""
     spec = spec_for(stack)
     objs = manifests(stack)
-    if spec.is_eks:
-        # A private endpoint ENI: an address of one of the cluster's private subnets.
-        api, port = Endpoint(None, ip=str(ipaddress.IPv4Network(spec.network.cidr).network_address + 20)), 443
-    else:
-        api, port = Endpoint(None, ip=str(ipaddress.IPv4Network(spec.cluster.api_server_cidrs[0]).network_address)), spec.cluster.api_server_port
     for i, tenant in enumerate(spec.tenants):
         pod = tenant_pod(stack, i)
-        d = connection(objs, pod, DNS, 53, "UDP")
-        stage(f"{tenant.name}: resolve kubernetes.default", d.allowed, d.reason)
-        d = connection(objs, pod, api, port)
-        stage(f"{tenant.name}: API server {api.ip}:{port}", d.allowed, d.reason)
+        if spec.is_eks:
+            dns, api = kube_dns_service(spec), kubernetes_service(spec)
+            d = vpc_cni_service_connection(objs, pod, dns, 53, "UDP")
+            stage(f"{tenant.name}: resolve kubernetes.default at kube-dns {dns.cluster_ip}", d.allowed, d.reason)
+            d = vpc_cni_service_connection(objs, pod, api, 443)
+            stage(f"{tenant.name}: kubernetes.default {api.cluster_ip}:443 (VPC CNI agent, before DNAT)", d.allowed, d.reason)
+            d = connection(objs, pod, api.backend, 443)
+            stage(f"{tenant.name}: the cluster endpoint's ENI {api.backend.ip}:443 by hostname", d.allowed, d.reason)
+        else:
+            api = Endpoint(None, ip=str(ipaddress.IPv4Network(spec.cluster.api_server_cidrs[0]).network_address))
+            d = connection(objs, pod, DNS, 53, "UDP")
+            stage(f"{tenant.name}: resolve kubernetes.default", d.allowed, d.reason)
+            d = connection(objs, pod, api, spec.cluster.api_server_port)
+            stage(f"{tenant.name}: API server {api.ip}:{spec.cluster.api_server_port}", d.allowed, d.reason)
+
+
+def test_an_api_rule_naming_only_the_endpoint_ips_is_caught() -> None:
+    """The form this platform shipped before: an ipBlock of the VPC (the endpoint ENIs) admits no traffic to the ClusterIP."""
+    spec = spec_for("prod")
+    objs = [o for o in manifests("prod") if not (o["kind"] == "NetworkPolicy" and o["metadata"]["name"] != "default-deny")]
+    old = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-kubernetes-api", "namespace": spec.tenants[0].ns},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"ipBlock": {"cidr": spec.network.cidr}}], "ports": [{"protocol": "TCP", "port": 443}]}],
+        },
+    }
+    api = kubernetes_service(spec)
+    pod = tenant_pod("prod", 0)
+    assert connection([*objs, old], pod, api.backend, 443).allowed, "the old rule does admit the endpoint IPs"
+    d = vpc_cni_service_connection([*objs, old], pod, api, 443)
+    assert not d.allowed and "before kube-proxy's DNAT" in d.reason, d.reason
 
 
 def test_a_tenant_pod_reads_s3_with_its_pod_identity_on_eks() -> None:

@@ -26,8 +26,9 @@ NAMESPACE = "kube-system"
 POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
 # Pod Identity credentials come from the agent add-on; without it the controller gets none.
 POD_IDENTITY_AGENT_ADDON = "eks-pod-identity-agent"
-# Add-ons a component of their own creates (with their IAM role), not the cluster's plain add-on loop.
-COMPONENT_ADDONS = frozenset({ADDON})
+# Add-ons a component of their own creates (with their IAM role), not the cluster's plain add-on loop:
+# this one, and the opt-in FSx for Lustre driver (gpu_platform.aws.fsx).
+COMPONENT_ADDONS = frozenset({ADDON, "aws-fsx-csi-driver"})
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,10 @@ What a CNI does with an ipBlock that covers pod IPs is left to the implementatio
 "should be cluster-external IPs"); here an endpoint's `ip` is matched against ipBlocks wherever it is
 given, so a pod given an IP inside an allowed block counts as reachable (the AWS VPC CNI's network
 policy agent matches pod IPs against ipBlock CIDRs).
+
+Traffic to a Service ClusterIP is implementation-defined too; `vpc_cni_service_connection` models the
+Amazon VPC CNI (the EKS add-on pinned in the lockfile, vpc-cni v1.20.4, ships aws-network-policy-agent
+v1.2.7: amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml `nodeAgent.image.tag`). See that function.
 """
 
 from __future__ import annotations
@@ -200,3 +204,107 @@ def connection(objects: Sequence[Mapping[str, Any]], src: Endpoint, dst: Endpoin
     if not ingress.allowed:
         return Decision(False, f"destination {ingress.reason}")
     return Decision(True, f"source {egress.reason}; destination {ingress.reason}")
+
+
+# Amazon VPC CNI: egress to a Service ClusterIP.
+#
+# aws-network-policy-agent v1.2.7 pkg/ebpf/bpf_client.go `attachEgressBPFProbe` attaches the egress program
+# (pkg/ebpf/c/tc.v4egress.bpf.c `handle_egress`) at TC ingress of the pod's host-side veth, and `handle_egress`
+# looks the packet's `ip->daddr` up in the policy's LPM trie. TC runs before netfilter, so kube-proxy has
+# not yet DNAT'ed the packet: a pod calling a Service is judged on the ClusterIP and the Service port, never
+# on the endpoint IPs. amazon-network-policy-controller-k8s (v1.0.19 pkg/resolvers/endpoints.go
+# `resolveServiceClusterIPs` / `getMatchingServiceClusterIPs`; unchanged in v1.1.7 `computeEgressEndpoints`)
+# compensates only for selector peers: for each namespace a peer selects, every non-headless Service whose
+# `spec.selector` the peer's podSelector matches (an absent podSelector matches every Service, selector-less
+# ones too) gets its ClusterIP added, on the Service ports whose targetPort is the rule's port
+# (pkg/k8s/service_utils.go `LookupServiceListenPort`). ipBlock peers are copied as they are
+# (`resolveNetworkPeers`), so an ipBlock of the endpoint IPs does not admit traffic addressed to the ClusterIP.
+# The destination's ingress probe sits on the path into the destination pod, after DNAT: judged as usual.
+
+
+@dataclass(frozen=True)
+class ServicePort:
+    """One port of a Service: what clients dial (`port`) and where kube-proxy sends it (`target_port`)."""
+
+    port: int
+    target_port: int
+    protocol: str = "TCP"
+
+
+@dataclass(frozen=True)
+class Service:
+    """A ClusterIP Service: `selector` None for a selector-less one (the `kubernetes` Service); `backend` one endpoint."""
+
+    namespace: str
+    name: str
+    cluster_ip: str
+    ports: tuple[ServicePort, ...]
+    backend: Endpoint
+    selector: Mapping[str, str] | None = None
+
+
+def _expanded_port(ports: Sequence[Mapping[str, Any]] | None, service: Service, sport: ServicePort) -> bool:
+    """`getMatchingServiceClusterIPs` ports: no rule ports, every port; else a rule port that is a targetPort of `sport`."""
+    if not ports:
+        return True
+    for p in ports:
+        if (p.get("protocol") or "TCP") != sport.protocol:
+            continue
+        number = p.get("port")
+        if number is None:
+            return True
+        if isinstance(number, str) and not number.isdigit():
+            raise UnsupportedPolicy(f"named port {number!r}: named ports need the destination pod's container ports; use a number")
+        if int(number) == sport.target_port:
+            return True  # LookupServiceListenPort: rule port == targetPort -> the entry carries the Service port
+    return False
+
+
+def _vpc_cni_egress_admits(objects: Sequence[Mapping[str, Any]], policy: Mapping[str, Any], service: Service, sport: ServicePort) -> bool:
+    """Whether one egress policy, as the controller resolves it, admits a packet to `service`'s ClusterIP on `sport`."""
+    clusterip = Endpoint(None, ip=service.cluster_ip)
+    ns = policy["metadata"].get("namespace", "default")
+    for rule in policy["spec"].get("egress") or []:
+        peers = rule.get("to")
+        if not peers:  # `buildAllowAllEgress`: 0.0.0.0/0 on the rule's ports
+            if port_matches(rule.get("ports"), sport.port, sport.protocol):
+                return True
+            continue
+        for peer in peers:
+            if "ipBlock" in peer:
+                if _in_block(peer["ipBlock"], clusterip.ip) and port_matches(rule.get("ports"), sport.port, sport.protocol):
+                    return True
+                continue
+            if "namespaceSelector" in peer:
+                if not selector_matches(peer["namespaceSelector"], namespace_labels(objects, service.namespace)):
+                    continue
+            elif service.namespace != ns:
+                continue
+            if selector_matches(peer.get("podSelector"), service.selector or {}) and _expanded_port(rule.get("ports"), service, sport):
+                return True
+    return False
+
+
+def vpc_cni_service_connection(objects: Sequence[Mapping[str, Any]], src: Endpoint, service: Service, port: int, protocol: str = "TCP") -> Decision:
+    """A pod dials `service`'s ClusterIP:port under the Amazon VPC CNI's network policy agent (see the comment above).
+
+    Egress: judged on the ClusterIP before DNAT (ipBlocks containing it; selector peers the controller expands
+    to it). Ingress: at the backend after DNAT, on the targetPort, by the ordinary rules (`side`).
+    """
+    sport = next((p for p in service.ports if p.port == port and p.protocol == protocol), None)
+    if sport is None:
+        return Decision(False, f"service {service.namespace}/{service.name} has no {protocol} port {port}")
+    isolating = selecting(objects, src, "Egress")
+    if isolating and not any(_vpc_cni_egress_admits(objects, p, service, sport) for p in isolating):
+        names = ", ".join(_name(p) for p in isolating)
+        return Decision(
+            False,
+            f"source egress isolated by {names}; the VPC CNI agent judges the packet before kube-proxy's DNAT, on "
+            f"ClusterIP {service.cluster_ip}:{port}/{protocol} of {service.namespace}/{service.name}, and no ipBlock contains "
+            "it and no selector peer resolves to that Service (an ipBlock of its endpoint IPs does not count)",
+        )
+    egress = "egress not isolated" if not isolating else f"egress to ClusterIP {service.cluster_ip}:{port} allowed"
+    ingress = side(objects, service.backend, src, "Ingress", sport.target_port, protocol)
+    if not ingress.allowed:
+        return Decision(False, f"destination {ingress.reason}")
+    return Decision(True, f"source {egress}; destination {ingress.reason}")

@@ -8,6 +8,9 @@ associated with, a route whose destination is the service's prefix list (more sp
 AWS PrivateLink guide, "Access an AWS service using an interface VPC endpoint" > "DNS hostnames":
 with private DNS enabled, the service's default DNS name resolves to the endpoint's private addresses
 inside the VPC; this needs the VPC attributes enableDnsHostnames and enableDnsSupport both true.
+AWS PrivateLink guide, "Control access to VPC endpoints using endpoint policies": an endpoint's policy is a
+resource policy every request through it must pass; "If you don't attach a policy when you create an
+endpoint, we attach a default policy for you that allows full access to the service."
 """
 
 from __future__ import annotations
@@ -97,6 +100,18 @@ def resolve(plan: list[Any], vpc_id: str, hostname: str, region: str, id_of: Cal
                 return r, ""
         return None, f"no interface endpoint for com.amazonaws.{region}.{service} in the VPC: {hostname} resolves to public addresses (through NAT)"
     return None, f"{hostname} is not a service with an interface endpoint here"
+
+
+# The policy AWS attaches to an endpoint created without one (the guide's "Default endpoint policy").
+DEFAULT_ENDPOINT_POLICY: dict[str, Any] = {"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*"}]}
+
+
+def endpoint_policy(endpoint: Any) -> str | dict[str, Any]:
+    """The policy document requests through `endpoint` are judged by: its `policy`, else AWS's default (full access).
+
+    Judge it with iam_policy.decide; statements naming specific principals are taken as applying to the caller.
+    """
+    return endpoint.inputs.get("policy") or DEFAULT_ENDPOINT_POLICY
 
 
 def private_subnet_ids(plan: Iterable[Any]) -> list[str]:

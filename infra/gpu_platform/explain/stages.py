@@ -18,7 +18,7 @@ from gpu_platform.behaviour import admission, kueue, networkpolicy, scheduler, v
 from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.explain.view import PoolView, StackView
 from gpu_platform.k8s.kueue import CPU_FLAVOR
-from gpu_platform.k8s.tenant_network import destinations
+from gpu_platform.k8s.tenant_network import cluster_services, destinations
 
 Result = Literal["ok", "blocked", "warning"]
 Verdict = Literal["runs", "waits", "never"]
@@ -361,11 +361,21 @@ class Walk:
         tenant = next((t for t in self.view.spec.tenants if t.ns == self.out.namespace), None)
         if tenant is None:
             return
-        src = 'gpu_platform.behaviour.networkpolicy.connection (Kubernetes docs "Network Policies"; networking/v1 types.go)'
+        src = (
+            'gpu_platform.behaviour.networkpolicy.connection (Kubernetes docs "Network Policies"; networking/v1 types.go); '
+            "EKS Services: vpc_cni_service_connection (aws-network-policy-agent v1.2.7 tc.v4egress.bpf.c handle_egress)"
+        )
         labels = self._pod_labels()
         pod = networkpolicy.Endpoint(self.out.namespace, labels, None)
         reached: list[str] = []
         closed: list[str] = []
+        for name, service in cluster_services(self.view.spec):
+            # EKS: the VPC CNI's policy agent judges a Service call at its ClusterIP, before kube-proxy's DNAT.
+            port, protocol = service.ports[0].port, service.ports[0].protocol
+            decision = networkpolicy.vpc_cni_service_connection(self.view.objects, pod, service, port, protocol)
+            (reached if decision.allowed else closed).append(
+                f"{name} {service.cluster_ip}:{port}/{protocol}" + ("" if decision.allowed else f" ({decision.reason})")
+            )
         for name, namespace, pod_labels, address, port, protocol in destinations(self.view.spec, tenant):
             dst = networkpolicy.Endpoint(namespace, pod_labels, address)
             decision = networkpolicy.connection(self.view.objects, pod, dst, port, protocol)

@@ -1,13 +1,17 @@
 """The StorageClass every volume claim of the stack names.
 
 EKS: an encrypted gp3 class served by the EBS CSI driver add-on (gpu_platform.aws.storage), annotated as the
-cluster default, so claims without a class (a tenant's, a chart's) bind too. Existing clusters already have
+cluster default, so claims without a class (a tenant's, a chart's) bind too; where `storage.fsxLustre.enabled`,
+also an FSx for Lustre class (gpu_platform.aws.fsx creates it, with the subnet and security group it names). Existing clusters already have
 their classes; the stack names one (`storage.className`) and creates none.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpu_platform.aws.storage import PROVISIONER
+from gpu_platform.behaviour.storage import FSX_PROVISIONER
 from gpu_platform.k8s.objects import Manifest, metadata
 from gpu_platform.spec.models import PlatformSpec
 
@@ -36,3 +40,34 @@ def storage_classes(spec: PlatformSpec) -> list[Manifest]:
             "reclaimPolicy": "Delete",
         }
     ]
+
+
+def fsx_storage_class(spec: PlatformSpec, subnet_id: Any, security_group_id: Any) -> Manifest:
+    """The FSx for Lustre class (`storage.fsxLustre`): one file system per claim, in one subnet, behind the Lustre group.
+
+    Parameter names are those aws-fsx-csi-driver's `CreateVolume` reads (pkg/driver/controller.go, v1.8.0);
+    behaviour.storage `fsx_lustre_parameter_problems` judges them as the driver and FSx do. `subnet_id` and
+    `security_group_id` are the stack's own (Pulumi outputs in the program, strings in tests).
+    """
+    fsx = spec.storage.fsx_lustre
+    parameters: dict[str, Any] = {
+        "subnetId": subnet_id,
+        "securityGroupIds": security_group_id,
+        "deploymentType": fsx.deployment_type,
+        "dataCompressionType": fsx.data_compression_type,
+    }
+    if fsx.throughput is not None:
+        parameters["perUnitStorageThroughput"] = str(fsx.throughput)
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": metadata(fsx.class_name),
+        "provisioner": FSX_PROVISIONER,
+        "parameters": parameters,
+        # A file system lives in one subnet: bind immediately there; pods then need that zone (the class's
+        # zone is the first cluster zone unless `zone` says otherwise; pin training pools there).
+        "volumeBindingMode": "Immediate",
+        # DeleteVolume deletes the file system with the claim; training data worth keeping lives in S3.
+        "reclaimPolicy": "Delete",
+        "mountOptions": ["flock"],
+    }

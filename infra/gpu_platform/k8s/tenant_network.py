@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from gpu_platform.behaviour.networkpolicy import Endpoint, Service, ServicePort
 from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
 from gpu_platform.pools import DOMAIN
 from gpu_platform.spec.models import PlatformSpec, Tenant
@@ -36,17 +37,41 @@ def _tcp(*ports: int) -> list[dict[str, Any]]:
     return [{"protocol": "TCP", "port": p} for p in ports]
 
 
+def eks_service_cidr(vpc_cidr: str) -> str:
+    """The Service CIDR EKS gives a cluster that names none (this program names none).
+
+    EKS API, KubernetesNetworkConfigRequest `serviceIpv4Cidr`: "Kubernetes assigns addresses from either the
+    10.100.0.0/16 or 172.20.0.0/16 CIDR blocks"; which one: 172.20.0.0/16 when the VPC has a 10.x CIDR, else
+    10.100.0.0/16 (awslabs/amazon-eks-ami files/bootstrap.sh, `TEN_RANGE` -> DNS_CLUSTER_IP 172.20.0.10 or 10.100.0.10).
+    """
+    return "172.20.0.0/16" if ipaddress.ip_network(vpc_cidr).subnet_of(ipaddress.ip_network("10.0.0.0/8")) else "10.100.0.0/16"  # type: ignore[arg-type]
+
+
+def kubernetes_service_ip(spec: PlatformSpec) -> str:
+    """ClusterIP of `default/kubernetes`: the first address of the Service CIDR.
+
+    kube-apiserver pkg/controlplane/services.go `ServiceIPRange`: the API server Service takes the range's first IP.
+    """
+    return str(ipaddress.ip_network(eks_service_cidr(spec.network.cidr)).network_address + 1)
+
+
 def api_server_egress(spec: PlatformSpec) -> list[dict[str, Any]]:
     """Egress rules to the Kubernetes API.
 
-    EKS's private endpoint ENIs live in the VPC (TCP 443); an existing cluster's API servers are
-    `cluster.apiServerCidrs` on `cluster.apiServerPort`.
+    EKS: in-cluster clients dial `kubernetes.default`'s ClusterIP (client-go `InClusterConfig`:
+    KUBERNETES_SERVICE_HOST), and the VPC CNI's policy agent judges egress before kube-proxy's DNAT, on the
+    ClusterIP and Service port (gpu_platform.behaviour.networkpolicy `vpc_cni_service_connection`); the
+    controller resolves Services only for selector peers, and `kubernetes` has no selector. So the rule names
+    the ClusterIP itself, plus the private endpoint ENIs in the VPC for clients that use the cluster's endpoint
+    hostname (both TCP 443). An existing cluster's API servers are `cluster.apiServerCidrs` on
+    `cluster.apiServerPort` (CNIs such as Calico and Cilium judge after DNAT, on the endpoint).
     """
     if spec.is_eks:
+        service = {"ipBlock": {"cidr": f"{kubernetes_service_ip(spec)}/32"}}
         if spec.cluster.endpoint_private_access:
-            return [{"to": [{"ipBlock": {"cidr": spec.network.cidr}}], "ports": _tcp(HTTPS)}]
+            return [{"to": [service, {"ipBlock": {"cidr": spec.network.cidr}}], "ports": _tcp(HTTPS)}]
         # Public endpoint only: its addresses are AWS's and not published per cluster.
-        return [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": _tcp(HTTPS)}]
+        return [{"to": [service, {"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": _tcp(HTTPS)}]
     if not spec.cluster.api_server_cidrs:
         return []  # an empty `to` would mean every destination; the spec check requires the CIDRs with tenants
     return [{"to": [{"ipBlock": {"cidr": c}} for c in spec.cluster.api_server_cidrs], "ports": _tcp(spec.cluster.api_server_port)}]
@@ -136,22 +161,45 @@ def network_policies(spec: PlatformSpec, tenant: Tenant) -> list[Manifest]:
     ]
 
 
-def destinations(spec: PlatformSpec, tenant: Tenant) -> list[tuple[str, str | None, dict[str, str], str, int, str]]:
-    """What a tenant's GPU workload must reach, as (name, namespace, pod labels, address, port, protocol).
+def cluster_services(spec: PlatformSpec) -> list[tuple[str, Service]]:
+    """EKS: the Services in-cluster clients dial, as EKS creates them, for `vpc_cni_service_connection`.
 
-    The same paths `network_policies` opens: CoreDNS (pods `k8s-app: kube-dns` in kube-system, UDP 53),
-    the API server (EKS private endpoint ENIs in the VPC on 443; on-prem `cluster.apiServerCidrs`), on EKS
+    kube-system/kube-dns (coredns add-on: ClusterIP .10 of the Service CIDR, the kubelet's clusterDNS;
+    selector k8s-app=kube-dns; UDP and TCP 53) and default/kubernetes (no selector; 443 -> the private
+    endpoint ENIs in the VPC on 443, or AWS's public addresses without a private endpoint).
+    """
+    if not spec.is_eks:
+        return []
+    net = ipaddress.ip_network(eks_service_cidr(spec.network.cidr))
+    dns_ip = str(net.network_address + 10)
+    dns = Service(
+        "kube-system", "kube-dns", dns_ip, (ServicePort(53, 53, "UDP"), ServicePort(53, 53, "TCP")),
+        Endpoint("kube-system", {"k8s-app": "kube-dns"}, dns_ip), {"k8s-app": "kube-dns"},
+    )  # fmt: skip
+    private = spec.cluster.endpoint_private_access
+    eni = str(ipaddress.ip_network(spec.network.cidr).network_address + 20) if private else "54.80.0.10"
+    api = Service("default", "kubernetes", kubernetes_service_ip(spec), (ServicePort(HTTPS, HTTPS),), Endpoint(None, ip=eni))
+    return [("DNS (kube-dns)", dns), ("Kubernetes API (kubernetes.default)", api)]
+
+
+def destinations(spec: PlatformSpec, tenant: Tenant) -> list[tuple[str, str | None, dict[str, str], str, int, str]]:
+    """What a tenant's GPU workload must reach by address, as (name, namespace, pod labels, address, port, protocol).
+
+    The same paths `network_policies` opens: CoreDNS (pods `k8s-app: kube-dns` in kube-system, UDP 53; on EKS
+    a Service of `cluster_services` instead), the API server (on-prem `cluster.apiServerCidrs`; on EKS the
+    `kubernetes` Service of `cluster_services`, plus the private endpoint ENIs dialled by hostname), on EKS
     the Pod Identity agent and an interface endpoint (ECR, STS) in the VPC, S3 at a public address of
     its us-east-1 range (ip-ranges.json 52.216.0.0/15; any public S3 address is judged alike), and the
     first address and port of each `network.egress` entry. `explain` asks the NetworkPolicy evaluator about each.
     """
     vpc = ipaddress.ip_network(spec.network.cidr) if spec.is_eks else None
-    out: list[tuple[str, str | None, dict[str, str], str, int, str]] = [
-        ("DNS (kube-dns)", "kube-system", {"k8s-app": "kube-dns"}, "172.20.0.10", 53, "UDP")
-    ]
+    out: list[tuple[str, str | None, dict[str, str], str, int, str]] = []
+    if vpc is None:
+        # On EKS DNS and the API are Services (`cluster_services`); elsewhere the CNI judges the pod after DNAT.
+        out.append(("DNS (kube-dns)", "kube-system", {"k8s-app": "kube-dns"}, "10.96.0.10", 53, "UDP"))
     if vpc is not None:
-        api = str(vpc.network_address + 20) if spec.cluster.endpoint_private_access else "54.80.0.10"
-        out.append(("Kubernetes API", None, {}, api, HTTPS, "TCP"))
+        if spec.cluster.endpoint_private_access:
+            out.append(("Kubernetes API endpoint ENI (by hostname)", None, {}, str(vpc.network_address + 20), HTTPS, "TCP"))
         out.append(("EKS Pod Identity agent", None, {}, POD_IDENTITY_AGENT.split("/", maxsplit=1)[0], POD_IDENTITY_PORT, "TCP"))
         out.append(("ECR/STS interface endpoint", None, {}, str(vpc.network_address + 30), HTTPS, "TCP"))
         if tenant.network.s3:

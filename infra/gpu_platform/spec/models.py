@@ -434,11 +434,40 @@ class ClassDemand(Model):
     """The class's work survives losing a node, so it may run on Spot."""
 
 
-class Storage(Model):
-    """The StorageClass every volume claim of the stack names."""
+ClassName = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
 
-    class_name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)] | None = None
+
+class FsxLustre(Model):
+    """An FSx for Lustre StorageClass for training data (EKS, opt-in): claims naming it get a file system each."""
+
+    enabled: StrictBool = False
+    """Install the aws-fsx-csi-driver add-on, a Lustre security group and the class."""
+    class_name: ClassName = "fsx-lustre"
+    """Name of the StorageClass tenants' claims name (never the default class)."""
+    deployment_type: Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"] = "PERSISTENT_2"
+    """FSx `deploymentType`: `SCRATCH_2` (no replication, cheapest) or `PERSISTENT_2` (replicated, lowest latency), etc."""
+    per_unit_storage_throughput: StrictInt | None = None
+    """MB/s per TiB, PERSISTENT only (PERSISTENT_2: 125, 250, 500, 1000; PERSISTENT_1: 50, 100, 200). Default: the lowest."""
+    data_compression_type: Literal["NONE", "LZ4"] = "LZ4"
+    """FSx `dataCompressionType`."""
+    zone: str | None = None
+    """Zone of the file systems' subnet (an FSx for Lustre file system lives in one subnet); default: the first cluster zone."""
+
+    @property
+    def throughput(self) -> int | None:
+        """The perUnitStorageThroughput the class carries: the set one, else the lowest valid for a PERSISTENT type."""
+        if self.per_unit_storage_throughput is not None:
+            return self.per_unit_storage_throughput
+        return {"PERSISTENT_1": 50, "PERSISTENT_2": 125}.get(self.deployment_type)
+
+
+class Storage(Model):
+    """The StorageClass every volume claim of the stack names, and optional FSx for Lustre for training data."""
+
+    class_name: ClassName | None = None
     """EKS: the encrypted gp3 class the stack creates, made default (default `gp3`); existing clusters: a class the cluster has."""
+    fsx_lustre: FsxLustre = FsxLustre()
+    """FSx for Lustre (EKS): `{enabled, className, deploymentType, perUnitStorageThroughput, dataCompressionType, zone}`."""
 
 
 class PlatformSpec(Model):
@@ -461,7 +490,7 @@ class PlatformSpec(Model):
     monitoring: Monitoring = Monitoring()
     """GPU monitoring and alerts."""
     storage: Storage = Storage()
-    """Persistent volumes: `{className}`."""
+    """Persistent volumes: `{className, fsxLustre}`."""
     gpu_operator: GpuOperator = GpuOperator()
     """NVIDIA GPU Operator settings."""
     policy: PolicyConfig = PolicyConfig()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpu_platform.behaviour.storage import fsx_lustre_parameter_problems
 from gpu_platform.errors import Problem
 from gpu_platform.spec.models import PlatformSpec
 
@@ -44,4 +45,29 @@ def check_network_and_storage(spec: PlatformSpec, file: str) -> list[Problem]:
                 "allowed: the name of a StorageClass the cluster has (kubectl get storageclass)",
             )
         )
+    return out + check_fsx_lustre(spec, file)
+
+
+def check_fsx_lustre(spec: PlatformSpec, file: str) -> list[Problem]:
+    """`storage.fsxLustre`: EKS only, a cluster zone, and parameters the FSx CSI driver and FSx accept (behaviour.storage)."""
+    fsx = spec.storage.fsx_lustre
+    at = f"{P}storage.fsxLustre"
+    if not fsx.enabled:
+        return []
+    if not spec.is_eks:
+        return [Problem(file, f"{at}.enabled", "FSx for Lustre is created by EKS stacks only", "allowed: false (a cluster has its own)")]
+    out: list[Problem] = []
+    zones = spec.network.zones()
+    if fsx.zone is not None and fsx.zone not in zones:
+        out.append(Problem(file, f"{at}.zone", f"{fsx.zone!r} is not a zone of the cluster", f"allowed: {', '.join(zones)}"))
+    if fsx.class_name == spec.storage_class:
+        out.append(Problem(file, f"{at}.className", f"{fsx.class_name!r} is the default (EBS) class's name", "allowed: another, e.g. fsx-lustre"))
+    parameters = {"subnetId": "subnet-0", "securityGroupIds": "sg-0", "deploymentType": fsx.deployment_type}
+    parameters["dataCompressionType"] = fsx.data_compression_type
+    if fsx.throughput is not None:
+        parameters["perUnitStorageThroughput"] = str(fsx.throughput)
+    # The parameters the class will carry, judged as the driver and FSx judge them; their names are the keys'.
+    for key, why in fsx_lustre_parameter_problems(parameters):
+        what, _, allowed = why.partition("; ")
+        out.append(Problem(file, f"{at}.{key}", what, allowed))
     return out

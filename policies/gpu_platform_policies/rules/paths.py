@@ -2,7 +2,8 @@
 
 - `volume-claims-bind`: every claim the stack renders gets a StorageClass that exists and a provisioner that
   is installed with its credentials (behaviour.storage: DefaultStorageClass admission, PV controller,
-  external-provisioner), the EBS CSI add-on's controller role on EKS included.
+  external-provisioner), the EBS and FSx CSI add-ons' controller roles on EKS included; and every FSx for
+  Lustre class the stack creates carries parameters its driver and FSx accept (a tenant's claim on it binds).
 - `tenant-data-egress`: a default-deny tenant namespace still reaches DNS and, on EKS, the Pod Identity agent,
   STS/ECR interface endpoints and S3 (behaviour.networkpolicy: Kubernetes NetworkPolicy semantics).
 """
@@ -13,10 +14,11 @@ import ipaddress
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gpu_platform.aws import fsx
 from gpu_platform.aws.storage import ADDON as EBS_ADDON
 from gpu_platform.aws.storage import POD_IDENTITY_AGENT_ADDON, POLICY_ARN, PROVISIONER, SERVICE_ACCOUNT
 from gpu_platform.behaviour.networkpolicy import Endpoint, connection, selecting
-from gpu_platform.behaviour.storage import claim_binds
+from gpu_platform.behaviour.storage import FSX_PROVISIONER, claim_binds
 from gpu_platform.engine import auto_name
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
 from gpu_platform_policies.view import get, helm_releases, object_name, objects, tenant_namespaces, truthy
@@ -33,9 +35,16 @@ POD_IDENTITY_AGENT = ("169.254.170.23", 80)
 DNS = Endpoint("kube-system", {"k8s-app": "kube-dns"})
 
 
-def _role_of(plan: PlanView, addon: Any) -> Any | None:
+# The CSI drivers EKS stacks install as add-ons: add-on, provisioner name, controller service account, AWS policy.
+CSI_ADDONS = (
+    (EBS_ADDON, PROVISIONER, SERVICE_ACCOUNT, POLICY_ARN),
+    (fsx.ADDON, FSX_PROVISIONER, fsx.SERVICE_ACCOUNT, fsx.POLICY_ARN),
+)
+
+
+def _role_of(plan: PlanView, addon: Any, service_account: str) -> Any | None:
     """The Role a Pod Identity association names: by ARN (`.../role/<name>` offline) or, if unknown, the add-on's sibling."""
-    assoc = [a for a in get(addon.inputs, "podIdentityAssociations", default=[]) or [] if a.get("serviceAccount") == SERVICE_ACCOUNT]
+    assoc = [a for a in get(addon.inputs, "podIdentityAssociations", default=[]) or [] if a.get("serviceAccount") == service_account]
     if not assoc:
         return None
     arn = str(assoc[0].get("roleArn") or "")
@@ -43,26 +52,32 @@ def _role_of(plan: PlanView, addon: Any) -> Any | None:
     return next((r for r in roles if arn.endswith(f"role/{r.name}")), None) or next((r for r in roles if r.parent == addon.parent), None)
 
 
+def _driver_lacks(plan: PlanView, addon: Any, has_agent: bool, service_account: str, policy_arn: str) -> str | None:
+    """What a CSI add-on's controller lacks to call AWS (agent, association, policy on its role), or None."""
+    if not has_agent:
+        return f"the {POD_IDENTITY_AGENT_ADDON} add-on is missing, so the controller gets no credentials"
+    role = _role_of(plan, addon, service_account)
+    if role is None:
+        return f"no Pod Identity association gives {service_account} an IAM role"
+    attached = any(
+        a.inputs.get("policyArn") == policy_arn and a.inputs.get("role") in (auto_name(IAM_ROLE, role.name), role.name)
+        for a in plan.of_type(POLICY_ATTACHMENT)
+    )
+    return None if attached else f"its IAM role {role.name} lacks {policy_arn.rsplit('/', 1)[-1]}"
+
+
 def installed_drivers(plan: PlanView) -> dict[str, str | None] | None:
-    """Provisioner -> None if it can provision, else what it lacks; None off EKS (an existing cluster's drivers are its own)."""
+    """Provisioner -> None if it can provision, else what it lacks; None off EKS (an existing cluster's drivers are its own).
+
+    The CSI add-ons of CSI_ADDONS that the plan installs (EBS always, FSx for Lustre where the stack asks).
+    """
     if not plan.of_type(EKS_CLUSTER):
         return None
     addons = {str(a.inputs.get("addonName")): a for a in plan.of_type(EKS_ADDON)}
-    ebs = addons.get(EBS_ADDON)
-    if ebs is None:
-        return {}
-    if POD_IDENTITY_AGENT_ADDON not in addons:
-        return {PROVISIONER: f"the {POD_IDENTITY_AGENT_ADDON} add-on is missing, so the controller gets no credentials"}
-    role = _role_of(plan, ebs)
-    if role is None:
-        return {PROVISIONER: f"no Pod Identity association gives {SERVICE_ACCOUNT} an IAM role"}
-    attached = any(
-        a.inputs.get("policyArn") == POLICY_ARN and a.inputs.get("role") in (auto_name(IAM_ROLE, role.name), role.name)
-        for a in plan.of_type(POLICY_ATTACHMENT)
-    )
-    if not attached:
-        return {PROVISIONER: f"its IAM role {role.name} lacks {POLICY_ARN.rsplit('/', 1)[-1]}"}
-    return {PROVISIONER: None}
+    agent = POD_IDENTITY_AGENT_ADDON in addons
+    return {
+        provisioner: _driver_lacks(plan, addons[name], agent, account, policy) for name, provisioner, account, policy in CSI_ADDONS if name in addons
+    }
 
 
 def rendered_claims(plan: PlanView) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
@@ -104,6 +119,14 @@ def volume_claims_bind(plan: PlanView, ctx: Context) -> Iterator[Finding]:
         binding = claim_binds(claim, classes, drivers)
         if not binding.binds:
             yield Finding(resource, f"{what} stays Pending: {binding.reason}")
+    # Classes the stack creates for tenants' claims (FSx for Lustre): a claim naming one must bind too.
+    for sc in objects(plan, "StorageClass", "storage.k8s.io"):
+        if drivers is None or sc.inputs.get("provisioner") != FSX_PROVISIONER:
+            continue
+        name = str(get(sc.inputs, "metadata", "name"))
+        binding = claim_binds({"storageClassName": name, "accessModes": ["ReadWriteMany"]}, classes, drivers)
+        if not binding.binds:
+            yield Finding(sc.name, f"a tenant's claim on StorageClass {name!r} stays Pending: {binding.reason}")
 
 
 def _vpc_endpoint_address(plan: PlanView) -> str | None:
