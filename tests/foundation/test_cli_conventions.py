@@ -117,7 +117,7 @@ def test_check_json_on_bad_input_is_a_document_with_the_error(tmp_path: Path, ca
     assert doc["stack"] == "typo" and doc["summary"]["badInput"] == len(doc["violations"]) >= 1
     first = doc["violations"][0]
     assert first["policy"] == "bad-input" and first["level"] == "mandatory"
-    assert (first["file"], first["key"], first["line"]) == (str(path), "gpu-platform:nodePool", line)
+    assert (first["file"], first["keyPath"], first["line"]) == (str(path), "gpu-platform:nodePool", line)
     assert first["message"] == err.splitlines()[0], "the same line as on stderr"
 
 
@@ -142,7 +142,7 @@ def test_check_json_on_an_unknown_stack_is_a_document_too(no_root: pytest.Monkey
     code, out, _ = run(capsys, "check", "--stack", "nope", "--format", "json")
     assert code == 2
     [finding] = json.loads(out)["violations"]
-    assert finding["key"] == "--stack" and "line" not in finding and "allowed: dev, onprem, prod, staging" in finding["message"]
+    assert finding["keyPath"] == "--stack" and "line" not in finding and "allowed: dev, onprem, prod, staging" in finding["message"]
 
 
 def test_check_base_json_on_bad_input_is_a_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -151,7 +151,7 @@ def test_check_base_json_on_bad_input_is_a_document(tmp_path: Path, capsys: pyte
     path.write_text(stack_path("dev").read_text())
     code, out, _ = run(capsys, "check", "--config", str(path), "--base", "no-such-ref", "--format", "json")
     assert code == 2
-    assert json.loads(out)["violations"][0]["key"] == "--base"
+    assert json.loads(out)["violations"][0]["keyPath"] == "--base"
 
 
 def test_capacity_plan_needs_no_repository_without_a_stack(no_root: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
