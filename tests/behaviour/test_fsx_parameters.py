@@ -1,4 +1,4 @@
-"""behaviour.storage's FSx for Lustre parameter judgement, one case per refusal of aws-fsx-csi-driver v1.8.0
+"""behaviour.storage's FSx for Lustre parameter judgement, one case per refusal of aws-fsx-csi-driver (the lockfile's tag)
 (pkg/driver/controller.go `CreateVolume`) or of FSx `CreateFileSystem` (botocore fsx model), checked against the
 model where the model carries the fact."""
 

@@ -148,7 +148,7 @@ def test_named_ports_are_refused_not_guessed() -> None:
         connection([*NS, pol], B_WEB, A_WEB, 80)
 
 
-# Amazon VPC CNI: traffic to a Service ClusterIP (aws-network-policy-agent v1.2.7 judges egress before DNAT;
+# Amazon VPC CNI: traffic to a Service ClusterIP (aws-network-policy-agent judges egress before DNAT;
 # amazon-network-policy-controller-k8s resolves Service ClusterIPs for selector peers only).
 API = Service("default", "kubernetes", "172.20.0.1", (ServicePort(443, 443),), Endpoint(None, ip="10.0.0.20"))
 WEB_SVC = Service("b", "web", "172.20.5.5", (ServicePort(80, 8080),), B_WEB, selector={"app": "web"})

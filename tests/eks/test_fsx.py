@@ -1,6 +1,6 @@
 """FSx for Lustre on prod (`storage.fsxLustre`): the pinned add-on and its role, the Lustre group, the class's parameters.
 
-Sources: aws-fsx-csi-driver v1.8.0 docs/install.md (the controller's service account `fsx-csi-controller-sa`
+Sources: aws-fsx-csi-driver (the lockfile's tag) docs/install.md (the controller's service account `fsx-csi-controller-sa`
 with AmazonFSxFullAccess), pkg/driver/controller.go `CreateVolume` (parameter names), the FSx for Lustre User
 Guide "Amazon VPC security groups" (TCP 988 and 1018-1023, from the group itself and the clients).
 """

@@ -2,7 +2,7 @@
 
 - The aws-fsx-csi-driver EKS add-on, its controller (`fsx-csi-controller-sa` in kube-system: the driver's
   charts/aws-fsx-csi-driver/values.yaml `controller.serviceAccount.name`) bound by EKS Pod Identity to a role
-  with AmazonFSxFullAccess, the policy the driver's docs/install.md (v1.8.0) attaches to that service account.
+  with AmazonFSxFullAccess, the policy the driver's docs/install.md (lockfile's tag) attaches to that service account.
 - A security group for the file systems' ENIs. FSx for Lustre User Guide, "File system access control with
   Amazon VPC" > "Amazon VPC security groups": Lustre traffic is TCP 988 and TCP 1018-1023, and the group must
   allow it inbound from itself and from the clients' groups; the clients' groups must allow it inbound from

@@ -15,8 +15,9 @@ given, so a pod given an IP inside an allowed block counts as reachable (the AWS
 policy agent matches pod IPs against ipBlock CIDRs).
 
 Traffic to a Service ClusterIP is implementation-defined too; `vpc_cni_service_connection` models the
-Amazon VPC CNI (the EKS add-on pinned in the lockfile, vpc-cni v1.20.4, ships aws-network-policy-agent
-v1.2.7: amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml `nodeAgent.image.tag`). See that function.
+Amazon VPC CNI (the vpc-cni add-on pinned in the lockfile ships the aws-network-policy-agent release its
+amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml `nodeAgent.image.tag` names; the lockfile's comment says
+which releases were read). See that function.
 """
 
 from __future__ import annotations
@@ -208,12 +209,12 @@ def connection(objects: Sequence[Mapping[str, Any]], src: Endpoint, dst: Endpoin
 
 # Amazon VPC CNI: egress to a Service ClusterIP.
 #
-# aws-network-policy-agent v1.2.7 pkg/ebpf/bpf_client.go `attachEgressBPFProbe` attaches the egress program
+# aws-network-policy-agent (the release vpc-cni ships) pkg/ebpf/bpf_client.go `attachEgressBPFProbe` attaches the egress program
 # (pkg/ebpf/c/tc.v4egress.bpf.c `handle_egress`) at TC ingress of the pod's host-side veth, and `handle_egress`
 # looks the packet's `ip->daddr` up in the policy's LPM trie. TC runs before netfilter, so kube-proxy has
 # not yet DNAT'ed the packet: a pod calling a Service is judged on the ClusterIP and the Service port, never
-# on the endpoint IPs. amazon-network-policy-controller-k8s (v1.0.19 pkg/resolvers/endpoints.go
-# `resolveServiceClusterIPs` / `getMatchingServiceClusterIPs`; unchanged in v1.1.7 `computeEgressEndpoints`)
+# on the endpoint IPs. amazon-network-policy-controller-k8s (pkg/resolvers/endpoints.go `resolveServiceClusterIPs`
+# / `getMatchingServiceClusterIPs`; the same in its newest release's `computeEgressEndpoints`)
 # compensates only for selector peers: for each namespace a peer selects, every non-headless Service whose
 # `spec.selector` the peer's podSelector matches (an absent podSelector matches every Service, selector-less
 # ones too) gets its ClusterIP added, on the Service ports whose targetPort is the rule's port
@@ -243,7 +244,7 @@ class Service:
     selector: Mapping[str, str] | None = None
 
 
-def _expanded_port(ports: Sequence[Mapping[str, Any]] | None, service: Service, sport: ServicePort) -> bool:
+def _expanded_port(ports: Sequence[Mapping[str, Any]] | None, sport: ServicePort) -> bool:
     """`getMatchingServiceClusterIPs` ports: no rule ports, every port; else a rule port that is a targetPort of `sport`."""
     if not ports:
         return True
@@ -280,7 +281,7 @@ def _vpc_cni_egress_admits(objects: Sequence[Mapping[str, Any]], policy: Mapping
                     continue
             elif service.namespace != ns:
                 continue
-            if selector_matches(peer.get("podSelector"), service.selector or {}) and _expanded_port(rule.get("ports"), service, sport):
+            if selector_matches(peer.get("podSelector"), service.selector or {}) and _expanded_port(rule.get("ports"), sport):
                 return True
     return False
 

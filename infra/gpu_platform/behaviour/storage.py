@@ -12,7 +12,7 @@ Sources, Kubernetes v1.35 and kubernetes-csi/external-provisioner v5:
   whose class's `provisioner` equals its driver name; no driver of that name, nobody provisions.
 - A CSI controller calling a cloud API needs credentials (the EBS CSI controller: AWS credentials for
   ec2:CreateVolume; "UnauthorizedOperation" and the claim stays Pending without them).
-- aws-fsx-csi-driver v1.8.0 pkg/driver/controller.go `CreateVolume`: the StorageClass parameters it reads and
+- aws-fsx-csi-driver (tag: the lockfile's eks.addons entry) pkg/driver/controller.go `CreateVolume`: the StorageClass parameters it reads and
   how it parses them; what it passes on, FSx `CreateFileSystem` judges (botocore's fsx model, below).
 """
 

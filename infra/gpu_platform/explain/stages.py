@@ -363,7 +363,7 @@ class Walk:
             return
         src = (
             'gpu_platform.behaviour.networkpolicy.connection (Kubernetes docs "Network Policies"; networking/v1 types.go); '
-            "EKS Services: vpc_cni_service_connection (aws-network-policy-agent v1.2.7 tc.v4egress.bpf.c handle_egress)"
+            "EKS Services: vpc_cni_service_connection (aws-network-policy-agent tc.v4egress.bpf.c handle_egress)"
         )
         labels = self._pod_labels()
         pod = networkpolicy.Endpoint(self.out.namespace, labels, None)

@@ -45,7 +45,7 @@ def storage_classes(spec: PlatformSpec) -> list[Manifest]:
 def fsx_storage_class(spec: PlatformSpec, subnet_id: Any, security_group_id: Any) -> Manifest:
     """The FSx for Lustre class (`storage.fsxLustre`): one file system per claim, in one subnet, behind the Lustre group.
 
-    Parameter names are those aws-fsx-csi-driver's `CreateVolume` reads (pkg/driver/controller.go, v1.8.0);
+    Parameter names are those aws-fsx-csi-driver's `CreateVolume` reads (pkg/driver/controller.go at the lockfile's tag);
     behaviour.storage `fsx_lustre_parameter_problems` judges them as the driver and FSx do. `subnet_id` and
     `security_group_id` are the stack's own (Pulumi outputs in the program, strings in tests).
     """
