@@ -24,7 +24,7 @@ from pulumi_policy import (
 from gpu_platform.catalog import load_catalog
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.versions import Lockfile, deep_merge, load_lockfile, parse_lockfile, raw_lockfile
-from gpu_platform_policies.model import RULES, THRESHOLD_DEFAULTS, Context, PlanView, Resource, Rule
+from gpu_platform_policies.model import RULES, THRESHOLD_DEFAULTS, Context, Finding, PlanView, Resource, Rule
 
 UNKNOWN = "<computed>"  # a value only known after apply (preview); rules treat it as an opaque string
 ENV_TAG = "gpu-platform:environment"
@@ -112,6 +112,11 @@ def config_schema(rule: Rule) -> PolicyConfigSchema:
     return PolicyConfigSchema(properties=props)
 
 
+def _said(found: str | Finding) -> str:
+    """A finding's message for CrossGuard: the same words the offline gate prints (it sees no stack file to place them in)."""
+    return found if isinstance(found, str) else found.message
+
+
 def _resource_policy(rule: Rule) -> ResourceValidationPolicy:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         parent = getattr(getattr(args, "opts", None), "parent", None)
@@ -119,8 +124,9 @@ def _resource_policy(rule: Rule) -> ResourceValidationPolicy:
         if not rule.applies_to(res):
             return
         ctx = context(args.get_config(), [res])
-        for message in rule.check(res, ctx):
-            report_violation(message, None)
+        for found in rule.check(res, ctx):
+            # A rule that names the field it judged yields a Finding; CrossGuard sees no stack file, so only its words travel.
+            report_violation(_said(found), None)
 
     return ResourceValidationPolicy(
         name=rule.name,
@@ -137,7 +143,7 @@ def _stack_policy(rule: Rule) -> StackValidationPolicy:
         urns = {r.name: r.urn for r in args.resources}
         ctx = context(args.get_config(), resources)
         for finding in rule.check(PlanView(resources), ctx):
-            report_violation(f"{finding.resource}: {finding.message}", urns.get(finding.resource))
+            report_violation(f"{finding.resource}: {_said(finding)}", urns.get(finding.resource))
 
     return StackValidationPolicy(
         name=rule.name,

@@ -328,7 +328,7 @@ CASES: list[Case] = [
         "prod",
         (),
         "cluster-eks",
-        "vpcConfig.publicAccessCidrs[0] is 198.51.100.0/27, inside the documentation range 198.51.100.0/24",
+        "vpcConfig.publicAccessCidrs[0] is 198.51.100.0/27 (gpu-platform:cluster.publicAccessCidrs), inside the documentation range 198.51.100.0/24",
         key="gpu-platform:cluster.publicAccessCidrs[0]",
     ),
     Case("documentation-cidr", "prod-real-egress", "prod", (set_in("cluster-eks", "vpcConfig.publicAccessCidrs", ["34.192.10.0/27"]),)),

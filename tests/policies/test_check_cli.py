@@ -70,7 +70,6 @@ def public_endpoint(cfg: Doc) -> None:
 
 BROKEN_STACKS = {
     "spot-only-production-training": ("prod", spot_only_training, "production-capacity-floor", "pool-train-h100-block-ng"),
-    "quota-above-capacity": ("prod", quota_above_capacity, "kueue-quota-fits-pool", "kueue-clusterqueue-serving"),
     "chart-not-the-lockfile-version": ("prod", chart_off_lockfile, "charts-pinned", "kueue-release"),
     "public-prod-endpoint": ("prod", public_endpoint, "eks-endpoint-restricted", "cluster-eks"),
 }
@@ -85,6 +84,18 @@ def test_broken_stack_fails_naming_rule_and_resource(case: str, tmp_path: Path, 
     line = next((line for line in out.splitlines() if f"{rule}:" in line), None)
     assert line is not None and "mandatory" in line, out
     assert f"\n{resource}\n" in out, f"{resource} not a heading of the text report:\n{out}"
+
+
+def test_quota_above_its_pool_is_bad_input_for_check_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The spec's cross-check refuses it before any rule runs (as plan does): exit 2, one line, in the GPUs the user wrote."""
+    path = broken_copy(tmp_path, "prod", quota_above_capacity)
+    code, _, err = run_check(capsys, "--config", str(path))
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"{path}: gpu-platform:tenants[2].quotas[3].gpus: quotas on pool 'infer-l4-ondemand' add up to 40 GPUs (serving 40) but the pool has"
+        " 12 GPUs at max size (12 nodes x 1 GPU); allowed: at most 12 GPUs in all on 'infer-l4-ondemand': lower the quotas or raise"
+        " gpu-platform:nodePools[5].scaling.max"
+    ]
 
 
 def test_untainted_gpu_pool_from_a_broken_program(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -302,7 +302,8 @@ def documentation_cidr(plan: PlanView, ctx: Context) -> Iterator[Finding]:
                 at = f"{path}[{i}]" if isinstance(value, list) else path
                 yield Finding(
                     r.name,
-                    f"{at} is {item}, inside the documentation range {doc} that no real network uses; "
+                    # The key in the words too: CrossGuard reports only the message.
+                    f"{at} is {item}{f' ({key})' if key else ''}, inside the documentation range {doc} that no real network uses; "
                     "put the real egress CIDR of whoever must reach it",
                     key=f"{key}[{i}]" if key and isinstance(value, list) else key,
                 )
