@@ -112,7 +112,8 @@ def create(name: str, manifest: Manifest, opts: pulumi.ResourceOptions) -> pulum
     aliases to API versions this program never created (NetworkPolicy: extensions/v1beta1,
     RoleBinding: rbac v1alpha1/v1beta1), and the SDK resolves every alias to a URN for each of the
     ~1,400 tenant objects of a 200-tenant stack (pulumi/runtime/resource.py
-    `collapse_alias_to_urn`): work with no effect on any state, measured about 5% of `plan`.
+    `collapse_alias_to_urn`): work with no effect on any state. Dropping them (and the typed modules'
+    import) cut `plan` of a 100-pool / 200-tenant stack from 30.2 to 22.7 s CPU (docs: benchmarks).
     """
     if manifest["kind"] == "PriorityClass":
         return k8s.scheduling.v1.PriorityClass(
