@@ -4,7 +4,7 @@ Imports the same provider modules the plan's resources come from (pulumi_aws and
 load their submodules lazily, and that import is most of the cost), installs a mock monitor, and
 registers N small AWS resources inside one `pulumi.runtime.test`-wrapped function, as the offline
 engine does with the real program. Run as a fresh process:
-`python benchmarks/mock_floor.py N [TYPE_TOKEN ...]` (the plan's type tokens select the modules).
+`python benchmarks/mock_floor.py N [MODULE ...]` (the provider modules the plan loaded).
 """
 
 from __future__ import annotations
@@ -28,34 +28,19 @@ class _Echo(pulumi.runtime.Mocks):
         return {}, None
 
 
-def provider_module(type_token: str) -> str | None:
-    """The SDK module a Pulumi type token's class lives in (None for components)."""
-    package, _, rest = type_token.partition(":")
-    if package == "aws":
-        return f"pulumi_aws.{rest.split('/', 1)[0]}"
-    if package == "kubernetes":
-        group, _, version = rest.partition(":")[0].partition("/")
-        return f"pulumi_kubernetes.{group.split('.')[0]}" + (f".{version}" if version else "")
-    if type_token == "pulumi:providers:kubernetes":
-        return "pulumi_kubernetes"
-    return None
+def import_like_the_plan(modules: list[str]) -> None:
+    """Execute exactly the provider modules the plan executed (plan_bench lists them: `plan_modules`).
 
-
-def import_like_the_plan(type_tokens: list[str]) -> None:
-    """Load every resource class the plan's resources need, the way the program does.
-
-    The SDKs load a module's classes lazily on first attribute access, so touching the class (not
-    only importing the module) is what the program pays for.
+    The SDKs load a module's classes lazily on first attribute access, and a package creates lazy
+    stubs for all its submodules; importing the loaded ones, parents first, loads the same code the
+    plan loaded and leaves the same stubs unloaded. (Mapping type tokens to modules instead loaded
+    typed classes for kinds the program registers as plain custom resources, which made the floor
+    heavier than the plan.)
     """
-    for token in sorted(type_tokens):
-        module_name = provider_module(token)
-        if module_name is None:
-            continue
-        try:
-            module = importlib.import_module(module_name)
-            getattr(module, token.rsplit(":", 1)[-1], None)
-        except ModuleNotFoundError:  # a CRD kind (Kueue, Volcano, ...): registered as a CustomResource
-            importlib.import_module("pulumi_kubernetes.apiextensions").CustomResource  # noqa: B018
+    for name in sorted(modules):
+        # Any attribute but the introspection ones (pulumi._utils._INTROSPECTION_ATTRS) makes a lazy
+        # stub execute its module, as the program's `k8s.core.v1` does for `pulumi_kubernetes.core`.
+        getattr(importlib.import_module(name), "__all__", None)
 
 
 def register(count: int) -> None:

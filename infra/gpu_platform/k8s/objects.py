@@ -105,41 +105,38 @@ def release_in_namespace(
 
 
 def create(name: str, manifest: Manifest, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-    """The Pulumi resource for one manifest: a typed class for core kinds, a CustomResource otherwise."""
-    kind, meta = manifest["kind"], manifest["metadata"]
-    if kind == "Namespace":
-        return k8s.core.v1.Namespace(name, metadata=meta, opts=opts)
-    if kind == "ConfigMap":
-        return k8s.core.v1.ConfigMap(name, metadata=meta, data=manifest["data"], opts=opts)
-    if kind == "ResourceQuota":
-        return k8s.core.v1.ResourceQuota(name, metadata=meta, spec=manifest["spec"], opts=opts)
-    if kind == "LimitRange":
-        return k8s.core.v1.LimitRange(name, metadata=meta, spec=manifest["spec"], opts=opts)
-    if kind == "NetworkPolicy":
-        return k8s.networking.v1.NetworkPolicy(name, metadata=meta, spec=manifest["spec"], opts=opts)
-    if kind == "RoleBinding":
-        return k8s.rbac.v1.RoleBinding(name, metadata=meta, role_ref=manifest["roleRef"], subjects=manifest["subjects"], opts=opts)
-    if kind == "PriorityClass":
+    """The Pulumi resource for one manifest: its kind's type token, the manifest's fields as inputs.
+
+    Only PriorityClass keeps its typed class (its defaults and input order are what stacks already
+    recorded). The typed classes of the other kinds send the same type token and inputs, but carry
+    aliases to API versions this program never created (NetworkPolicy: extensions/v1beta1,
+    RoleBinding: rbac v1alpha1/v1beta1), and the SDK resolves every alias to a URN for each of the
+    ~1,400 tenant objects of a 200-tenant stack (pulumi/runtime/resource.py
+    `collapse_alias_to_urn`): work with no effect on any state. Dropping them (and the typed modules'
+    import) cut `plan` of a 100-pool / 200-tenant stack from 30.2 to 22.7 s CPU (docs: benchmarks).
+    """
+    if manifest["kind"] == "PriorityClass":
         return k8s.scheduling.v1.PriorityClass(
             name,
-            metadata=meta,
+            metadata=manifest["metadata"],
             value=manifest["value"],
             global_default=manifest.get("globalDefault", False),
             preemption_policy=manifest.get("preemptionPolicy"),
             description=manifest.get("description"),
             opts=opts,
         )
-    if "/" not in manifest["apiVersion"]:
-        raise ValueError(f"no typed class mapped for core kind {kind}")
     return CustomObject(name, manifest, opts)
 
 
 class CustomObject(pulumi.CustomResource):
-    """A custom resource registered as `kubernetes:<group>/<version>:<Kind>` with all its top-level fields.
+    """A Kubernetes object registered as `kubernetes:<group>/<version>:<Kind>` with all its top-level fields.
 
+    The core group's apiVersion is `v1`; pulumi-kubernetes names it `core/v1` in type tokens.
     `k8s.apiextensions.CustomResource` in Python only carries `spec`; some kinds (Kueue's
     WorkloadPriorityClass: `value`, `description`) keep their fields at the top level.
     """
 
     def __init__(self, name: str, manifest: Manifest, opts: pulumi.ResourceOptions):
-        super().__init__(f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}", name, dict(manifest), opts)
+        api = manifest["apiVersion"]
+        group_version = api if "/" in api else f"core/{api}"
+        super().__init__(f"kubernetes:{group_version}:{manifest['kind']}", name, dict(manifest), opts)
