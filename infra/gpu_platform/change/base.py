@@ -182,7 +182,7 @@ class BasePlanJob:
                 self.tmp.cleanup()
             if self.proc.returncode != 0:
                 lines = [ln.replace(tmp + "/", "") for ln in err.decode().splitlines() if ln.strip()]
-                self._fail(lines[-1] if lines else f"exit code {self.proc.returncode}")
+                self._fail(lines or [f"exit code {self.proc.returncode}"])
             doc = json.loads(out)
         self.base.resources, self.base.lock = doc["resources"], doc["lock"]
         if self.cache is not None:
@@ -190,8 +190,10 @@ class BasePlanJob:
             self.cache.write_text(json.dumps(doc))
         return self.base
 
-    def _fail(self, why: str) -> NoReturn:
-        raise ConfigError([Problem(self.label, "--base", f"the base revision's stack does not plan: {why}", "allowed: a base whose stack plans")])
+    def _fail(self, whys: list[str]) -> NoReturn:
+        """Every problem of the base stack, each named as the base's (the loader reports them all in one run)."""
+        allowed = "allowed: a base whose stack plans"
+        raise ConfigError([Problem(self.label, "--base", f"the base revision's stack does not plan: {why}", allowed) for why in whys])
 
     def _plan_here(self, stack_file: Path, stack: str) -> dict[str, Any]:
         """What `_SCRIPT` prints, planned in this process (the base runs the same code as the working tree)."""
@@ -203,11 +205,11 @@ class BasePlanJob:
             config, spec = load_stack(stack_file, stack)
             plan = run_program(config, stack)
         except ConfigError as err:
-            self._fail(str(err.problems[-1]).replace(tmp + "/", ""))
+            self._fail([str(p).replace(tmp + "/", "") for p in err.problems])
         finally:
             if self.tmp is not None:
                 self.tmp.cleanup()
-        return {"resources": [r.to_json() for r in plan.resources], "lock": lock_facts(spec.lock)}
+        return {"resources": [{**r.to_json(), "source": r.source} for r in plan.resources], "lock": lock_facts(spec.lock)}
 
 
 def same_code(root: Path, commit: str) -> bool:
