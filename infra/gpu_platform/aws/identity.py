@@ -20,6 +20,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from gpu_platform.aws.iam import assume_role_policy
+from gpu_platform.k8s.objects import create
 from gpu_platform.provenance import source
 from gpu_platform.spec.models import PlatformSpec, Tenant
 
@@ -160,10 +161,16 @@ class WorkloadIdentity(pulumi.ComponentResource):
         t = args.tenant
         wi = t.workload_identity
         assert wi is not None
-        k8s.core.v1.ServiceAccount(
+        # A plain object under ServiceAccount's type token (k8s/objects.create): the typed class sends the
+        # same token and inputs, and importing pulumi_kubernetes.core.v1 for it alone costs ~0.45 s a run.
+        create(
             f"{name}-sa",
-            metadata={"name": wi.service_account, "namespace": t.ns, "labels": {"gpu-platform.io/tenant": t.name}},
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace]),
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": wi.service_account, "namespace": t.ns, "labels": {"gpu-platform.io/tenant": t.name}},
+            },
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace]),
         )
         # EKS user guide, "Create IAM role with trust policy required by EKS Pod Identity": the service
         # principal must be allowed sts:AssumeRole and sts:TagSession.
