@@ -18,7 +18,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from gpu_platform.aws.iam import assume_role_policy
+from gpu_platform.aws.storage import csi_addon_with_role
 from gpu_platform.k8s.objects import create
 from gpu_platform.k8s.storage import fsx_storage_class
 from gpu_platform.spec.models import PlatformSpec
@@ -56,19 +56,17 @@ class FsxLustre(pulumi.ComponentResource):
         super().__init__("gpu-platform:aws:FsxLustre", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         spec = args.spec
-        role = aws.iam.Role(
-            f"{name}-role", assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", session_tags=True), tags=args.tags, opts=child
-        )
-        attachment = aws.iam.RolePolicyAttachment(f"{name}-policy-fsx", role=role.name, policy_arn=POLICY_ARN, opts=child)
-        addon = aws.eks.Addon(
-            f"{name}-addon",
+        role, addon = csi_addon_with_role(
+            name,
+            addon=ADDON,
+            version=spec.lock.eks.addons[ADDON],
+            service_account=SERVICE_ACCOUNT,
+            policy_arn=POLICY_ARN,
+            policy_suffix="fsx",
             cluster_name=args.cluster_name,
-            addon_name=ADDON,
-            addon_version=spec.lock.eks.addons[ADDON],
-            pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=SERVICE_ACCOUNT)],
-            resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment, *args.after]),
+            after=args.after,
+            parent=self,
         )
         sg = aws.ec2.SecurityGroup(
             f"{name}-sg",

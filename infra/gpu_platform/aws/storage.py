@@ -41,25 +41,55 @@ class EbsCsiDriverArgs:
     after: tuple[pulumi.Resource, ...] = ()
 
 
+def csi_addon_with_role(
+    name: str,
+    *,
+    addon: str,
+    version: str,
+    service_account: str,
+    policy_arn: str,
+    policy_suffix: str,
+    cluster_name: pulumi.Input[str],
+    tags: dict[str, str],
+    after: tuple[pulumi.Resource, ...],
+    parent: pulumi.Resource,
+) -> tuple[aws.iam.Role, aws.eks.Addon]:
+    """A CSI driver's EKS add-on and its controller's role (trusted by pods.eks.amazonaws.com, one managed policy).
+
+    CreateAddon's podIdentityAssociations creates the association for the add-on's service account; the
+    add-on waits for the policy attachment and for `after` (the Pod Identity agent add-on).
+    """
+    child = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(f"{name}-role", assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", session_tags=True), tags=tags, opts=child)
+    attachment = aws.iam.RolePolicyAttachment(f"{name}-policy-{policy_suffix}", role=role.name, policy_arn=policy_arn, opts=child)
+    created = aws.eks.Addon(
+        f"{name}-addon",
+        cluster_name=cluster_name,
+        addon_name=addon,
+        addon_version=version,
+        pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=service_account)],
+        resolve_conflicts_on_update="OVERWRITE",
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[attachment, *after]),
+    )
+    return role, created
+
+
 class EbsCsiDriver(pulumi.ComponentResource):
     """IAM role (trusted by pods.eks.amazonaws.com) with AmazonEBSCSIDriverPolicy, and the pinned EBS CSI add-on."""
 
     def __init__(self, name: str, args: EbsCsiDriverArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:EbsCsiDriver", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(
-            f"{name}-role", assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", session_tags=True), tags=args.tags, opts=child
-        )
-        attachment = aws.iam.RolePolicyAttachment(f"{name}-policy-ebs", role=role.name, policy_arn=POLICY_ARN, opts=child)
-        self.addon = aws.eks.Addon(
-            f"{name}-addon",
+        role, self.addon = csi_addon_with_role(
+            name,
+            addon=ADDON,
+            version=args.lock.eks.addons[ADDON],
+            service_account=SERVICE_ACCOUNT,
+            policy_arn=POLICY_ARN,
+            policy_suffix="ebs",
             cluster_name=args.cluster_name,
-            addon_name=ADDON,
-            addon_version=args.lock.eks.addons[ADDON],
-            # CreateAddon's podIdentityAssociations creates the association for the add-on's service account.
-            pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=SERVICE_ACCOUNT)],
-            resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment, *args.after]),
+            after=args.after,
+            parent=self,
         )
         self.register_outputs({"role_arn": role.arn})
