@@ -18,6 +18,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from gpu_platform.aws.sg_rules import add_sg_rule, sg_rule
 from gpu_platform.aws.storage import csi_addon_with_role
 from gpu_platform.k8s.objects import create
 from gpu_platform.k8s.storage import fsx_storage_class
@@ -78,40 +79,42 @@ class FsxLustre(pulumi.ComponentResource):
         for low, high in LUSTRE_PORTS:
             ports = f"{low}" if low == high else f"{low}-{high}"
             for peer, who in ((sg.id, "self"), (args.cluster_security_group_id, "nodes")):
-                aws.vpc.SecurityGroupIngressRule(
+                members = "file system members" if who == "self" else "the nodes (EKS cluster group)"
+                inbound = sg_rule(
                     f"{name}-in-{who}-{low}",
-                    security_group_id=sg.id,
-                    referenced_security_group_id=peer,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"Lustre TCP {ports} from {'file system members' if who == 'self' else 'the nodes (EKS cluster group)'}",
+                    "ingress",
+                    sg.id,
+                    peer_group_id=peer,
+                    protocol="tcp",
+                    ports=(low, high),
+                    description=f"Lustre TCP {ports} from {members}",
                     tags=args.tags,
-                    opts=child,
                 )
-                aws.vpc.SecurityGroupEgressRule(
+                add_sg_rule(inbound, child)
+                members = "file system members" if who == "self" else "the nodes"
+                outbound = sg_rule(
                     f"{name}-out-{who}-{low}",
-                    security_group_id=sg.id,
-                    referenced_security_group_id=peer,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"Lustre TCP {ports} to {'file system members' if who == 'self' else 'the nodes'}",
+                    "egress",
+                    sg.id,
+                    peer_group_id=peer,
+                    protocol="tcp",
+                    ports=(low, high),
+                    description=f"Lustre TCP {ports} to {members}",
                     tags=args.tags,
-                    opts=child,
                 )
+                add_sg_rule(outbound, child)
             # The clients' side: the nodes' group admits Lustre from the file systems (the guide's client rules).
-            aws.vpc.SecurityGroupIngressRule(
+            clients = sg_rule(
                 f"{name}-nodes-in-{low}",
-                security_group_id=args.cluster_security_group_id,
-                referenced_security_group_id=sg.id,
-                ip_protocol="tcp",
-                from_port=low,
-                to_port=high,
+                "ingress",
+                args.cluster_security_group_id,
+                peer_group_id=sg.id,
+                protocol="tcp",
+                ports=(low, high),
                 description=f"Lustre TCP {ports} from the FSx for Lustre file systems",
                 tags=args.tags,
-                opts=child,
             )
+            add_sg_rule(clients, child)
         manifest = fsx_storage_class(spec, args.subnets_by_zone[fsx_zone(spec)], sg.id)
         create(
             f"{name}-storageclass-{spec.storage.fsx_lustre.class_name}",
