@@ -18,7 +18,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from gpu_platform.aws.sg_rules import add_sg_rule, sg_rule
+from gpu_platform.aws.sg_rules import Direction, add_sg_rule, sg_rule
 from gpu_platform.aws.storage import csi_addon_with_role
 from gpu_platform.k8s.objects import create
 from gpu_platform.k8s.storage import fsx_storage_class
@@ -79,30 +79,22 @@ class FsxLustre(pulumi.ComponentResource):
         for low, high in LUSTRE_PORTS:
             ports = f"{low}" if low == high else f"{low}-{high}"
             for peer, who in ((sg.id, "self"), (args.cluster_security_group_id, "nodes")):
-                members = "file system members" if who == "self" else "the nodes (EKS cluster group)"
-                inbound = sg_rule(
-                    f"{name}-in-{who}-{low}",
-                    "ingress",
-                    sg.id,
-                    peer_group_id=peer,
-                    protocol="tcp",
-                    ports=(low, high),
-                    description=f"Lustre TCP {ports} from {members}",
-                    tags=args.tags,
+                each_way: tuple[tuple[Direction, str, str], ...] = (
+                    ("ingress", "in", f"from {'file system members' if who == 'self' else 'the nodes (EKS cluster group)'}"),
+                    ("egress", "out", f"to {'file system members' if who == 'self' else 'the nodes'}"),
                 )
-                add_sg_rule(inbound, child)
-                members = "file system members" if who == "self" else "the nodes"
-                outbound = sg_rule(
-                    f"{name}-out-{who}-{low}",
-                    "egress",
-                    sg.id,
-                    peer_group_id=peer,
-                    protocol="tcp",
-                    ports=(low, high),
-                    description=f"Lustre TCP {ports} to {members}",
-                    tags=args.tags,
-                )
-                add_sg_rule(outbound, child)
+                for direction, short, peer_text in each_way:
+                    rule = sg_rule(
+                        f"{name}-{short}-{who}-{low}",
+                        direction,
+                        sg.id,
+                        peer_group_id=peer,
+                        protocol="tcp",
+                        ports=(low, high),
+                        description=f"Lustre TCP {ports} {peer_text}",
+                        tags=args.tags,
+                    )
+                    add_sg_rule(rule, child)
             # The clients' side: the nodes' group admits Lustre from the file systems (the guide's client rules).
             clients = sg_rule(
                 f"{name}-nodes-in-{low}",

@@ -19,6 +19,7 @@ import pulumi_aws as aws
 from gpu_platform.behaviour.security_groups import EGRESS_RULE, INGRESS_RULE
 
 ALL_TRAFFIC = "-1"  # EC2 API IpPermission.IpProtocol: "-1" means all protocols (ports must then be unset)
+Direction = Literal["ingress", "egress"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class SgRule:
 
 def sg_rule(
     name: str,
-    direction: Literal["ingress", "egress"],
+    direction: Direction,
     group_id: pulumi.Input[str],
     *,
     description: str,
