@@ -9,6 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from gpu_platform.aws.iam import CLUSTER_MANAGED_POLICIES, NODE_MANAGED_POLICIES, assume_role_policy
+from gpu_platform.aws.sg_rules import add_sg_rule, sg_rule
 from gpu_platform.aws.storage import COMPONENT_ADDONS
 from gpu_platform.spec.models import ClusterSpec
 from gpu_platform.versions import Lockfile
@@ -120,17 +121,17 @@ class EksCluster(pulumi.ComponentResource):
         if control_plane_sg is not None:
             # The private endpoint admits what the control plane's groups admit: the deployers' networks.
             for i, cidr in enumerate(spec.deployer_cidrs):
-                aws.vpc.SecurityGroupIngressRule(
+                deployer = sg_rule(
                     f"{name}-deployer-{i}",
-                    security_group_id=control_plane_sg.id,
+                    "ingress",
+                    control_plane_sg.id,
                     cidr_ipv4=cidr,
-                    ip_protocol="tcp",
-                    from_port=443,
-                    to_port=443,
+                    protocol="tcp",
+                    ports=(443, 443),
                     description=f"pulumi up / kubectl from {cidr} to the private EKS API",
                     tags=args.tags,
-                    opts=child,
                 )
+                add_sg_rule(deployer, child)
         self.node_role = aws.iam.Role(f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=args.tags, opts=child)
         attachments = [
             aws.iam.RolePolicyAttachment(f"{name}-node-policy-{i}", role=self.node_role.name, policy_arn=arn, opts=child)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-ALL_TRAFFIC = "-1"  # EC2 API IpPermission.IpProtocol: "-1" means all protocols (ports must then be unset)
+from gpu_platform.aws.sg_rules import add_sg_rule, sg_rule
 
 
 @dataclass(frozen=True)
@@ -39,23 +39,14 @@ class EfaSecurityGroup(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{args.cluster_name}-efa"},
             opts=child,
         )
-        aws.vpc.SecurityGroupIngressRule(
-            f"{name}-self-ingress",
-            security_group_id=sg.id,
-            referenced_security_group_id=sg.id,
-            ip_protocol=ALL_TRAFFIC,
-            description="EFA: all traffic from members of this group",
-            tags=args.tags,
-            opts=child,
+        # One rule each way, both naming the group itself as the peer: members reach members, nothing else.
+        inbound = sg_rule(
+            f"{name}-self-ingress", "ingress", sg.id, peer_group_id=sg.id, description="EFA: all traffic from members of this group", tags=args.tags
         )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-self-egress",
-            security_group_id=sg.id,
-            referenced_security_group_id=sg.id,
-            ip_protocol=ALL_TRAFFIC,
-            description="EFA: all traffic to members of this group",
-            tags=args.tags,
-            opts=child,
+        outbound = sg_rule(
+            f"{name}-self-egress", "egress", sg.id, peer_group_id=sg.id, description="EFA: all traffic to members of this group", tags=args.tags
         )
+        add_sg_rule(inbound, child)
+        add_sg_rule(outbound, child)
         self.security_group_id = sg.id
         self.register_outputs({"security_group_id": sg.id})

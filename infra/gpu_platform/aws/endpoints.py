@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from gpu_platform.aws.sg_rules import add_sg_rule, sg_rule
+
 # Interface endpoints by short name -> service suffix (AWS PrivateLink guide, "AWS services that
 # integrate with AWS PrivateLink": com.amazonaws.<region>.ecr.api, .ecr.dkr, .sts).
 INTERFACE_SERVICES = {"ecr-api": "ecr.api", "ecr-dkr": "ecr.dkr", "sts": "sts"}
@@ -68,17 +70,17 @@ class VpcEndpoints(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{name}-interface-endpoints"},
             opts=child,
         )
-        aws.vpc.SecurityGroupIngressRule(
+        https = sg_rule(
             f"{name}-https-from-vpc",
-            security_group_id=sg.id,
+            "ingress",
+            sg.id,
             cidr_ipv4=args.vpc_cidr,
-            ip_protocol="tcp",
-            from_port=HTTPS,
-            to_port=HTTPS,
+            protocol="tcp",
+            ports=(HTTPS, HTTPS),
             description="HTTPS from the VPC to the interface endpoints",
             tags=args.tags,
-            opts=child,
         )
+        add_sg_rule(https, child)
         for ep in endpoint_plan(args.region):
             if ep.endpoint_type == "Gateway":
                 aws.ec2.VpcEndpoint(

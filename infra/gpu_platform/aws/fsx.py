@@ -18,6 +18,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from gpu_platform.aws.sg_rules import Direction, add_sg_rule, sg_rule
 from gpu_platform.aws.storage import csi_addon_with_role
 from gpu_platform.k8s.objects import create
 from gpu_platform.k8s.storage import fsx_storage_class
@@ -78,40 +79,34 @@ class FsxLustre(pulumi.ComponentResource):
         for low, high in LUSTRE_PORTS:
             ports = f"{low}" if low == high else f"{low}-{high}"
             for peer, who in ((sg.id, "self"), (args.cluster_security_group_id, "nodes")):
-                aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-in-{who}-{low}",
-                    security_group_id=sg.id,
-                    referenced_security_group_id=peer,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"Lustre TCP {ports} from {'file system members' if who == 'self' else 'the nodes (EKS cluster group)'}",
-                    tags=args.tags,
-                    opts=child,
+                each_way: tuple[tuple[Direction, str, str], ...] = (
+                    ("ingress", "in", f"from {'file system members' if who == 'self' else 'the nodes (EKS cluster group)'}"),
+                    ("egress", "out", f"to {'file system members' if who == 'self' else 'the nodes'}"),
                 )
-                aws.vpc.SecurityGroupEgressRule(
-                    f"{name}-out-{who}-{low}",
-                    security_group_id=sg.id,
-                    referenced_security_group_id=peer,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"Lustre TCP {ports} to {'file system members' if who == 'self' else 'the nodes'}",
-                    tags=args.tags,
-                    opts=child,
-                )
+                for direction, short, peer_text in each_way:
+                    rule = sg_rule(
+                        f"{name}-{short}-{who}-{low}",
+                        direction,
+                        sg.id,
+                        peer_group_id=peer,
+                        protocol="tcp",
+                        ports=(low, high),
+                        description=f"Lustre TCP {ports} {peer_text}",
+                        tags=args.tags,
+                    )
+                    add_sg_rule(rule, child)
             # The clients' side: the nodes' group admits Lustre from the file systems (the guide's client rules).
-            aws.vpc.SecurityGroupIngressRule(
+            clients = sg_rule(
                 f"{name}-nodes-in-{low}",
-                security_group_id=args.cluster_security_group_id,
-                referenced_security_group_id=sg.id,
-                ip_protocol="tcp",
-                from_port=low,
-                to_port=high,
+                "ingress",
+                args.cluster_security_group_id,
+                peer_group_id=sg.id,
+                protocol="tcp",
+                ports=(low, high),
                 description=f"Lustre TCP {ports} from the FSx for Lustre file systems",
                 tags=args.tags,
-                opts=child,
             )
+            add_sg_rule(clients, child)
         manifest = fsx_storage_class(spec, args.subnets_by_zone[fsx_zone(spec)], sg.id)
         create(
             f"{name}-storageclass-{spec.storage.fsx_lustre.class_name}",

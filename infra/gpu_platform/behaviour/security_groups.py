@@ -215,3 +215,36 @@ def eks_cluster_group_rules(group_id: str) -> list[Rule]:
         Rule("eks-cluster-sg-default-ingress", group_id, "ingress", ALL, None, None, peer_group=group_id),
         Rule("eks-cluster-sg-default-egress", group_id, "egress", ALL, None, None, cidr="0.0.0.0/0"),
     ]
+
+
+# hashicorp/terraform-provider-aws internal/service/ec2/vpc_security_group_ingress_rule.go,
+# securityGroupIngressRuleResource.create, and vpc_security_group_egress_rule.go,
+# securityGroupEgressRuleResource.create: one rule resource is one EC2 call on its own group.
+AUTHORIZE_CALL = {INGRESS_RULE: "AuthorizeSecurityGroupIngress", EGRESS_RULE: "AuthorizeSecurityGroupEgress"}
+
+
+def authorize_request(type_token: str, inputs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The EC2 operation and parameters the provider sends to create one ingress or egress rule resource.
+
+    terraform-provider-aws vpc_security_group_ingress_rule.go, securityGroupRuleResourceModel.expandIPPermission:
+    GroupId is `security_group_id`; one IpPermission with IpProtocol, FromPort/ToPort when set, and the one
+    peer (ExactlyOneOf in ConfigValidators) as IpRanges, Ipv6Ranges, PrefixListIds or UserIdGroupPairs
+    (`[UserID/]GroupID`), each entry carrying the rule's description. Tags are left out: newer provider
+    versions send them as TagSpecifications, older ones by CreateTags afterwards.
+    """
+    described = {"Description": inputs["description"]} if inputs.get("description") is not None else {}
+    permission: dict[str, Any] = {"IpProtocol": str(inputs["ipProtocol"])}
+    for key, api in (("fromPort", "FromPort"), ("toPort", "ToPort")):
+        if inputs.get(key) is not None:
+            permission[api] = int(inputs[key])
+    if inputs.get("cidrIpv4") is not None:
+        permission["IpRanges"] = [{"CidrIp": inputs["cidrIpv4"], **described}]
+    if inputs.get("cidrIpv6") is not None:
+        permission["Ipv6Ranges"] = [{"CidrIpv6": inputs["cidrIpv6"], **described}]
+    if inputs.get("prefixListId") is not None:
+        permission["PrefixListIds"] = [{"PrefixListId": inputs["prefixListId"], **described}]
+    if inputs.get("referencedSecurityGroupId") is not None:
+        parts = str(inputs["referencedSecurityGroupId"]).split("/")
+        pair = {"GroupId": parts[1], "UserId": parts[0]} if len(parts) == 2 else {"GroupId": parts[0]}
+        permission["UserIdGroupPairs"] = [{**pair, **described}]
+    return AUTHORIZE_CALL[type_token], {"GroupId": str(inputs["securityGroupId"]), "IpPermissions": [permission]}

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpu_platform.behaviour.provider_diff import NODE_GROUP
+from gpu_platform.change.diff import ResourceChange
 from gpu_platform_policies.changeview import ChangeView, pool_gpus, quota_total
 from gpu_platform_policies.model import Finding, Resource, rule
 from gpu_platform_policies.rules.rollout import FIXED_TIERS
-from gpu_platform_policies.view import get, kind_of, object_name
+from gpu_platform_policies.view import Pool, get, kind_of, object_name
 
 MAINTENANCE_HINT = "state the maintenance in a commit trailer `GPU-Maintenance: {subject} <window, ticket>`"
 # Node group inputs -> the pool key that sets them (gpu_platform/aws/nodepools.py).
@@ -41,6 +42,32 @@ def _node_group(view: ChangeView, name: str, after: bool = True) -> Resource | N
     return next((r for r in plan.of_type(NODE_GROUP) if r.name == name), None)
 
 
+def pool_pairs(view: ChangeView) -> Iterator[tuple[Pool, Pool]]:
+    """Each GPU pool of the base plan with the same pool (by name) of the working tree's plan, in the base's order.
+
+    A pool on one side only (added or removed) has no pair and is left out.
+    """
+    after = view.pools_after()
+    for name, old in view.pools_before().items():
+        new = after.get(name)
+        if new is not None:
+            yield old, new
+
+
+def node_group_changes(view: ChangeView, action: str) -> Iterator[tuple[ResourceChange, Pool]]:
+    """Each node-group change with this action, with the base plan's GPU pool whose node group it is.
+
+    A change to a node group of no GPU pool (the system nodes) is left out.
+    """
+    before = view.pools_before()
+    for c in view.changes:
+        if c.type != NODE_GROUP or c.action != action:
+            continue
+        pool = next((p for p in before.values() if p.resource == c.name), None)
+        if pool is not None:
+            yield c, pool
+
+
 def _pool_key(view: ChangeView, pool: str, fields: tuple[str, ...], table: dict[str, str]) -> str:
     for f in fields:
         top = f.split(".", 1)[0]
@@ -58,12 +85,8 @@ def _pool_key(view: ChangeView, pool: str, fields: tuple[str, ...], table: dict[
 )
 def fixed_capacity_replaced(view: ChangeView) -> Iterator[Finding]:
     """Pulumi creates the replacement before deleting the old group: a full reservation has no second set of instances."""
-    before = view.pools_before()
-    for c in view.changes:
-        if c.type != NODE_GROUP or c.action != "replace":
-            continue
-        pool = next((p for p in before.values() if p.resource == c.name), None)
-        if pool is None or pool.tier not in FIXED_TIERS or view.stated_maintenance(pool.name):
+    for c, pool in node_group_changes(view, "replace"):
+        if pool.tier not in FIXED_TIERS or view.stated_maintenance(pool.name):
             continue
         why = ", ".join(c.replace_fields)
         yield Finding(
@@ -85,12 +108,8 @@ def fixed_capacity_replaced(view: ChangeView) -> Iterator[Finding]:
 )
 def fixed_capacity_recycled(view: ChangeView) -> Iterator[Finding]:
     """UpdateNodegroupVersion replaces every node; on a reservation only MINIMAL (terminate first) can proceed."""
-    before = view.pools_before()
-    for c in view.changes:
-        if c.type != NODE_GROUP or c.action != "update" or not c.rolls_nodes:
-            continue
-        pool = next((p for p in before.values() if p.resource == c.name), None)
-        if pool is None or pool.tier not in FIXED_TIERS:
+    for c, pool in node_group_changes(view, "update"):
+        if not c.rolls_nodes or pool.tier not in FIXED_TIERS:
             continue
         after = _node_group(view, c.name)
         strategy = get(after.inputs if after else {}, "updateConfig", "updateStrategy") or "DEFAULT"
@@ -227,11 +246,8 @@ def _has_nodes(r: Resource | None) -> bool:
 )
 def sharing_layout_changed(view: ChangeView) -> Iterator[Finding]:
     """mig-manager repartitions only idle GPUs: with pods on them the node waits in `paused-for-mig-change`."""
-    after = view.pools_after()
-    for name, old in view.pools_before().items():
-        new = after.get(name)
-        if new is None:
-            continue
+    for old, new in pool_pairs(view):
+        name = old.name
         layout_old, layout_new = (old.sharing, old.mig_config, old.device_plugin_config), (new.sharing, new.mig_config, new.device_plugin_config)
         resource = next((r for r in view.before if r.name == old.resource), None)
         if layout_old == layout_new or not _has_nodes(resource):
@@ -256,11 +272,10 @@ def moved_to_spot(view: ChangeView) -> Iterator[Finding]:
     """A Spot reclaim gives two minutes' notice: a training step or a serving replica is simply lost."""
     declared = view.after_config.get("gpu-platform:demand") or []
     interruptible = {str(d.get("workloadClass")) for d in declared if isinstance(d, dict) and d.get("interruptible")}
-    after = view.pools_after()
-    for name, old in view.pools_before().items():
-        new = after.get(name)
-        if new is None or old.spot or not new.spot:
+    for old, new in pool_pairs(view):
+        if old.spot or not new.spot:
             continue
+        name = old.name
         cls = new.workload_class or ""
         if cls not in ("training", "inference") or cls in interruptible:
             continue
