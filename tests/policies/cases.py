@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -19,27 +18,9 @@ from gpu_platform.spec.models import ClassDemand, PlatformSpec
 from gpu_platform.versions import Lockfile, load_lockfile
 from gpu_platform_policies import THRESHOLD_DEFAULTS, Context, Resource, Violation, evaluate
 from tests.conftest import plan_for, spec_for
+from tests.policies.builders import DROP, Case, Edit, add, at, compliant, drop, fires, silent
 
 REPO = Path(__file__).resolve().parents[2]
-
-Edit = Callable[[list[Resource]], list[Resource]]
-
-
-@dataclass(frozen=True)
-class Case:
-    """One rule's expectation on one (possibly broken) copy of a stack's plan."""
-
-    rule: str
-    id: str
-    stack: str
-    edits: tuple[Edit, ...] = ()
-    fires_on: str | None = None  # the resource the violation must name; None: the rule must stay silent
-    message: str = ""  # a fragment the violation's message must contain
-    lock: Callable[[Lockfile], Lockfile] | None = None
-    stack_lock: Callable[[Lockfile], Lockfile] | None = None  # the stack's `versions` override, laid over the lockfile
-    repo: Callable[[Path], None] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    key: str | None = None  # the stack key path the violation must name, where the case pins it
 
 
 def resources(stack: str) -> list[Resource]:
@@ -87,63 +68,6 @@ def assert_case(case: Case, violations: list[Violation]) -> None:
 
 
 # --- edits ---------------------------------------------------------------------------------------
-
-
-def _walk_to(node: Any, path: str, create: bool) -> tuple[Any, Any]:
-    """(container, last key) for a dot path whose keys may themselves contain dots (label keys)."""
-    parts = path.split(".")
-    while True:
-        if isinstance(node, list):
-            key: Any = int(parts[0])
-            rest = parts[1:]
-        else:
-            # the longest prefix that is an existing key, else one segment (or all that is left, at the end)
-            cut = next((i for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in node), None)
-            if cut is None:  # a new key: a label key (with "/") takes the rest of the path whole
-                cut = len(parts) if any("/" in p for p in parts) else 1
-            key, rest = ".".join(parts[:cut]), parts[cut:]
-        if not rest:
-            return node, key
-        if not isinstance(node, list) and key not in node and create:
-            node[key] = {}
-        node, parts = node[key], rest
-
-
-def set_in(name: str, path: str, value: Any) -> Edit:
-    """Set inputs[path] of the named resource (dot path; integers index lists; label keys may contain dots)."""
-
-    def edit(res: list[Resource]) -> list[Resource]:
-        container, key = _walk_to(next(r for r in res if r.name == name).inputs, path, create=True)
-        container[key] = value
-        return res
-
-    return edit
-
-
-def drop_in(name: str, path: str) -> Edit:
-    """Delete inputs[path] of the named resource."""
-
-    def edit(res: list[Resource]) -> list[Resource]:
-        container, key = _walk_to(next(r for r in res if r.name == name).inputs, path, create=False)
-        del container[key]
-        return res
-
-    return edit
-
-
-def drop(name: str) -> Edit:
-    """Remove a resource from the plan."""
-
-    def edit(res: list[Resource]) -> list[Resource]:
-        assert any(r.name == name for r in res), name
-        return [r for r in res if r.name != name]
-
-    return edit
-
-
-def add(resource: Resource) -> Edit:
-    """Add a resource to the plan."""
-    return lambda res: [*res, resource]
 
 
 def edit_alerts(remove: str) -> Edit:
@@ -236,9 +160,9 @@ def write_ini_inventory(text: str, name: str = "hosts.ini") -> Callable[[Path], 
 INI_DRIVER_PIN = "[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11\n\n[gpu_nodes:vars]\nnvidia_driver_version=535.104.05\n"
 
 
-def public_cidrs(*cidrs: str) -> tuple[Edit, ...]:
+def public_cidrs(*cidrs: str) -> Edit:
     """The cluster's API endpoint made public to these CIDRs."""
-    return (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True), set_in("cluster-eks", "vpcConfig.publicAccessCidrs", list(cidrs)))
+    return at("cluster-eks", {"vpcConfig.endpointPublicAccess": True, "vpcConfig.publicAccessCidrs": list(cidrs)})
 
 
 def lock_edit(**changes: Any) -> Callable[[Lockfile], Lockfile]:
@@ -270,762 +194,651 @@ BLOCK_END = "gpu-platform:capacity-block-end"
 BLOCK_NG = "pool-train-h100-block-ng"
 SG_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 A100_NG = "pool-infer-a100-mig-ng"
-LABELS = "labels"
 ONPREM_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
 ONPREM_H100 = "pool-hgx-h100-train-dgx-h100-01"
+GROUP_VARS = "ansible/inventories/prod/group_vars/all.yml"
+HOSTS_YML = "ansible/inventories/prod/hosts.yml"
+
+
+def on_spot(node_group: str) -> Edit:
+    """The node group moved to Spot capacity, with the tier label the program derives from it."""
+    return at(node_group, {"capacityType": "SPOT", "labels.gpu-platform.io/capacity-tier": "spot"})
+
+
+def block_dates(start: str, end: str) -> Edit:
+    """The Capacity Block pool's declared reservation dates (the tags the program writes from reservation.start/end)."""
+    return at(BLOCK_NG, {f"tags.{BLOCK_START}": start, f"tags.{BLOCK_END}": end})
+
+
+H200_ON_NG = at(NG, {"labels.gpu-platform.io/gpu-model": "H200-141GB"})
+INFERENCE_24 = declare_demand("prod", ("inference", 24, "inference", False))  # 24 GPUs at P95, not interruptible
+PLAIN_INVENTORY = write_inventory({"ansible_user": "gpu-admin"})  # reads every pin from the lockfile
+LAB_OVERLAY = write_inventory({"gpu_platform_versions_overlay": "debian12-lab"})
+RHEL8_IN_PACKER = ("ansible/packer/gpu-node.pkr.hcl", '"ubuntu2404", "rhel9"]', '"ubuntu2404", "rhel8", "rhel9"]')
 
 CASES: list[Case] = [
     # security
-    Case("imdsv2-required", "prod-compliant", "prod"),
-    Case("imdsv2-required", "optional-tokens", "prod", (set_in(LT, "metadataOptions.httpTokens", "optional"),), LT, "httpTokens"),
-    Case("imdsv2-required", "hop-limit-2", "prod", (set_in(LT, "metadataOptions.httpPutResponseHopLimit", 2),), LT, "HopLimit"),
-    Case("ebs-encrypted", "prod-compliant", "prod"),
-    Case("ebs-encrypted", "unencrypted-root", "prod", (set_in(LT, "blockDeviceMappings.0.ebs.encrypted", "false"),), LT, "not encrypted"),
-    Case("eks-endpoint-restricted", "prod-public-to-deployers-only", "prod"),
-    Case("eks-endpoint-restricted", "prod-private", "prod", (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False),)),
-    Case("eks-endpoint-restricted", "dev-public-with-cidrs", "dev"),
-    Case(
-        "eks-endpoint-restricted",
-        "prod-public-office-ranges",
-        "prod",
-        public_cidrs("203.0.113.0/24", "198.51.100.0/24", "198.51.100.128/25"),
-    ),
-    Case(
+    *compliant("imdsv2-required", "prod"),
+    fires("imdsv2-required", "optional-tokens", at(LT, {"metadataOptions.httpTokens": "optional"}), on=LT, says="httpTokens"),
+    fires("imdsv2-required", "hop-limit-2", at(LT, {"metadataOptions.httpPutResponseHopLimit": 2}), on=LT, says="HopLimit"),
+    *compliant("ebs-encrypted", "prod"),
+    fires("ebs-encrypted", "unencrypted-root", at(LT, {"blockDeviceMappings.0.ebs.encrypted": "false"}), on=LT, says="not encrypted"),
+    silent("eks-endpoint-restricted", "prod-public-to-deployers-only"),
+    silent("eks-endpoint-restricted", "prod-private", at("cluster-eks", {"vpcConfig.endpointPublicAccess": False})),
+    silent("eks-endpoint-restricted", "dev-public-with-cidrs", stack="dev"),
+    silent("eks-endpoint-restricted", "prod-public-office-ranges", public_cidrs("203.0.113.0/24", "198.51.100.0/24", "198.51.100.128/25")),
+    fires(
         "eks-endpoint-restricted",
         "two-halves-are-the-internet",
-        "prod",
         public_cidrs("0.0.0.0/1", "128.0.0.0/1"),
-        "cluster-eks",
-        "together cover 0.0.0.0/0, the whole internet",
+        on="cluster-eks",
+        says="together cover 0.0.0.0/0, the whole internet",
     ),
-    Case(
+    fires(
         "eks-endpoint-restricted",
         "broad-ranges-add-up",
-        "prod",
         public_cidrs("3.0.0.0/8", "52.0.0.0/9", "203.0.113.0/24"),
-        "cluster-eks",
-        "together cover 25,166,080 addresses",
+        on="cluster-eks",
+        says="together cover 25,166,080 addresses",
     ),
-    Case(
+    fires(
         "eks-endpoint-restricted",
         "prod-public-open",
-        "prod",
-        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True), drop_in("cluster-eks", "vpcConfig.publicAccessCidrs")),
-        "cluster-eks",
-        "open to the internet",
+        at("cluster-eks", {"vpcConfig.endpointPublicAccess": True, "vpcConfig.publicAccessCidrs": DROP}),
+        on="cluster-eks",
+        says="open to the internet",
     ),
-    Case(
+    fires(
         "eks-endpoint-restricted",
         "prod-public-world-cidr",
-        "prod",
-        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", True), set_in("cluster-eks", "vpcConfig.publicAccessCidrs", ["0.0.0.0/0"])),
-        "cluster-eks",
-        "0.0.0.0/0",
+        at("cluster-eks", {"vpcConfig.endpointPublicAccess": True, "vpcConfig.publicAccessCidrs": ["0.0.0.0/0"]}),
+        on="cluster-eks",
+        says="0.0.0.0/0",
     ),
-    Case(
+    fires(
         "documentation-cidr",
         "prod-placeholder-range",
-        "prod",
-        (),
-        "cluster-eks",
-        "vpcConfig.publicAccessCidrs[0] is 198.51.100.0/27 (gpu-platform:cluster.publicAccessCidrs), inside the documentation range 198.51.100.0/24",
+        on="cluster-eks",
+        says=(
+            "vpcConfig.publicAccessCidrs[0] is 198.51.100.0/27 (gpu-platform:cluster.publicAccessCidrs), "
+            "inside the documentation range 198.51.100.0/24"
+        ),
         key="gpu-platform:cluster.publicAccessCidrs[0]",
     ),
-    Case("documentation-cidr", "prod-real-egress", "prod", (set_in("cluster-eks", "vpcConfig.publicAccessCidrs", ["34.192.10.0/27"]),)),
-    Case("documentation-cidr", "staging-is-not-production", "staging"),
-    Case("eks-api-reachable", "prod-public-to-deployers", "prod"),
-    Case("eks-api-reachable", "onprem-existing-cluster", "onprem"),
-    Case(
+    silent("documentation-cidr", "prod-real-egress", at("cluster-eks", {"vpcConfig.publicAccessCidrs": ["34.192.10.0/27"]})),
+    silent("documentation-cidr", "staging-is-not-production", stack="staging"),
+    silent("eks-api-reachable", "prod-public-to-deployers"),
+    silent("eks-api-reachable", "onprem-existing-cluster", stack="onprem"),
+    fires(
         "eks-api-reachable",
         "private-only-in-new-vpc",
-        "prod",
-        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False),),
-        "cluster-eks",
-        "private-only in a VPC this plan creates",
+        at("cluster-eks", {"vpcConfig.endpointPublicAccess": False}),
+        on="cluster-eks",
+        says="private-only in a VPC this plan creates",
     ),
-    Case(
+    fires(
         "eks-api-reachable",
         "private-only-existing-vpc-no-deployer-rule",
-        "prod",
-        (set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False), drop("network-vpc")),
-        "cluster-eks",
-        "no security-group rule opens TCP 443",
+        at("cluster-eks", {"vpcConfig.endpointPublicAccess": False}),
+        drop("network-vpc"),
+        on="cluster-eks",
+        says="no security-group rule opens TCP 443",
     ),
-    Case(
+    silent(
         "eks-api-reachable",
         "private-only-existing-vpc-deployer-rule",
-        "prod",
-        (
-            set_in("cluster-eks", "vpcConfig.endpointPublicAccess", False),
-            drop("network-vpc"),
-            add(Resource(SG_INGRESS, "cluster-deployer-0", "cluster", {"cidrIpv4": "10.200.0.0/16", "ipProtocol": "tcp", "fromPort": 443})),
-        ),
+        at("cluster-eks", {"vpcConfig.endpointPublicAccess": False}),
+        drop("network-vpc"),
+        add(Resource(SG_INGRESS, "cluster-deployer-0", "cluster", {"cidrIpv4": "10.200.0.0/16", "ipProtocol": "tcp", "fromPort": 443})),
     ),
-    Case("eks-secrets-encryption", "prod-compliant", "prod"),
-    Case("eks-secrets-encryption", "no-encryption", "prod", (drop_in("cluster-eks", "encryptionConfig"),), "cluster-eks", "secrets"),
-    Case("no-privileged-containers", "prod-compliant", "prod"),
-    Case("no-privileged-containers", "system-namespace-allowed", "prod", (add(privileged_deployment("kube-system")),)),
-    Case("no-privileged-containers", "tenant-privileged", "prod", (add(privileged_deployment("serving")),), "debug-serving", "privileged"),
-    Case("tenant-default-deny", "prod-compliant", "prod"),
-    Case("tenant-default-deny", "custom-monitoring-namespace", "prod", (set_in("monitoring-namespace", "metadata.name", "observability"),)),
-    Case(
+    *compliant("eks-secrets-encryption", "prod"),
+    fires("eks-secrets-encryption", "no-encryption", at("cluster-eks", {"encryptionConfig": DROP}), on="cluster-eks", says="secrets"),
+    *compliant("no-privileged-containers", "prod"),
+    silent("no-privileged-containers", "system-namespace-allowed", add(privileged_deployment("kube-system"))),
+    fires("no-privileged-containers", "tenant-privileged", add(privileged_deployment("serving")), on="debug-serving", says="privileged"),
+    *compliant("tenant-default-deny", "prod"),
+    silent("tenant-default-deny", "custom-monitoring-namespace", at("monitoring-namespace", {"metadata.name": "observability"})),
+    fires(
         "tenant-default-deny",
         "unlabelled-namespace-counts-as-tenant",
-        "prod",
-        (set_in("monitoring-namespace", "metadata.name", "observability"), set_in("monitoring-namespace", "metadata.labels", {})),
-        "monitoring-namespace",
-        "tenant namespace observability has no default-deny",
+        at("monitoring-namespace", {"metadata.name": "observability", "metadata.labels": {}}),
+        on="monitoring-namespace",
+        says="tenant namespace observability has no default-deny",
     ),
-    Case("tenant-default-deny", "onprem-compliant", "onprem"),
-    Case(
+    *compliant("tenant-default-deny", "onprem"),
+    fires(
         "tenant-default-deny",
         "eks-enforcement-off",
-        "prod",
-        (drop_in("cluster-addon-vpc-cni", "configurationValues"),),
-        "cluster-addon-vpc-cni",
-        "not enforced",
+        at("cluster-addon-vpc-cni", {"configurationValues": DROP}),
+        on="cluster-addon-vpc-cni",
+        says="not enforced",
     ),
-    Case(
+    fires(
         "tenant-default-deny",
         "eks-enforcement-false",
-        "prod",
-        (set_in("cluster-addon-vpc-cni", "configurationValues", '{"enableNetworkPolicy": "false"}'),),
-        "cluster-addon-vpc-cni",
-        "not enforced",
+        at("cluster-addon-vpc-cni", {"configurationValues": '{"enableNetworkPolicy": "false"}'}),
+        on="cluster-addon-vpc-cni",
+        says="not enforced",
     ),
-    Case(
-        "tenant-default-deny",
-        "no-default-deny",
-        "prod",
-        (drop("tenant-serving-netpol-default-deny"),),
-        "tenant-serving-namespace",
-        "default-deny",
-    ),
-    Case(
+    fires("tenant-default-deny", "no-default-deny", drop("tenant-serving-netpol-default-deny"), on="tenant-serving-namespace", says="default-deny"),
+    fires(
         "tenant-default-deny",
         "deny-with-allow-rule",
-        "prod",
-        (set_in("tenant-serving-netpol-default-deny", "spec.ingress", [{"from": [{"podSelector": {}}]}]),),
-        "tenant-serving-namespace",
-        "serving",
+        at("tenant-serving-netpol-default-deny", {"spec.ingress": [{"from": [{"podSelector": {}}]}]}),
+        on="tenant-serving-namespace",
+        says="serving",
     ),
     # GPU hygiene
-    Case("gpu-pool-tainted", "prod-compliant", "prod"),
-    Case("gpu-pool-tainted", "onprem-compliant", "onprem"),
-    Case("gpu-pool-tainted", "untainted-node-group", "prod", (set_in(NG, "taints", []),), NG, "nvidia.com/gpu"),
-    Case(
+    *compliant("gpu-pool-tainted", "prod", "onprem"),
+    fires("gpu-pool-tainted", "untainted-node-group", at(NG, {"taints": []}), on=NG, says="nvidia.com/gpu"),
+    fires(
         "gpu-pool-tainted",
         "untainted-node-patch",
-        "onprem",
-        (set_in(ONPREM_H100, "metadata.annotations.gpu-platform.io/taints", "[]"),),
-        ONPREM_H100,
-        "nvidia.com/gpu",
+        at(ONPREM_H100, {"metadata.annotations.gpu-platform.io/taints": "[]"}),
+        on=ONPREM_H100,
+        says="nvidia.com/gpu",
+        stack="onprem",
     ),
-    Case("node-patch-owns-only-its-keys", "onprem-compliant", "onprem"),
-    Case(
+    *compliant("node-patch-owns-only-its-keys", "onprem"),
+    fires(
         "node-patch-owns-only-its-keys",
         "taints-in-the-patch",
-        "onprem",
-        (set_in(ONPREM_H100, "spec.taints", [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]),),
-        ONPREM_H100,
-        "owns spec.taints whole",
+        at(ONPREM_H100, {"spec.taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}),
+        on=ONPREM_H100,
+        says="owns spec.taints whole",
+        stack="onprem",
     ),
-    Case("spot-pool-interruptible", "prod-compliant", "prod"),
-    Case(
+    *compliant("spot-pool-interruptible", "prod"),
+    fires(
         "spot-pool-interruptible",
         "no-interruptible-taint",
-        "prod",
-        (set_in(SPOT_NG, "taints", [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]),),
-        SPOT_NG,
-        "taint",
+        at(SPOT_NG, {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]}),
+        on=SPOT_NG,
+        says="taint",
     ),
-    Case(
-        "spot-pool-interruptible",
-        "no-interruptible-label",
-        "prod",
-        (drop_in(SPOT_NG, "labels.gpu-platform.io/interruptible"),),
-        SPOT_NG,
-        "label",
-    ),
-    Case("training-whole-gpus", "prod-compliant", "prod"),
-    Case(
+    fires("spot-pool-interruptible", "no-interruptible-label", at(SPOT_NG, {"labels.gpu-platform.io/interruptible": DROP}), on=SPOT_NG, says="label"),
+    *compliant("training-whole-gpus", "prod"),
+    fires(
         "training-whole-gpus",
         "time-sliced-training",
-        "prod",
-        (set_in(NG, "labels.gpu-platform.io/sharing", "time-slicing"), set_in(NG, "labels.nvidia.com/device-plugin.config", "time-slicing-4")),
-        NG,
-        "whole GPUs",
+        at(NG, {"labels.gpu-platform.io/sharing": "time-slicing", "labels.nvidia.com/device-plugin.config": "time-slicing-4"}),
+        on=NG,
+        says="whole GPUs",
     ),
-    Case("training-whole-gpus", "mig-training", "prod", (set_in(NG, "labels.nvidia.com/mig.config", "all-3g.40gb"),), NG, "MIG"),
-    Case("mig-config-valid", "prod-compliant", "prod"),
-    Case("mig-config-valid", "onprem-compliant", "onprem"),
-    Case(
+    fires("training-whole-gpus", "mig-training", at(NG, {"labels.nvidia.com/mig.config": "all-3g.40gb"}), on=NG, says="MIG"),
+    *compliant("mig-config-valid", "prod", "onprem"),
+    fires(
         "mig-config-valid",
         "a100-40gb-layout-on-a100-80gb",
-        "prod",
-        (set_in("pool-infer-a100-mig-ng", "labels.nvidia.com/mig.config", "all-1g.5gb"),),
-        "pool-infer-a100-mig-ng",
-        "does not exist for A100-80GB",
+        at("pool-infer-a100-mig-ng", {"labels.nvidia.com/mig.config": "all-1g.5gb"}),
+        on="pool-infer-a100-mig-ng",
+        says="does not exist for A100-80GB",
         key="gpu-platform:nodePools[3].sharing.migConfig",
     ),
-    Case(
+    fires(
         "mig-config-valid",
         "mig-on-l4",
-        "prod",
-        (set_in("pool-infer-l4-ondemand-ng", "labels.nvidia.com/mig.config", "all-1g.10gb"),),
-        "pool-infer-l4-ondemand-ng",
-        "does not support MIG",
+        at("pool-infer-l4-ondemand-ng", {"labels.nvidia.com/mig.config": "all-1g.10gb"}),
+        on="pool-infer-l4-ondemand-ng",
+        says="does not support MIG",
         key="gpu-platform:nodePools[5].sharing.mode",
     ),
-    Case("sharing-modes-exclusive", "prod-compliant", "prod"),
-    Case("sharing-modes-exclusive", "dev-compliant", "dev"),
-    Case(
+    *compliant("sharing-modes-exclusive", "prod", "dev"),
+    fires(
         "sharing-modes-exclusive",
         "time-slicing-on-mig-pool",
-        "onprem",
-        (set_in(ONPREM_PATCH, "metadata.labels.nvidia.com/device-plugin.config", "time-slicing-4"),),
-        ONPREM_PATCH,
-        "choose one",
+        at(ONPREM_PATCH, {"metadata.labels.nvidia.com/device-plugin.config": "time-slicing-4"}),
+        on=ONPREM_PATCH,
+        says="choose one",
+        stack="onprem",
     ),
-    Case("sharing-replicas-bounds", "dev-compliant", "dev"),
-    Case(
+    *compliant("sharing-replicas-bounds", "dev"),
+    fires(
         "sharing-replicas-bounds",
         "too-many-replicas-label",
-        "dev",
-        (set_in("pool-dev-l4-spot-ng", "labels.nvidia.com/device-plugin.config", "time-slicing-32"),),
-        "pool-dev-l4-spot-ng",
-        "32",
+        at("pool-dev-l4-spot-ng", {"labels.nvidia.com/device-plugin.config": "time-slicing-32"}),
+        on="pool-dev-l4-spot-ng",
+        says="32",
+        stack="dev",
     ),
-    Case(
+    fires(
         "sharing-replicas-bounds",
         "one-replica-configmap",
-        "dev",
-        (
-            set_in(
-                "gpu-operator-sharing-config",
-                "data.time-slicing-4",
-                "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 1}\n",
-            ),
+        at(
+            "gpu-operator-sharing-config",
+            {"data.time-slicing-4": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 1}\n"},
         ),
-        "gpu-operator-sharing-config",
-        "replicas 1",
+        on="gpu-operator-sharing-config",
+        says="replicas 1",
+        stack="dev",
     ),
     # versions
-    Case("charts-pinned", "prod-compliant", "prod"),
-    Case(
+    *compliant("charts-pinned", "prod"),
+    fires(
         "charts-pinned",
         "chart-drift",
-        "prod",
-        (set_in("gpu-operator-release", "version", "v25.10.0"),),
-        "gpu-operator-release",
-        "differs from the lockfile",
+        at("gpu-operator-release", {"version": "v25.10.0"}),
+        on="gpu-operator-release",
+        says="differs from the lockfile",
     ),
-    Case("charts-pinned", "unpinned-chart", "prod", (drop_in("kueue-release", "version"),), "kueue-release", "no version"),
-    Case("charts-pinned", "range-chart", "prod", (set_in("kueue-release", "version", "^0.19"),), "kueue-release", "not an exact version"),
-    Case("images-pinned", "prod-compliant", "prod"),
-    Case(
+    fires("charts-pinned", "unpinned-chart", at("kueue-release", {"version": DROP}), on="kueue-release", says="no version"),
+    fires("charts-pinned", "range-chart", at("kueue-release", {"version": "^0.19"}), on="kueue-release", says="not an exact version"),
+    *compliant("images-pinned", "prod"),
+    fires(
         "images-pinned",
         "image-drift",
-        "prod",
-        (set_in("autoscaler-release", "values.image.tag", "v1.33.0"),),
-        "autoscaler-release",
-        "differs from the lockfile",
+        at("autoscaler-release", {"values.image.tag": "v1.33.0"}),
+        on="autoscaler-release",
+        says="differs from the lockfile",
     ),
-    Case(
+    fires(
         "images-pinned",
         "untagged-image",
-        "prod",
-        (
-            add(privileged_deployment("kube-system")),
-            set_in("debug-kube-system", "spec.template.spec.containers.0.image", "docker.io/library/busybox"),
-        ),
-        "debug-kube-system",
-        "no tag",
+        add(privileged_deployment("kube-system")),
+        at("debug-kube-system", {"spec.template.spec.containers.0.image": "docker.io/library/busybox"}),
+        on="debug-kube-system",
+        says="no tag",
     ),
-    Case("no-floating-versions", "prod-compliant", "prod"),
-    Case(
+    *compliant("no-floating-versions", "prod"),
+    fires(
         "no-floating-versions",
         "latest-driver",
-        "prod",
-        (set_in("gpu-operator-release", "values.driver.version", "latest"),),
-        "gpu-operator-release",
-        "latest",
+        at("gpu-operator-release", {"values.driver.version": "latest"}),
+        on="gpu-operator-release",
+        says="latest",
     ),
-    Case(
-        "no-floating-versions", "latest-image", "prod", (set_in("autoscaler-release", "values.image.tag", "latest"),), "autoscaler-release", "latest"
-    ),
-    Case("eks-versions-match-lockfile", "prod-compliant", "prod"),
-    Case("eks-versions-match-lockfile", "ami-drift", "prod", (set_in(NG, "releaseVersion", "1.33.4-20250101"),), NG, "releaseVersion"),
-    Case(
+    fires("no-floating-versions", "latest-image", at("autoscaler-release", {"values.image.tag": "latest"}), on="autoscaler-release", says="latest"),
+    *compliant("eks-versions-match-lockfile", "prod"),
+    fires("eks-versions-match-lockfile", "ami-drift", at(NG, {"releaseVersion": "1.33.4-20250101"}), on=NG, says="releaseVersion"),
+    fires(
         "eks-versions-match-lockfile",
         "addon-drift",
-        "prod",
-        (set_in("cluster-addon-coredns", "addonVersion", "v1.11.0-eksbuild.1"),),
-        "cluster-addon-coredns",
-        "coredns",
+        at("cluster-addon-coredns", {"addonVersion": "v1.11.0-eksbuild.1"}),
+        on="cluster-addon-coredns",
+        says="coredns",
     ),
-    Case("driver-supports-gpu", "prod-compliant", "prod"),
-    Case("driver-supports-gpu", "onprem-compliant", "onprem"),
-    Case(
+    *compliant("driver-supports-gpu", "prod", "onprem"),
+    fires(
         "driver-supports-gpu",
         "h200-on-535-ami",
-        "prod",
-        (set_in(NG, "labels.gpu-platform.io/gpu-model", "H200-141GB"),),
-        NG,
-        "needs driver branch >= 550",
+        H200_ON_NG,
+        on=NG,
+        says="needs driver branch >= 550",
         lock=lock_edit(eks__ami_driver_branch="535"),
     ),
-    Case(
+    fires(
         "driver-supports-gpu",
         "stack-override-of-ami-branch",
-        "prod",
-        (set_in(NG, "labels.gpu-platform.io/gpu-model", "H200-141GB"),),
-        NG,
-        "needs driver branch >= 550, but the stack's versions override of eks.ami_driver_branch is 535",
+        H200_ON_NG,
+        on=NG,
+        says="needs driver branch >= 550, but the stack's versions override of eks.ami_driver_branch is 535",
         stack_lock=lock_edit(eks__ami_driver_branch="535"),
     ),
-    Case(
+    fires(
         "driver-supports-gpu",
         "override-cannot-relax-the-matrix",
-        "prod",
-        (set_in(NG, "labels.gpu-platform.io/gpu-model", "H200-141GB"),),
-        NG,
-        "needs driver branch >= 550",
+        H200_ON_NG,
+        on=NG,
+        says="needs driver branch >= 550",
         stack_lock=lock_edit(
             eks__ami_driver_branch="535",
             compatibility__gpu_min_driver_branch={**load_lockfile().compatibility.gpu_min_driver_branch, "H200-141GB": "450"},
         ),
     ),
-    Case("fabric-manager-matches-driver", "onprem-compliant", "onprem"),
-    Case(
+    *compliant("fabric-manager-matches-driver", "onprem"),
+    fires(
         "fabric-manager-matches-driver",
         "fm-drift",
-        "onprem",
-        fires_on="pool-hgx-h100-train",
-        message="fabric manager",
+        on="pool-hgx-h100-train",
+        says="fabric manager",
+        stack="onprem",
         lock=lock_edit(fabric_manager__version="535.247.01"),
     ),
-    Case("versions-in-support", "prod-compliant", "prod"),
-    Case(
+    *compliant("versions-in-support", "prod"),
+    fires(
         "versions-in-support",
         "eks-1.33-past-standard-support",
-        "prod",
-        (set_in("cluster-eks", "version", "1.33"),),
-        "cluster-eks",
-        "Kubernetes 1.33 left standard support on 2026-07-29",
+        at("cluster-eks", {"version": "1.33"}),
+        on="cluster-eks",
+        says="Kubernetes 1.33 left standard support on 2026-07-29",
     ),
-    Case(
+    fires(
         "versions-in-support",
         "ami-driver-570-past-eol",
-        "prod",
-        fires_on=NG,
-        message="eks.ami_driver_branch) 570 left standard support on 2026-02-28",
+        on=NG,
+        says="eks.ami_driver_branch) 570 left standard support on 2026-02-28",
         lock=lock_edit(eks__ami_driver_branch="570"),
     ),
-    Case(
+    fires(
         "versions-in-support",
         "ami-release-without-support-entry",
-        "prod",
-        (set_in(NG, "releaseVersion", "1.35.6-20990101"),),
-        NG,
-        "no end-of-support entry (support.eks_ami)",
+        at(NG, {"releaseVersion": "1.35.6-20990101"}),
+        on=NG,
+        says="no end-of-support entry (support.eks_ami)",
     ),
-    Case("efa-device-plugin", "prod-compliant", "prod"),
-    Case("efa-device-plugin", "no-efa-pool-no-plugin-needed", "dev"),
-    Case(
-        "efa-device-plugin",
-        "efa-pool-without-plugin",
-        "prod",
-        (drop("efa-device-plugin-release"),),
-        NG,
-        "no aws-efa-k8s-device-plugin release",
-    ),
-    Case(
+    *compliant("efa-device-plugin", "prod"),
+    silent("efa-device-plugin", "no-efa-pool-no-plugin-needed", stack="dev"),
+    fires("efa-device-plugin", "efa-pool-without-plugin", drop("efa-device-plugin-release"), on=NG, says="no aws-efa-k8s-device-plugin release"),
+    fires(
         "efa-device-plugin",
         "plugin-not-tolerating-gpu-taint",
-        "prod",
-        (set_in("efa-device-plugin-release", "values.tolerations", []),),
-        NG,
-        "does not tolerate the pool's taint nvidia.com/gpu=present:NoSchedule",
+        at("efa-device-plugin-release", {"values.tolerations": []}),
+        on=NG,
+        says="does not tolerate the pool's taint nvidia.com/gpu=present:NoSchedule",
     ),
-    Case(
+    fires(
         "efa-device-plugin",
         "plugin-selecting-other-nodes",
-        "prod",
-        (set_in("efa-device-plugin-release", "values.nodeSelector", {"gpu-platform.io/pool": "infer-l4-spot"}),),
-        "pool-train-h100-ondemand-ng",
-        "nodeSelector gpu-platform.io/pool does not match",
+        at("efa-device-plugin-release", {"values.nodeSelector": {"gpu-platform.io/pool": "infer-l4-spot"}}),
+        on="pool-train-h100-ondemand-ng",
+        says="nodeSelector gpu-platform.io/pool does not match",
     ),
-    Case("kueue-admits-efa", "prod-compliant", "prod"),
-    Case(
+    *compliant("kueue-admits-efa", "prod"),
+    fires(
         "kueue-admits-efa",
         "efa-not-excluded",
-        "prod",
-        (
-            set_in(
-                "kueue-release",
-                "values.managerConfig.controllerManagerConfigYaml",
-                "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n",
-            ),
-        ),
-        "kueue-release",
-        "vpc.amazonaws.com/efa, which no ClusterQueue covers",
+        at("kueue-release", {"values.managerConfig.controllerManagerConfigYaml": "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"}),
+        on="kueue-release",
+        says="vpc.amazonaws.com/efa, which no ClusterQueue covers",
     ),
     # capacity
-    Case("production-capacity-floor", "prod-compliant", "prod"),
-    Case(
+    *compliant("production-capacity-floor", "prod"),
+    silent(
         "production-capacity-floor",
         "dev-spot-only-is-fine",
-        "dev",
-        (
-            set_in("pool-dev-l4-ondemand-ng", "capacityType", "SPOT"),
-            set_in("pool-dev-l4-ondemand-ng", "labels.gpu-platform.io/capacity-tier", "spot"),
-        ),
+        on_spot("pool-dev-l4-ondemand-ng"),
+        stack="dev",
     ),
-    Case(
+    fires(
         "production-capacity-floor",
         "spot-only-training",
-        "prod",
-        tuple(
-            e
-            for ng in (NG, "pool-train-h100-ondemand-ng", "pool-train-h100-block-ng")
-            for e in (set_in(ng, "capacityType", "SPOT"), set_in(ng, "labels.gpu-platform.io/capacity-tier", "spot"))
-        ),
-        "pool-train-h100-block-ng",  # the class's first pool by name
-        "training has only Spot",
+        *(on_spot(ng) for ng in (NG, "pool-train-h100-ondemand-ng", "pool-train-h100-block-ng")),
+        on="pool-train-h100-block-ng",
+        says="training has only Spot",
     ),
-    Case(
+    fires(
         "production-capacity-floor",
         "on-demand-that-scales-to-zero",
-        "prod",
-        (set_in("pool-batch-l40s-ondemand-ng", "scalingConfig.minSize", 0),),
-        "pool-batch-l40s-ondemand-ng",
-        "batch has no floor",
+        at("pool-batch-l40s-ondemand-ng", {"scalingConfig.minSize": 0}),
+        on="pool-batch-l40s-ondemand-ng",
+        says="batch has no floor",
         key="gpu-platform:nodePools[7].scaling.min",
     ),
-    Case("spot-exposure", "prod-compliant", "prod"),
-    Case("spot-exposure", "dev-spot-heavy", "dev", fires_on="pool-dev-l4-spot-ng", message="development", key="gpu-platform:nodePools[0].capacity"),
+    *compliant("spot-exposure", "prod"),
+    fires("spot-exposure", "dev-spot-heavy", on="pool-dev-l4-spot-ng", says="development", stack="dev", key="gpu-platform:nodePools[0].capacity"),
     # capacity against declared demand (prod inference: 26 stable GPUs, 24 Spot, 44 non-Spot at max)
-    Case("demand-coverage", "prod-no-demand", "prod"),
-    Case("demand-coverage", "covered", "prod", (declare_demand("prod", ("inference", 40, "inference", False)),)),
-    Case(
+    silent("demand-coverage", "prod-no-demand"),
+    silent("demand-coverage", "covered", declare_demand("prod", ("inference", 40, "inference", False))),
+    fires(
         "demand-coverage",
         "p95-outgrew-the-floor",
-        "prod",
-        (declare_demand("prod", ("inference", 100, "online", False)),),
-        "pool-infer-a100-mig-ng",
-        "covers 26% of P95 demand 100",
+        declare_demand("prod", ("inference", 100, "online", False)),
+        on="pool-infer-a100-mig-ng",
+        says="covers 26% of P95 demand 100",
     ),
-    Case("demand-spot-exposure", "batch-under-cap", "prod", (declare_demand("prod", ("batch", 40, "batch", True)),)),
-    Case(
+    silent("demand-spot-exposure", "batch-under-cap", declare_demand("prod", ("batch", 40, "batch", True))),
+    fires(
         "demand-spot-exposure",
         "inference-over-cap",
-        "prod",
-        (declare_demand("prod", ("inference", 40, "inference", False)),),
-        SPOT_NG,
-        "60% of P95 demand 40; cap is 30%",
+        declare_demand("prod", ("inference", 40, "inference", False)),
+        on=SPOT_NG,
+        says="60% of P95 demand 40; cap is 30%",
     ),
     # The L4 Spot flavor reaches the L4 on-demand group (its fallback group); raised to 24 GPUs it covers 24 on Spot.
-    Case(
+    silent(
         "spot-fallback-for-non-interruptible",
         "fallback-covers-spot",
-        "prod",
-        (declare_demand("prod", ("inference", 24, "inference", False)), set_in(L4_OD_NG, "scalingConfig.maxSize", 24)),
+        INFERENCE_24,
+        at(L4_OD_NG, {"scalingConfig.maxSize": 24}),
     ),
-    Case("spot-fallback-for-non-interruptible", "interruptible-needs-none", "prod", (declare_demand("prod", ("inference", 60, "inference", True)),)),
+    silent("spot-fallback-for-non-interruptible", "interruptible-needs-none", declare_demand("prod", ("inference", 60, "inference", True))),
     # Only reachable on-demand counts: the 32 H100/A100 MIG GPUs of the class are not where L4 Spot pods can go.
-    Case(
+    fires(
         "spot-fallback-for-non-interruptible",
         "fallback-short",
-        "prod",
-        (declare_demand("prod", ("inference", 24, "inference", False)),),
-        SPOT_NG,
-        "only 12 on-demand GPUs to fall back to",
+        INFERENCE_24,
+        on=SPOT_NG,
+        says="only 12 on-demand GPUs to fall back to",
     ),
     # The issue-17 regression: a Spot flavor pinned to its own pool certifies headroom no pod can reach.
-    Case(
+    fires(
         "spot-fallback-for-non-interruptible",
         "fallback-unreachable",
-        "prod",
-        (
-            declare_demand("prod", ("inference", 24, "inference", False)),
-            set_in(L4_OD_NG, "scalingConfig.maxSize", 24),
-            set_in("kueue-flavor-infer-l4-spot", "spec.nodeLabels", {"gpu-platform.io/pool": "infer-l4-spot"}),
-        ),
-        SPOT_NG,
-        "only 0 on-demand GPUs to fall back to",
+        INFERENCE_24,
+        at(L4_OD_NG, {"scalingConfig.maxSize": 24}),
+        at("kueue-flavor-infer-l4-spot", {"spec.nodeLabels": {"gpu-platform.io/pool": "infer-l4-spot"}}),
+        on=SPOT_NG,
+        says="only 0 on-demand GPUs to fall back to",
     ),
-    Case("capacity-block-in-dates", "prod-compliant", "prod"),
-    Case("capacity-block-in-dates", "no-dates", "prod", (drop_in(BLOCK_NG, f"tags.{BLOCK_END}"),), BLOCK_NG, "declares no dates"),
-    Case(
+    *compliant("capacity-block-in-dates", "prod"),
+    fires("capacity-block-in-dates", "no-dates", at(BLOCK_NG, {f"tags.{BLOCK_END}": DROP}), on=BLOCK_NG, says="declares no dates"),
+    fires(
         "capacity-block-in-dates",
         "block-ended",
-        "prod",
-        (set_in(BLOCK_NG, f"tags.{BLOCK_START}", "2025-01-06"), set_in(BLOCK_NG, f"tags.{BLOCK_END}", "2025-02-03")),
-        BLOCK_NG,
-        "ended on 2025-02-03",
+        block_dates("2025-01-06", "2025-02-03"),
+        on=BLOCK_NG,
+        says="ended on 2025-02-03",
     ),
-    Case(
+    fires(
         "capacity-block-in-dates",
         "quota-before-start",
-        "prod",
-        (set_in(BLOCK_NG, f"tags.{BLOCK_START}", "2099-01-05"), set_in(BLOCK_NG, f"tags.{BLOCK_END}", "2099-02-02")),
-        BLOCK_NG,
-        "starts on 2099-01-05",
+        block_dates("2099-01-05", "2099-02-02"),
+        on=BLOCK_NG,
+        says="starts on 2099-01-05",
     ),
     # What the platform renders before a block starts: the flavor at 0 quota.
-    Case(
+    silent(
         "capacity-block-in-dates",
         "no-quota-before-start",
-        "prod",
-        (
-            set_in(BLOCK_NG, f"tags.{BLOCK_START}", "2099-01-05"),
-            set_in(BLOCK_NG, f"tags.{BLOCK_END}", "2099-02-02"),
-            set_in("kueue-clusterqueue-llm-training", "spec.resourceGroups.1.flavors.1.resources.0.nominalQuota", 0),
-        ),
+        block_dates("2099-01-05", "2099-02-02"),
+        at("kueue-clusterqueue-llm-training", {"spec.resourceGroups.1.flavors.1.resources.0.nominalQuota": 0}),
     ),
-    Case("kueue-quota-fits-pool", "prod-compliant", "prod"),
-    Case(
+    *compliant("kueue-quota-fits-pool", "prod"),
+    fires(
         "kueue-quota-fits-pool",
         "quota-above-capacity",
-        "prod",
-        (set_in("kueue-clusterqueue-serving", "spec.resourceGroups.2.flavors.1.resources.0.nominalQuota", 999),),
-        "kueue-clusterqueue-serving",
-        "add up to 999 GPUs (kueue-clusterqueue-serving) but the pool has 12 GPUs at max size",
+        at("kueue-clusterqueue-serving", {"spec.resourceGroups.2.flavors.1.resources.0.nominalQuota": 999}),
+        on="kueue-clusterqueue-serving",
+        says="add up to 999 GPUs (kueue-clusterqueue-serving) but the pool has 12 GPUs at max size",
         key="gpu-platform:tenants[2].quotas",
     ),
     # MIG quota is said in the GPUs the tenant wrote, with the slices Kueue counts beside them.
-    Case(
+    fires(
         "kueue-quota-fits-pool",
         "mig-quota-above-capacity",
-        "prod",
-        (set_in("kueue-clusterqueue-serving", "spec.resourceGroups.1.flavors.0.resources.0.nominalQuota", 64),),
-        "kueue-clusterqueue-serving",
-        "add up to 32 GPUs (64 nvidia.com/mig-1g.10gb, 2 per GPU in layout all-balanced) (kueue-clusterqueue-serving) but the pool has 16 GPUs",
+        at("kueue-clusterqueue-serving", {"spec.resourceGroups.1.flavors.0.resources.0.nominalQuota": 64}),
+        on="kueue-clusterqueue-serving",
+        says="add up to 32 GPUs (64 nvidia.com/mig-1g.10gb, 2 per GPU in layout all-balanced) (kueue-clusterqueue-serving) but the pool has 16 GPUs",
     ),
-    Case("pool-has-flavor", "prod-compliant", "prod"),
-    Case("pool-has-flavor", "no-flavor", "prod", (drop("kueue-flavor-batch-l40s-spot"),), "pool-batch-l40s-spot-ng", "ResourceFlavor"),
-    Case("tenant-has-quota-and-queue", "prod-compliant", "prod"),
+    *compliant("pool-has-flavor", "prod"),
+    fires("pool-has-flavor", "no-flavor", drop("kueue-flavor-batch-l40s-spot"), on="pool-batch-l40s-spot-ng", says="ResourceFlavor"),
+    *compliant("tenant-has-quota-and-queue", "prod"),
     # The documented monitoring.namespace may be any name: the platform's system label decides, not a list.
-    Case("tenant-has-quota-and-queue", "custom-monitoring-namespace", "prod", (set_in("monitoring-namespace", "metadata.name", "observability"),)),
-    Case("tenant-has-quota-and-queue", "no-quota", "prod", (drop("tenant-serving-quota"),), "tenant-serving-namespace", "ResourceQuota"),
-    Case("tenant-has-quota-and-queue", "no-queue", "prod", (drop("kueue-localqueue-serving"),), "tenant-serving-namespace", "LocalQueue"),
+    silent("tenant-has-quota-and-queue", "custom-monitoring-namespace", at("monitoring-namespace", {"metadata.name": "observability"})),
+    fires("tenant-has-quota-and-queue", "no-quota", drop("tenant-serving-quota"), on="tenant-serving-namespace", says="ResourceQuota"),
+    fires("tenant-has-quota-and-queue", "no-queue", drop("kueue-localqueue-serving"), on="tenant-serving-namespace", says="LocalQueue"),
     # rollout
-    Case("fixed-capacity-update-strategy", "prod-compliant", "prod"),
-    Case("fixed-capacity-update-strategy", "spot-may-surge", "prod", (set_in(SPOT_NG, "updateConfig.updateStrategy", "DEFAULT"),)),
-    Case(
+    *compliant("fixed-capacity-update-strategy", "prod"),
+    # Unset is DEFAULT (surge): Spot capacity has spare instances to launch replacements on.
+    silent("fixed-capacity-update-strategy", "spot-may-surge", at(SPOT_NG, {"updateConfig.updateStrategy": DROP})),
+    fires(
         "fixed-capacity-update-strategy",
         "default-on-reserved",
-        "prod",
-        (set_in(NG, "updateConfig.updateStrategy", "DEFAULT"),),
-        NG,
-        "updateStrategy is DEFAULT on reserved capacity",
+        at(NG, {"updateConfig.updateStrategy": "DEFAULT"}),
+        on=NG,
+        says="updateStrategy is DEFAULT on reserved capacity",
     ),
-    Case(
+    fires(
         "fixed-capacity-update-strategy",
         "unset-on-capacity-block",
-        "prod",
-        (drop_in(BLOCK_NG, "updateConfig.updateStrategy"),),
-        BLOCK_NG,
-        "updateStrategy is DEFAULT on capacity-block capacity",
+        at(BLOCK_NG, {"updateConfig.updateStrategy": DROP}),
+        on=BLOCK_NG,
+        says="updateStrategy is DEFAULT on capacity-block capacity",
     ),
-    Case("fixed-capacity-placement", "prod-compliant", "prod"),
-    Case(
+    *compliant("fixed-capacity-placement", "prod"),
+    fires(
         "fixed-capacity-placement",
         "multi-zone-reserved",
-        "prod",
-        (set_in(A100_NG, "subnetIds", ["subnet-a", "subnet-b", "subnet-c"]),),
-        A100_NG,
-        "3 subnets on reserved capacity",
+        at(A100_NG, {"subnetIds": ["subnet-a", "subnet-b", "subnet-c"]}),
+        on=A100_NG,
+        says="3 subnets on reserved capacity",
     ),
-    Case(
+    fires(
         "fixed-capacity-placement",
         "capacity-block-type-on-node-group",
-        "prod",
-        (set_in(BLOCK_NG, "instanceTypes", ["p5.48xlarge"]),),
-        BLOCK_NG,
-        "launch template only",
+        at(BLOCK_NG, {"instanceTypes": ["p5.48xlarge"]}),
+        on=BLOCK_NG,
+        says="launch template only",
     ),
-    Case(
-        "fixed-capacity-placement",
-        "capacity-block-never-zero",
-        "prod",
-        (set_in(BLOCK_NG, "scalingConfig.minSize", 2),),
-        BLOCK_NG,
-        "minSize is 2",
-    ),
-    Case("nodegroup-max-unavailable", "prod-compliant", "prod"),
-    Case("nodegroup-max-unavailable", "four-at-once", "prod", (set_in(NG, "updateConfig.maxUnavailable", 4),), NG, "maxUnavailable is 4"),
-    Case(
-        "nodegroup-max-unavailable", "half-the-pool", "prod", (set_in(NG, "updateConfig", {"maxUnavailablePercentage": 50}),), NG, "Percentage is 50"
-    ),
-    Case("driver-upgrade-policy", "prod-compliant", "prod"),
-    Case(
+    fires("fixed-capacity-placement", "capacity-block-never-zero", at(BLOCK_NG, {"scalingConfig.minSize": 2}), on=BLOCK_NG, says="minSize is 2"),
+    *compliant("nodegroup-max-unavailable", "prod"),
+    fires("nodegroup-max-unavailable", "four-at-once", at(NG, {"updateConfig.maxUnavailable": 4}), on=NG, says="maxUnavailable is 4"),
+    fires("nodegroup-max-unavailable", "half-the-pool", at(NG, {"updateConfig": {"maxUnavailablePercentage": 50}}), on=NG, says="Percentage is 50"),
+    *compliant("driver-upgrade-policy", "prod"),
+    fires(
         "driver-upgrade-policy",
         "auto-upgrade-in-prod",
-        "prod",
-        (set_in("gpu-operator-release", "values.driver.upgradePolicy.autoUpgrade", True),),
-        "gpu-operator-release",
-        "autoUpgrade",
+        at("gpu-operator-release", {"values.driver.upgradePolicy.autoUpgrade": True}),
+        on="gpu-operator-release",
+        says="autoUpgrade",
     ),
-    Case(
+    fires(
         "driver-upgrade-policy",
         "operator-driver-without-drain",
-        "staging",
-        (
-            set_in("gpu-operator-release", "values.driver.enabled", True),
-            set_in("gpu-operator-release", "values.driver.upgradePolicy.drain.enable", False),
-        ),
-        "gpu-operator-release",
-        "drain",
+        at("gpu-operator-release", {"values.driver.enabled": True, "values.driver.upgradePolicy.drain.enable": False}),
+        on="gpu-operator-release",
+        says="drain",
+        stack="staging",
     ),
     # observability
-    Case("dcgm-exporter-monitored", "prod-compliant", "prod"),
-    Case("dcgm-exporter-monitored", "onprem-compliant", "onprem"),
-    Case("dcgm-exporter-monitored", "not-scraped", "prod", (drop("monitoring-dcgm-servicemonitor"),), "gpu-operator-release", "ServiceMonitor"),
-    Case(
+    *compliant("dcgm-exporter-monitored", "prod", "onprem"),
+    fires("dcgm-exporter-monitored", "not-scraped", drop("monitoring-dcgm-servicemonitor"), on="gpu-operator-release", says="ServiceMonitor"),
+    fires(
         "dcgm-exporter-monitored",
         "exporter-off",
-        "prod",
-        (set_in("gpu-operator-release", "values.dcgmExporter.enabled", False),),
-        "gpu-operator-release",
-        "enabled is false",
+        at("gpu-operator-release", {"values.dcgmExporter.enabled": False}),
+        on="gpu-operator-release",
+        says="enabled is false",
     ),
-    Case("critical-alerts-routed", "prod-compliant", "prod"),
-    Case("critical-alerts-routed", "staging-not-production", "staging"),
-    Case(
+    *compliant("critical-alerts-routed", "prod"),
+    silent("critical-alerts-routed", "staging-not-production", stack="staging"),
+    fires(
         "critical-alerts-routed",
         "chart-default-null",
-        "prod",
-        (drop_in("monitoring-release", "values.alertmanager.config"),),
-        "monitoring-release",
-        "'null'",
+        at("monitoring-release", {"values.alertmanager.config": DROP}),
+        on="monitoring-release",
+        says="'null'",
     ),
-    Case(
+    fires(
         "critical-alerts-routed",
         "critical-to-null",
-        "prod",
-        (set_in("monitoring-release", "values.alertmanager.config.route.routes.1.receiver", "null"),),
-        "monitoring-release",
-        "notifies nobody",
+        at("monitoring-release", {"values.alertmanager.config.route.routes.1.receiver": "null"}),
+        on="monitoring-release",
+        says="notifies nobody",
     ),
-    Case("critical-gpu-alerts", "prod-compliant", "prod"),
-    Case("critical-gpu-alerts", "no-dbe-alert", "prod", (edit_alerts("GpuDoubleBitEccError"),), "stack", "double-bit ECC"),
-    Case("critical-gpu-alerts", "no-xid-alert", "prod", (edit_alerts("GpuXidError"),), "stack", "XID"),
+    *compliant("critical-gpu-alerts", "prod"),
+    fires("critical-gpu-alerts", "no-dbe-alert", edit_alerts("GpuDoubleBitEccError"), on="stack", says="double-bit ECC"),
+    fires("critical-gpu-alerts", "no-xid-alert", edit_alerts("GpuXidError"), on="stack", says="XID"),
     # Ansible (repository rule)
-    Case(
+    silent(
         "ansible-no-version-override",
         "lookup-is-fine",
-        "prod",
         repo=write_inventory({"nvidia_driver_version": "{{ lookup('gpu_platform_versions', 'nvidia_driver.version') }}", "dcgm_enabled": True}),
     ),
-    Case(
+    fires(
         "ansible-no-version-override",
         "literal-driver-version",
-        "prod",
-        fires_on="ansible/inventories/prod/group_vars/all.yml",
-        message="nvidia_driver_version",
+        on=GROUP_VARS,
+        says="nvidia_driver_version",
         repo=write_inventory({"nvidia_driver_version": "535.104.05"}),
     ),
-    Case(
+    fires(
         "ansible-no-version-override",
         "copied-pinned-version",
-        "prod",
-        fires_on="ansible/inventories/prod/group_vars/all.yml",
-        message="repeats the pinned version",
+        on=GROUP_VARS,
+        says="repeats the pinned version",
         repo=write_inventory({"driver_pkg": "535.261.03-1"}),
     ),
     # The golden image and the roles offer only OSes booting cgroup v2 (RHEL 8 boots v1; 1.35's kubelet refuses it).
-    Case("ansible-node-os-cgroup-v2", "repository-as-is", "prod", repo=copy_node_os_offers()),
-    Case(
+    silent("ansible-node-os-cgroup-v2", "repository-as-is", repo=copy_node_os_offers()),
+    fires(
         "ansible-node-os-cgroup-v2",
         "packer-offers-rhel8",
-        "prod",
-        fires_on="ansible/packer/gpu-node.pkr.hcl",
-        message="variable base_os validation offers rhel8, whose images boot cgroup v1",
-        repo=copy_node_os_offers(("ansible/packer/gpu-node.pkr.hcl", '"ubuntu2404", "rhel9"]', '"ubuntu2404", "rhel8", "rhel9"]')),
+        on="ansible/packer/gpu-node.pkr.hcl",
+        says="variable base_os validation offers rhel8, whose images boot cgroup v1",
+        repo=copy_node_os_offers(RHEL8_IN_PACKER),
     ),
-    Case(
+    fires(
         "ansible-node-os-cgroup-v2",
         "role-supports-rocky-8",
-        "prod",
-        fires_on="ansible/roles/nvidia_driver/vars/main.yml",
-        message="_nvidia_driver_supported_os.Rocky offers rhel8",
+        on="ansible/roles/nvidia_driver/vars/main.yml",
+        says="_nvidia_driver_supported_os.Rocky offers rhel8",
         repo=copy_node_os_offers(("ansible/roles/nvidia_driver/vars/main.yml", 'Rocky: ["9"]', 'Rocky: ["8", "9"]')),
     ),
     # Before 1.35 the kubelet still starts on cgroup v1: RHEL 8 may be offered.
-    Case(
+    silent(
         "ansible-node-os-cgroup-v2",
         "rhel8-while-the-kubelet-accepts-v1",
-        "prod",
         lock=kubelet_cgroup_v2_from("1.36"),
-        repo=copy_node_os_offers(("ansible/packer/gpu-node.pkr.hcl", '"ubuntu2404", "rhel9"]', '"ubuntu2404", "rhel8", "rhel9"]')),
+        repo=copy_node_os_offers(RHEL8_IN_PACKER),
     ),
     # The real inventories read the production pins (R580, supported until 2028-06-30).
-    Case("ansible-driver-branch-in-support", "prod-on-the-lockfile-branch", "prod", repo=write_inventory({"ansible_user": "gpu-admin"})),
-    Case(
+    silent("ansible-driver-branch-in-support", "prod-on-the-lockfile-branch", repo=PLAIN_INVENTORY),
+    fires(
         "ansible-driver-branch-in-support",
         "prod-selects-the-eol-lab-overlay",
-        "prod",
-        fires_on="ansible/inventories/prod/group_vars/all.yml",
-        message="driver branch 535 reached end of support on 2026-06-30",
-        repo=write_inventory({"gpu_platform_versions_overlay": "debian12-lab"}),
+        on=GROUP_VARS,
+        says="driver branch 535 reached end of support on 2026-06-30",
+        repo=LAB_OVERLAY,
     ),
-    Case(
+    fires(
         "ansible-driver-branch-in-support",
         "lockfile-branch-past-its-end",
-        "prod",
-        fires_on="ansible/inventories/prod/hosts.yml",
-        message="reached end of support on 2020-01-31",
+        on=HOSTS_YML,
+        says="reached end of support on 2020-01-31",
         lock=support_ended("nvidia_driver_branches", "580", "2020-01-31"),
-        repo=write_inventory({"ansible_user": "gpu-admin"}),
+        repo=PLAIN_INVENTORY,
     ),
-    Case("ansible-node-stack-in-support", "prod-on-the-lockfile-pins", "prod", repo=write_inventory({"ansible_user": "gpu-admin"})),
-    Case(
+    silent("ansible-node-stack-in-support", "prod-on-the-lockfile-pins", repo=PLAIN_INVENTORY),
+    fires(
         "ansible-node-stack-in-support",
         "lockfile-dcgm-past-its-year",
-        "prod",
-        fires_on="ansible/inventories/prod/hosts.yml",
-        message="DCGM 4.6 (dcgm.version) reached end of support on 2020-01-31",
+        on=HOSTS_YML,
+        says="DCGM 4.6 (dcgm.version) reached end of support on 2020-01-31",
         lock=support_ended("dcgm", "4.6", "2020-01-31"),
-        repo=write_inventory({"ansible_user": "gpu-admin"}),
+        repo=PLAIN_INVENTORY,
     ),
-    Case(
+    fires(
         "ansible-node-stack-in-support",
         "prod-selects-the-lab-overlay-cuda",
-        "prod",
-        fires_on="ansible/inventories/prod/group_vars/all.yml",
-        message="gpu_platform_versions_overlay=debian12-lab: CUDA 12.2 (cuda.version) reached end of support on 2026-06-30",
-        repo=write_inventory({"gpu_platform_versions_overlay": "debian12-lab"}),
+        on=GROUP_VARS,
+        says="gpu_platform_versions_overlay=debian12-lab: CUDA 12.2 (cuda.version) reached end of support on 2026-06-30",
+        repo=LAB_OVERLAY,
     ),
-    Case(
+    fires(
         "ansible-driver-branch-in-support",
         "unknown-overlay",
-        "prod",
-        fires_on="ansible/inventories/prod/group_vars/all.yml",
-        message="gpu_platform_versions_overlay=debian13-lab is not an overlay in the lockfile; defined: debian12-lab",
+        on=GROUP_VARS,
+        says="gpu_platform_versions_overlay=debian13-lab is not an overlay in the lockfile; defined: debian12-lab",
         repo=write_inventory({"gpu_platform_versions_overlay": "debian13-lab"}),
     ),
-    Case(
+    fires(
         "ansible-no-version-override",
         "ini-group-vars-pin",
-        "prod",
-        fires_on="ansible/inventories/prod/hosts.ini",
-        message="gpu_nodes:vars.nvidia_driver_version sets '535.104.05'",
+        on="ansible/inventories/prod/hosts.ini",
+        says="gpu_nodes:vars.nvidia_driver_version sets '535.104.05'",
         repo=write_ini_inventory(INI_DRIVER_PIN),
     ),
-    Case(
+    fires(
         "ansible-no-version-override",
         "ini-host-var-pin-no-suffix",
-        "prod",
-        fires_on="ansible/inventories/prod/hosts",
-        message="gpu-01.cuda_version",
+        on="ansible/inventories/prod/hosts",
+        says="gpu-01.cuda_version",
         repo=write_ini_inventory("[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11 cuda_version='12.8.0'\n", name="hosts"),
     ),
-    Case(
+    silent(
         "ansible-no-version-override",
         "ini-without-pins",
-        "prod",
         repo=write_ini_inventory("[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11\n\n[gpu_nodes:vars]\nansible_user=ops\n"),
     ),
 ]
