@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,8 @@ class Case:
     lock: Callable[[Lockfile], Lockfile] | None = None
     stack_lock: Callable[[Lockfile], Lockfile] | None = None  # the stack's `versions` override, laid over the lockfile
     repo: Callable[[Path], None] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     key: str | None = None  # the stack key path the violation must name, where the case pins it
+    idle: str | None = None  # the reason `check` reports the (silent) rule not applicable, where the case pins it
 
 
 # --- cases ---------------------------------------------------------------------------------------

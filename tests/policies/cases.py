@@ -17,6 +17,7 @@ from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.spec.models import ClassDemand, PlatformSpec
 from gpu_platform.versions import Lockfile, load_lockfile
 from gpu_platform_policies import THRESHOLD_DEFAULTS, Context, Resource, Violation, evaluate
+from gpu_platform_policies.evaluate import not_applicable
 from tests.conftest import plan_for, spec_for
 from tests.policies.builders import DROP, Case, Edit, add, at, compliant, drop, fires, silent
 
@@ -41,11 +42,17 @@ def context(stack: str, lock: Lockfile | None = None, root: Path | None = None, 
     )
 
 
-def run_case(case: Case, tmp: Path, enforcement: dict[str, Any] | None = None) -> list[Violation]:
-    """The case's violations of its own rule, through the same evaluate() the CLI uses."""
+def edited(case: Case) -> list[Resource]:
+    """The case's stack plan with its edits applied."""
     res = resources(case.stack)
     for edit in case.edits:
         res = edit(res)
+    return res
+
+
+def run_case(case: Case, tmp: Path, enforcement: dict[str, Any] | None = None) -> list[Violation]:
+    """The case's violations of its own rule, through the same evaluate() the CLI uses."""
+    res = edited(case)
     lock = case.lock(load_lockfile()) if case.lock else None
     root = None
     if case.repo is not None:
@@ -60,6 +67,9 @@ def assert_case(case: Case, violations: list[Violation]) -> None:
     """The behaviour a user would notice: the rule names the resource and says why, or stays silent."""
     if case.fires_on is None:
         assert violations == [], f"{case.rule} fired on a compliant stack: {violations}"
+        if case.idle is not None:  # silent because it did not run: `check` must say so, with this reason
+            reason = dict(not_applicable(edited(case), context(case.stack))).get(case.rule)
+            assert reason == case.idle, f"{case.rule} is not reported not applicable with {case.idle!r}; got {reason!r}"
         return
     hits = [v for v in violations if v.resource == case.fires_on and case.message in v.message]
     assert hits, f"{case.rule} did not report {case.fires_on!r} with {case.message!r}; got {violations}"
@@ -219,10 +229,24 @@ RHEL8_IN_PACKER = ("ansible/packer/gpu-node.pkr.hcl", '"ubuntu2404", "rhel9"]', 
 CASES: list[Case] = [
     # security
     *compliant("imdsv2-required", "prod"),
-    fires("imdsv2-required", "optional-tokens", at(LT, {"metadataOptions.httpTokens": "optional"}), on=LT, says="httpTokens"),
-    fires("imdsv2-required", "hop-limit-2", at(LT, {"metadataOptions.httpPutResponseHopLimit": 2}), on=LT, says="HopLimit"),
+    fires(
+        "imdsv2-required",
+        "optional-tokens",
+        at(LT, {"metadataOptions.httpTokens": "optional"}),
+        on=LT,
+        says="metadataOptions.httpTokens is 'optional'",
+    ),
+    fires(
+        "imdsv2-required",
+        "hop-limit-2",
+        at(LT, {"metadataOptions.httpPutResponseHopLimit": 2}),
+        on=LT,
+        says="metadataOptions.httpPutResponseHopLimit is 2",
+    ),
     *compliant("ebs-encrypted", "prod"),
-    fires("ebs-encrypted", "unencrypted-root", at(LT, {"blockDeviceMappings.0.ebs.encrypted": "false"}), on=LT, says="not encrypted"),
+    fires(
+        "ebs-encrypted", "unencrypted-root", at(LT, {"blockDeviceMappings.0.ebs.encrypted": "false"}), on=LT, says="volume /dev/xvda is not encrypted"
+    ),
     silent("eks-endpoint-restricted", "prod-public-to-deployers-only"),
     silent("eks-endpoint-restricted", "prod-private", at("cluster-eks", {"vpcConfig.endpointPublicAccess": False})),
     silent("eks-endpoint-restricted", "dev-public-with-cidrs", stack="dev"),
@@ -246,14 +270,14 @@ CASES: list[Case] = [
         "prod-public-open",
         at("cluster-eks", {"vpcConfig.endpointPublicAccess": True, "vpcConfig.publicAccessCidrs": DROP}),
         on="cluster-eks",
-        says="open to the internet",
+        says="vpcConfig.endpointPublicAccess is on with no publicAccessCidrs (open to the internet)",
     ),
     fires(
         "eks-endpoint-restricted",
         "prod-public-world-cidr",
         at("cluster-eks", {"vpcConfig.endpointPublicAccess": True, "vpcConfig.publicAccessCidrs": ["0.0.0.0/0"]}),
         on="cluster-eks",
-        says="0.0.0.0/0",
+        says="publicAccessCidrs (0.0.0.0/0) together cover 0.0.0.0/0, the whole internet",
     ),
     fires(
         "documentation-cidr",
@@ -292,10 +316,22 @@ CASES: list[Case] = [
         add(Resource(SG_INGRESS, "cluster-deployer-0", "cluster", {"cidrIpv4": "10.200.0.0/16", "ipProtocol": "tcp", "fromPort": 443})),
     ),
     *compliant("eks-secrets-encryption", "prod"),
-    fires("eks-secrets-encryption", "no-encryption", at("cluster-eks", {"encryptionConfig": DROP}), on="cluster-eks", says="secrets"),
+    fires(
+        "eks-secrets-encryption",
+        "no-encryption",
+        at("cluster-eks", {"encryptionConfig": DROP}),
+        on="cluster-eks",
+        says="encryptionConfig does not cover 'secrets'",
+    ),
     *compliant("no-privileged-containers", "prod"),
     silent("no-privileged-containers", "system-namespace-allowed", add(privileged_deployment("kube-system"))),
-    fires("no-privileged-containers", "tenant-privileged", add(privileged_deployment("serving")), on="debug-serving", says="privileged"),
+    fires(
+        "no-privileged-containers",
+        "tenant-privileged",
+        add(privileged_deployment("serving")),
+        on="debug-serving",
+        says="template.spec.containers[0].securityContext.privileged is privileged in namespace serving",
+    ),
     *compliant("tenant-default-deny", "prod"),
     silent("tenant-default-deny", "custom-monitoring-namespace", at("monitoring-namespace", {"metadata.name": "observability"})),
     fires(
@@ -311,32 +347,44 @@ CASES: list[Case] = [
         "eks-enforcement-off",
         at("cluster-addon-vpc-cni", {"configurationValues": DROP}),
         on="cluster-addon-vpc-cni",
-        says="not enforced",
+        says='vpc-cni configurationValues has no enableNetworkPolicy "true": tenant NetworkPolicies are accepted but not enforced',
     ),
     fires(
         "tenant-default-deny",
         "eks-enforcement-false",
         at("cluster-addon-vpc-cni", {"configurationValues": '{"enableNetworkPolicy": "false"}'}),
         on="cluster-addon-vpc-cni",
-        says="not enforced",
+        says='vpc-cni configurationValues has no enableNetworkPolicy "true": tenant NetworkPolicies are accepted but not enforced',
     ),
-    fires("tenant-default-deny", "no-default-deny", drop("tenant-serving-netpol-default-deny"), on="tenant-serving-namespace", says="default-deny"),
+    fires(
+        "tenant-default-deny",
+        "no-default-deny",
+        drop("tenant-serving-netpol-default-deny"),
+        on="tenant-serving-namespace",
+        says="tenant namespace serving has no default-deny NetworkPolicy",
+    ),
     fires(
         "tenant-default-deny",
         "deny-with-allow-rule",
         at("tenant-serving-netpol-default-deny", {"spec.ingress": [{"from": [{"podSelector": {}}]}]}),
         on="tenant-serving-namespace",
-        says="serving",
+        says="tenant namespace serving has no default-deny NetworkPolicy",
     ),
     # GPU hygiene
     *compliant("gpu-pool-tainted", "prod", "onprem"),
-    fires("gpu-pool-tainted", "untainted-node-group", at(NG, {"taints": []}), on=NG, says="nvidia.com/gpu"),
+    fires(
+        "gpu-pool-tainted",
+        "untainted-node-group",
+        at(NG, {"taints": []}),
+        on=NG,
+        says="GPU pool train-h100-reserved has no nvidia.com/gpu taint with effect NoSchedule",
+    ),
     fires(
         "gpu-pool-tainted",
         "untainted-node-patch",
         at(ONPREM_H100, {"metadata.annotations.gpu-platform.io/taints": "[]"}),
         on=ONPREM_H100,
-        says="nvidia.com/gpu",
+        says="GPU pool hgx-h100-train has no nvidia.com/gpu taint with effect NoSchedule",
         stack="onprem",
     ),
     *compliant("node-patch-owns-only-its-keys", "onprem"),
@@ -345,7 +393,7 @@ CASES: list[Case] = [
         "taints-in-the-patch",
         at(ONPREM_H100, {"spec.taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}),
         on=ONPREM_H100,
-        says="owns spec.taints whole",
+        says="the patch owns spec.taints whole: a forced apply replaces what other managers put there",
         stack="onprem",
     ),
     *compliant("spot-pool-interruptible", "prod"),
@@ -354,25 +402,37 @@ CASES: list[Case] = [
         "no-interruptible-taint",
         at(SPOT_NG, {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]}),
         on=SPOT_NG,
-        says="taint",
+        says="Spot pool infer-l4-spot has no gpu-platform.io/interruptible NoSchedule taint",
     ),
-    fires("spot-pool-interruptible", "no-interruptible-label", at(SPOT_NG, {"labels.gpu-platform.io/interruptible": DROP}), on=SPOT_NG, says="label"),
+    fires(
+        "spot-pool-interruptible",
+        "no-interruptible-label",
+        at(SPOT_NG, {"labels.gpu-platform.io/interruptible": DROP}),
+        on=SPOT_NG,
+        says="Spot pool infer-l4-spot has no label gpu-platform.io/interruptible=true",
+    ),
     *compliant("training-whole-gpus", "prod"),
     fires(
         "training-whole-gpus",
         "time-sliced-training",
         at(NG, {"labels.gpu-platform.io/sharing": "time-slicing", "labels.nvidia.com/device-plugin.config": "time-slicing-4"}),
         on=NG,
-        says="whole GPUs",
+        says="training pool train-h100-reserved shares its GPUs (time-slicing); training needs whole GPUs",
     ),
-    fires("training-whole-gpus", "mig-training", at(NG, {"labels.nvidia.com/mig.config": "all-3g.40gb"}), on=NG, says="MIG"),
+    fires(
+        "training-whole-gpus",
+        "mig-training",
+        at(NG, {"labels.nvidia.com/mig.config": "all-3g.40gb"}),
+        on=NG,
+        says="selects MIG layout 'all-3g.40gb'; allowed: MIG off (all-disabled)",
+    ),
     *compliant("mig-config-valid", "prod", "onprem"),
     fires(
         "mig-config-valid",
         "a100-40gb-layout-on-a100-80gb",
         at("pool-infer-a100-mig-ng", {"labels.nvidia.com/mig.config": "all-1g.5gb"}),
         on="pool-infer-a100-mig-ng",
-        says="does not exist for A100-80GB",
+        says="pool infer-a100-mig: MIG layout 'all-1g.5gb' does not exist for A100-80GB",
         key="gpu-platform:nodePools[3].sharing.migConfig",
     ),
     fires(
@@ -380,7 +440,7 @@ CASES: list[Case] = [
         "mig-on-l4",
         at("pool-infer-l4-ondemand-ng", {"labels.nvidia.com/mig.config": "all-1g.10gb"}),
         on="pool-infer-l4-ondemand-ng",
-        says="does not support MIG",
+        says="pool infer-l4-ondemand: L4 does not support MIG",
         key="gpu-platform:nodePools[5].sharing.mode",
     ),
     *compliant("sharing-modes-exclusive", "prod", "dev"),
@@ -398,7 +458,7 @@ CASES: list[Case] = [
         "too-many-replicas-label",
         at("pool-dev-l4-spot-ng", {"labels.nvidia.com/device-plugin.config": "time-slicing-32"}),
         on="pool-dev-l4-spot-ng",
-        says="32",
+        says="pool dev-l4-spot: time-slicing replicas 32 (from 'time-slicing-32')",
         stack="dev",
     ),
     fires(
@@ -409,7 +469,7 @@ CASES: list[Case] = [
             {"data.time-slicing-4": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 1}\n"},
         ),
         on="gpu-operator-sharing-config",
-        says="replicas 1",
+        says="device-plugin config 'time-slicing-4': timeSlicing replicas 1",
         stack="dev",
     ),
     # versions
@@ -419,10 +479,16 @@ CASES: list[Case] = [
         "chart-drift",
         at("gpu-operator-release", {"version": "v25.10.0"}),
         on="gpu-operator-release",
-        says="differs from the lockfile",
+        says="chart 'gpu-operator' version 'v25.10.0' differs from the lockfile's charts.gpu-operator.version 'v26.7.0'",
     ),
-    fires("charts-pinned", "unpinned-chart", at("kueue-release", {"version": DROP}), on="kueue-release", says="no version"),
-    fires("charts-pinned", "range-chart", at("kueue-release", {"version": "^0.19"}), on="kueue-release", says="not an exact version"),
+    fires("charts-pinned", "unpinned-chart", at("kueue-release", {"version": DROP}), on="kueue-release", says="chart 'kueue' has no version"),
+    fires(
+        "charts-pinned",
+        "range-chart",
+        at("kueue-release", {"version": "^0.19"}),
+        on="kueue-release",
+        says="chart 'kueue' version '^0.19' is not an exact version",
+    ),
     *compliant("images-pinned", "prod"),
     fires(
         "images-pinned",
@@ -437,7 +503,7 @@ CASES: list[Case] = [
         add(privileged_deployment("kube-system")),
         at("debug-kube-system", {"spec.template.spec.containers.0.image": "docker.io/library/busybox"}),
         on="debug-kube-system",
-        says="no tag",
+        says="spec.template.spec.containers[0].image: image docker.io/library/busybox has no tag or digest",
     ),
     *compliant("no-floating-versions", "prod"),
     fires(
@@ -445,17 +511,29 @@ CASES: list[Case] = [
         "latest-driver",
         at("gpu-operator-release", {"values.driver.version": "latest"}),
         on="gpu-operator-release",
-        says="latest",
+        says="values.driver.version is 'latest'",
     ),
-    fires("no-floating-versions", "latest-image", at("autoscaler-release", {"values.image.tag": "latest"}), on="autoscaler-release", says="latest"),
+    fires(
+        "no-floating-versions",
+        "latest-image",
+        at("autoscaler-release", {"values.image.tag": "latest"}),
+        on="autoscaler-release",
+        says="values.image.tag is 'latest'",
+    ),
     *compliant("eks-versions-match-lockfile", "prod"),
-    fires("eks-versions-match-lockfile", "ami-drift", at(NG, {"releaseVersion": "1.33.4-20250101"}), on=NG, says="releaseVersion"),
+    fires(
+        "eks-versions-match-lockfile",
+        "ami-drift",
+        at(NG, {"releaseVersion": "1.33.4-20250101"}),
+        on=NG,
+        says="releaseVersion '1.33.4-20250101' differs from the lockfile's '1.35.6-20260714'",
+    ),
     fires(
         "eks-versions-match-lockfile",
         "addon-drift",
         at("cluster-addon-coredns", {"addonVersion": "v1.11.0-eksbuild.1"}),
         on="cluster-addon-coredns",
-        says="coredns",
+        says="add-on coredns version 'v1.11.0-eksbuild.1' differs from the lockfile's 'v1.13.2-eksbuild.4'",
     ),
     *compliant("driver-supports-gpu", "prod", "onprem"),
     fires(
@@ -463,7 +541,7 @@ CASES: list[Case] = [
         "h200-on-535-ami",
         H200_ON_NG,
         on=NG,
-        says="needs driver branch >= 550",
+        says="pool train-h100-reserved: H200-141GB needs driver branch >= 550, but eks.ami_driver_branch is 535",
         lock=lock_edit(eks__ami_driver_branch="535"),
     ),
     fires(
@@ -490,7 +568,7 @@ CASES: list[Case] = [
         "fabric-manager-matches-driver",
         "fm-drift",
         on="pool-hgx-h100-train",
-        says="fabric manager",
+        says="pool hgx-h100-train (H100-80GB, NVSwitch): fabric manager '535.247.01' differs from driver '580.173.02'",
         stack="onprem",
         lock=lock_edit(fabric_manager__version="535.247.01"),
     ),
@@ -561,20 +639,27 @@ CASES: list[Case] = [
         "on-demand-that-scales-to-zero",
         at("pool-batch-l40s-ondemand-ng", {"scalingConfig.minSize": 0}),
         on="pool-batch-l40s-ondemand-ng",
-        says="batch has no floor",
+        says="workload class batch has no floor in production: its non-Spot pools (batch-l40s-ondemand) can all scale to zero",
         key="gpu-platform:nodePools[7].scaling.min",
     ),
     *compliant("spot-exposure", "prod"),
-    fires("spot-exposure", "dev-spot-heavy", on="pool-dev-l4-spot-ng", says="development", stack="dev", key="gpu-platform:nodePools[0].capacity"),
+    fires(
+        "spot-exposure",
+        "dev-spot-heavy",
+        on="pool-dev-l4-spot-ng",
+        says="development: 10 of 12 GPUs at max size are Spot (83%)",
+        stack="dev",
+        key="gpu-platform:nodePools[0].capacity",
+    ),
     # capacity against declared demand (prod inference: 26 stable GPUs, 24 Spot, 44 non-Spot at max)
-    silent("demand-coverage", "prod-no-demand"),
+    silent("demand-coverage", "prod-no-demand", idle="the stack declares no gpu-platform:demand"),
     silent("demand-coverage", "covered", declare_demand("prod", ("inference", 40, "inference", False))),
     fires(
         "demand-coverage",
         "p95-outgrew-the-floor",
         declare_demand("prod", ("inference", 100, "online", False)),
         on="pool-infer-a100-mig-ng",
-        says="covers 26% of P95 demand 100",
+        says="inference (online SLA): stable capacity 26 GPUs covers 26% of P95 demand 100",
     ),
     silent("demand-spot-exposure", "batch-under-cap", declare_demand("prod", ("batch", 40, "batch", True))),
     fires(
@@ -611,20 +696,26 @@ CASES: list[Case] = [
         says="only 0 on-demand GPUs to fall back to",
     ),
     *compliant("capacity-block-in-dates", "prod"),
-    fires("capacity-block-in-dates", "no-dates", at(BLOCK_NG, {f"tags.{BLOCK_END}": DROP}), on=BLOCK_NG, says="declares no dates"),
+    fires(
+        "capacity-block-in-dates",
+        "no-dates",
+        at(BLOCK_NG, {f"tags.{BLOCK_END}": DROP}),
+        on=BLOCK_NG,
+        says="Capacity Block pool train-h100-block declares no dates",
+    ),
     fires(
         "capacity-block-in-dates",
         "block-ended",
         block_dates("2025-01-06", "2025-02-03"),
         on=BLOCK_NG,
-        says="ended on 2025-02-03",
+        says="Capacity Block of pool train-h100-block ended on 2025-02-03",
     ),
     fires(
         "capacity-block-in-dates",
         "quota-before-start",
         block_dates("2099-01-05", "2099-02-02"),
         on=BLOCK_NG,
-        says="starts on 2099-01-05",
+        says="Capacity Block of pool train-h100-block starts on 2099-01-05 but its flavor carries quota now",
     ),
     # What the platform renders before a block starts: the flavor at 0 quota.
     silent(
@@ -651,12 +742,30 @@ CASES: list[Case] = [
         says="add up to 32 GPUs (64 nvidia.com/mig-1g.10gb, 2 per GPU in layout all-balanced) (kueue-clusterqueue-serving) but the pool has 16 GPUs",
     ),
     *compliant("pool-has-flavor", "prod"),
-    fires("pool-has-flavor", "no-flavor", drop("kueue-flavor-batch-l40s-spot"), on="pool-batch-l40s-spot-ng", says="ResourceFlavor"),
+    fires(
+        "pool-has-flavor",
+        "no-flavor",
+        drop("kueue-flavor-batch-l40s-spot"),
+        on="pool-batch-l40s-spot-ng",
+        says="pool batch-l40s-spot has no ResourceFlavor with nodeLabels gpu-platform.io/pool: batch-l40s-spot",
+    ),
     *compliant("tenant-has-quota-and-queue", "prod"),
     # The documented monitoring.namespace may be any name: the platform's system label decides, not a list.
     silent("tenant-has-quota-and-queue", "custom-monitoring-namespace", at("monitoring-namespace", {"metadata.name": "observability"})),
-    fires("tenant-has-quota-and-queue", "no-quota", drop("tenant-serving-quota"), on="tenant-serving-namespace", says="ResourceQuota"),
-    fires("tenant-has-quota-and-queue", "no-queue", drop("kueue-localqueue-serving"), on="tenant-serving-namespace", says="LocalQueue"),
+    fires(
+        "tenant-has-quota-and-queue",
+        "no-quota",
+        drop("tenant-serving-quota"),
+        on="tenant-serving-namespace",
+        says="tenant namespace serving has no ResourceQuota",
+    ),
+    fires(
+        "tenant-has-quota-and-queue",
+        "no-queue",
+        drop("kueue-localqueue-serving"),
+        on="tenant-serving-namespace",
+        says="tenant namespace serving has no Kueue LocalQueue",
+    ),
     # rollout
     *compliant("fixed-capacity-update-strategy", "prod"),
     # Unset is DEFAULT (surge): Spot capacity has spare instances to launch replacements on.
@@ -688,37 +797,55 @@ CASES: list[Case] = [
         "capacity-block-type-on-node-group",
         at(BLOCK_NG, {"instanceTypes": ["p5.48xlarge"]}),
         on=BLOCK_NG,
-        says="launch template only",
+        says="put the instance type in the launch template only",
     ),
-    fires("fixed-capacity-placement", "capacity-block-never-zero", at(BLOCK_NG, {"scalingConfig.minSize": 2}), on=BLOCK_NG, says="minSize is 2"),
+    fires(
+        "fixed-capacity-placement",
+        "capacity-block-never-zero",
+        at(BLOCK_NG, {"scalingConfig.minSize": 2}),
+        on=BLOCK_NG,
+        says="scalingConfig.minSize is 2",
+    ),
     *compliant("nodegroup-max-unavailable", "prod"),
-    fires("nodegroup-max-unavailable", "four-at-once", at(NG, {"updateConfig.maxUnavailable": 4}), on=NG, says="maxUnavailable is 4"),
-    fires("nodegroup-max-unavailable", "half-the-pool", at(NG, {"updateConfig": {"maxUnavailablePercentage": 50}}), on=NG, says="Percentage is 50"),
+    fires("nodegroup-max-unavailable", "four-at-once", at(NG, {"updateConfig.maxUnavailable": 4}), on=NG, says="updateConfig.maxUnavailable is 4"),
+    fires(
+        "nodegroup-max-unavailable",
+        "half-the-pool",
+        at(NG, {"updateConfig": {"maxUnavailablePercentage": 50}}),
+        on=NG,
+        says="updateConfig.maxUnavailablePercentage is 50",
+    ),
     *compliant("driver-upgrade-policy", "prod"),
     fires(
         "driver-upgrade-policy",
         "auto-upgrade-in-prod",
         at("gpu-operator-release", {"values.driver.upgradePolicy.autoUpgrade": True}),
         on="gpu-operator-release",
-        says="autoUpgrade",
+        says="values.driver.upgradePolicy.autoUpgrade is true in production",
     ),
     fires(
         "driver-upgrade-policy",
         "operator-driver-without-drain",
         at("gpu-operator-release", {"values.driver.enabled": True, "values.driver.upgradePolicy.drain.enable": False}),
         on="gpu-operator-release",
-        says="drain",
+        says="values.driver.upgradePolicy.drain.enable is not true",
         stack="staging",
     ),
     # observability
     *compliant("dcgm-exporter-monitored", "prod", "onprem"),
-    fires("dcgm-exporter-monitored", "not-scraped", drop("monitoring-dcgm-servicemonitor"), on="gpu-operator-release", says="ServiceMonitor"),
+    fires(
+        "dcgm-exporter-monitored",
+        "not-scraped",
+        drop("monitoring-dcgm-servicemonitor"),
+        on="gpu-operator-release",
+        says="no ServiceMonitor scrapes the DCGM exporter (values.dcgmExporter.serviceMonitor.enabled or a ServiceMonitor)",
+    ),
     fires(
         "dcgm-exporter-monitored",
         "exporter-off",
         at("gpu-operator-release", {"values.dcgmExporter.enabled": False}),
         on="gpu-operator-release",
-        says="enabled is false",
+        says="values.dcgmExporter.enabled is false",
     ),
     *compliant("critical-alerts-routed", "prod"),
     silent("critical-alerts-routed", "staging-not-production", stack="staging"),
@@ -727,18 +854,24 @@ CASES: list[Case] = [
         "chart-default-null",
         at("monitoring-release", {"values.alertmanager.config": DROP}),
         on="monitoring-release",
-        says="'null'",
+        says="critical alerts route to receiver 'null', which notifies nobody",
     ),
     fires(
         "critical-alerts-routed",
         "critical-to-null",
         at("monitoring-release", {"values.alertmanager.config.route.routes.1.receiver": "null"}),
         on="monitoring-release",
-        says="notifies nobody",
+        says="critical alerts route to receiver 'null', which notifies nobody",
     ),
     *compliant("critical-gpu-alerts", "prod"),
-    fires("critical-gpu-alerts", "no-dbe-alert", edit_alerts("GpuDoubleBitEccError"), on="stack", says="double-bit ECC"),
-    fires("critical-gpu-alerts", "no-xid-alert", edit_alerts("GpuXidError"), on="stack", says="XID"),
+    fires(
+        "critical-gpu-alerts",
+        "no-dbe-alert",
+        edit_alerts("GpuDoubleBitEccError"),
+        on="stack",
+        says="no PrometheusRule alert for double-bit ECC errors",
+    ),
+    fires("critical-gpu-alerts", "no-xid-alert", edit_alerts("GpuXidError"), on="stack", says="no PrometheusRule alert for XID errors"),
     # Ansible (repository rule)
     silent(
         "ansible-no-version-override",
@@ -749,14 +882,14 @@ CASES: list[Case] = [
         "ansible-no-version-override",
         "literal-driver-version",
         on=GROUP_VARS,
-        says="nvidia_driver_version",
+        says="nvidia_driver_version sets '535.104.05'",
         repo=write_inventory({"nvidia_driver_version": "535.104.05"}),
     ),
     fires(
         "ansible-no-version-override",
         "copied-pinned-version",
         on=GROUP_VARS,
-        says="repeats the pinned version",
+        says="driver_pkg repeats the pinned version '535.261.03-1'",
         repo=write_inventory({"driver_pkg": "535.261.03-1"}),
     ),
     # The golden image and the roles offer only OSes booting cgroup v2 (RHEL 8 boots v1; 1.35's kubelet refuses it).
@@ -833,7 +966,7 @@ CASES: list[Case] = [
         "ansible-no-version-override",
         "ini-host-var-pin-no-suffix",
         on="ansible/inventories/prod/hosts",
-        says="gpu-01.cuda_version",
+        says="gpu_nodes.hosts.gpu-01.cuda_version sets '12.8.0'",
         repo=write_ini_inventory("[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11 cuda_version='12.8.0'\n", name="hosts"),
     ),
     silent(

@@ -22,7 +22,7 @@ CONTROLLER_CASES: list[Case] = [
         "cluster-wide-mixed-refuses-mps",
         at(OPERATOR, {"values.mig.strategy": "mixed"}),
         on=L40S_PATCH,
-        says="not supported with MPS",
+        says="refuses config 'mps-8' (using --mig-strategy=mixed is not supported with MPS)",
         stack="onprem",
     ),
     fires(
@@ -30,7 +30,7 @@ CONTROLLER_CASES: list[Case] = [
         "chart-default-single-hides-mig",
         at(OPERATOR, {"values.mig": {}}),
         on=A100_MIG_PATCH,
-        says="no nvidia.com/mig-*",
+        says="runs with MIG strategy 'single', so no nvidia.com/mig-* resource is advertised",
         stack="onprem",
     ),
 ]
@@ -39,13 +39,19 @@ DCGM = "gpu-operator-dcgm-metrics"
 COMMA_IN_HELP = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\nDCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, Reasons, a bitmask.\n"
 CONTROLLER_CASES += [
     *compliant("dcgm-metrics-parse", "prod"),
-    fires("dcgm-metrics-parse", "comma-in-help", at(DCGM, {"data.dcgm-metrics.csv": COMMA_IN_HELP}), on=DCGM, says="wrong number of fields"),
+    fires(
+        "dcgm-metrics-parse",
+        "comma-in-help",
+        at(DCGM, {"data.dcgm-metrics.csv": COMMA_IN_HELP}),
+        on=DCGM,
+        says="data.dcgm-metrics.csv: dcgm-exporter would exit: record on line 2: wrong number of fields (4, the first record has 3)",
+    ),
     fires(
         "dcgm-metrics-parse",
         "unknown-field",
         at(DCGM, {"data.dcgm-metrics.csv": "DCGM_FI_DEV_GPU_TEMPERATURE, gauge, GPU temperature.\n"}),
         on=DCGM,
-        says="not a DCGM field",
+        says="'DCGM_FI_DEV_GPU_TEMPERATURE' is not a DCGM field the exporter knows",
     ),
 ]
 
@@ -63,7 +69,7 @@ CONTROLLER_CASES += [
         "oci-chart-with-repository",
         at("kueue-release", {"repositoryOpts": {"repo": "https://example.com/charts"}}),
         on="kueue-release",
-        says="OCI reference alone",
+        says="allowed: the OCI reference alone",
     ),
 ]
 
@@ -75,7 +81,7 @@ CONTROLLER_CASES += [
         "guarantee-without-deserved",
         at(QUEUE, {"spec.guarantee": {"resource": {"cpu": "1"}}}),
         on=QUEUE,
-        says="must be >= guarantee",
+        says="Volcano's queue webhook refuses it: spec.deserved.cpu: deserved[cpu] must be >= guarantee[cpu]=1",
         stack="onprem",
     ),
     fires(
@@ -83,7 +89,7 @@ CONTROLLER_CASES += [
         "deserved-above-capability",
         at(QUEUE, {"spec.deserved": {"cpu": "100000"}}),
         on=QUEUE,
-        says="must be <= capability",
+        says="Volcano's queue webhook refuses it: spec.deserved.cpu: deserved[cpu] must be <= capability[cpu]",
         stack="onprem",
     ),
 ]
@@ -95,7 +101,7 @@ CONTROLLER_CASES += [
         "borrow-guard-under-fair-sharing",
         at("kueue-clusterqueue-serving", {"spec.preemption.borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 30000}}),
         on="kueue-clusterqueue-serving",
-        says="ignores under fair sharing",
+        says="ClusterQueue serving sets borrowWithinCohort 'LowerPriority', which Kueue ignores under fair sharing",
     ),
 ]
 
@@ -142,16 +148,22 @@ CONTROLLER_CASES += [
         "no-deployment-integration",
         kueue_config_edit(integrations={"frameworks": ["batch/job", "pod"]}),
         on="kueue-release",
-        says="deployment, statefulset",
+        says="integrations.frameworks lacks deployment, statefulset: those kinds run unmanaged in tenant namespaces",
     ),
     *compliant("tenant-priority-restricted", "prod"),
-    fires("tenant-priority-restricted", "no-policy", drop("platform-priority-policy"), on="tenant-serving-namespace", says="any PriorityClass"),
+    fires(
+        "tenant-priority-restricted",
+        "no-policy",
+        drop("platform-priority-policy"),
+        on="tenant-serving-namespace",
+        says="any PriorityClass is usable there",
+    ),
     fires(
         "tenant-priority-restricted",
         "audit-only-binding",
         at("platform-priority-policy-binding", {"spec.validationActions": ["Audit"]}),
         on="tenant-serving-namespace",
-        says="bound with Deny",
+        says="no ValidatingAdmissionPolicy bound with Deny checks pod priorityClassName and Kueue Workload priorityClassRef",
     ),
     *compliant("platform-netpols-protected", "prod"),
     silent("platform-netpols-protected", "builtin-edit-guarded", at(SERVING_RB, {"roleRef.name": "edit"})),
@@ -176,7 +188,7 @@ CONTROLLER_CASES += [
         "guard-misses-delete",
         at("platform-owned-policy", {"spec.matchConstraints.resourceRules.0.operations": ["CREATE", "UPDATE"]}),
         on=SERVING_RB,
-        says="writes NetworkPolicies",
+        says="grants 'gpu-platform-tenant', which writes NetworkPolicies, and no ValidatingAdmissionPolicy bound with Deny guards",
     ),
     fires(
         "platform-netpols-protected",

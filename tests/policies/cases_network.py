@@ -36,18 +36,36 @@ def efa_interfaces_only_cluster_group(res: list[Resource]) -> list[Resource]:
 
 NETWORK_CASES: list[Case] = [
     *compliant("efa-group-self-rules", "prod"),
-    fires("efa-group-self-rules", "interfaces-carry-only-cluster-group", efa_interfaces_only_cluster_group, on=RESERVED_LT, says="efa-only"),
-    fires("efa-group-self-rules", "no-self-egress", drop("efa-self-egress"), on=RESERVED_LT, says="egress"),
+    fires(
+        "efa-group-self-rules",
+        "interfaces-carry-only-cluster-group",
+        efa_interfaces_only_cluster_group,
+        on=RESERVED_LT,
+        says="EFA interface card0-dev1-efa-only carries ['sg-0mock0cluster'], none with all-traffic ingress and egress rules",
+    ),
+    fires(
+        "efa-group-self-rules",
+        "no-self-egress",
+        drop("efa-self-egress"),
+        on=RESERVED_LT,
+        says="(egress: no egress rule of node-a/card0-dev1-efa-only's groups",
+    ),
     fires(
         "efa-group-self-rules",
         "ingress-only-tcp",
         at("efa-self-ingress", {"ipProtocol": "tcp", "fromPort": 0, "toPort": 65535}),
         on=RESERVED_LT,
-        says="ingress",
+        says="(ingress: no ingress rule of node-b/card0-dev1-efa-only's groups",
     ),
     *compliant("tenant-groups-have-principals", "prod"),
     silent("tenant-groups-have-principals", "onprem-cluster-maps-its-own", stack="onprem"),
-    fires("tenant-groups-have-principals", "entry-dropped", drop(LLM_ENTRY), on=LLM_BINDING, says="llm-training-engineers"),
+    fires(
+        "tenant-groups-have-principals",
+        "entry-dropped",
+        drop(LLM_ENTRY),
+        on=LLM_BINDING,
+        says="group 'llm-training-engineers' bound in tenant namespace llm-training is carried by no access entry",
+    ),
     fires(
         "tenant-groups-have-principals",
         "entry-carries-another-group",
@@ -57,7 +75,13 @@ NETWORK_CASES: list[Case] = [
     ),
     *compliant("training-s3-not-nat-only", "prod"),
     silent("training-s3-not-nat-only", "dev-has-no-training-pool", stack="dev"),
-    fires("training-s3-not-nat-only", "no-gateway-endpoint", drop("endpoints-s3"), on=RESERVED_NG, says="network-nat-us-east-1a"),
+    fires(
+        "training-s3-not-nat-only",
+        "no-gateway-endpoint",
+        drop("endpoints-s3"),
+        on=RESERVED_NG,
+        says="leaves through network-nat-us-east-1a-id: no S3 gateway endpoint on that route table",
+    ),
     fires(
         "training-s3-not-nat-only",
         "endpoint-misses-the-training-zone",
@@ -67,5 +91,11 @@ NETWORK_CASES: list[Case] = [
     ),
     *compliant("deployer-rule-off-node-groups", "prod"),
     silent("deployer-rule-off-node-groups", "on-control-plane-group", add(deployer_rule("cluster-control-plane-sg-id"))),
-    fires("deployer-rule-off-node-groups", "on-cluster-group", add(deployer_rule(CLUSTER_SG)), on="deployer-443", says="sg-0mock0cluster"),
+    fires(
+        "deployer-rule-off-node-groups",
+        "on-cluster-group",
+        add(deployer_rule(CLUSTER_SG)),
+        on="deployer-443",
+        says="TCP 443 from 10.200.0.0/16 is opened on sg-0mock0cluster, which pool-batch-l40s-ondemand-lt's node interfaces carry",
+    ),
 ]
