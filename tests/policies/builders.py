@@ -18,6 +18,7 @@ from gpu_platform.versions import Lockfile
 from gpu_platform_policies import Resource
 
 Edit = Callable[[list[Resource]], list[Resource]]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -100,16 +101,6 @@ def at(name: str, changes: Mapping[str, Any]) -> Edit:
     return edit
 
 
-def set_in(name: str, path: str, value: Any) -> Edit:
-    """Set inputs[path] of the named resource (at() with one change)."""
-    return at(name, {path: value})
-
-
-def drop_in(name: str, path: str) -> Edit:
-    """Delete inputs[path] of the named resource (at() with one deletion)."""
-    return at(name, {path: DROP})
-
-
 def drop(name: str) -> Edit:
     """Remove a resource from the plan."""
 
@@ -123,3 +114,41 @@ def drop(name: str) -> Edit:
 def add(resource: Resource) -> Edit:
     """Add a resource to the plan."""
     return lambda res: [*res, resource]
+
+
+def lock_edit(**changes: Any) -> Callable[[Lockfile], Lockfile]:
+    """A lockfile copy with nested fields replaced (`eks__ami_driver_branch="535"`)."""
+
+    def make(lock: Lockfile) -> Lockfile:
+        for dotted, value in changes.items():
+            section, key = dotted.split("__")
+            lock = lock.model_copy(update={section: getattr(lock, section).model_copy(update={key: value})})
+        return lock
+
+    return make
+
+
+def privileged_deployment(namespace: str) -> Resource:
+    """A Deployment with one privileged container, built inside the tenant's component (or the platform's), as the program would."""
+    return Resource(
+        "kubernetes:apps/v1:Deployment",
+        f"debug-{namespace}",
+        "platform" if namespace in ("kube-system", "gpu-operator") else f"tenant-{namespace}",
+        {
+            "metadata": {"name": "debug", "namespace": namespace},
+            "spec": {"template": {"spec": {"containers": [{"name": "sh", "image": "busybox:1.36", "securityContext": {"privileged": True}}]}}},
+        },
+    )
+
+
+# --- the repository plans' resources the cases change ---------------------------------------------
+
+LT = "pool-train-h100-reserved-lt"
+NG = "pool-train-h100-reserved-ng"
+SPOT_NG = "pool-infer-l4-spot-ng"
+L4_OD_NG = "pool-infer-l4-ondemand-ng"
+BLOCK_NG = "pool-train-h100-block-ng"
+A100_NG = "pool-infer-a100-mig-ng"
+ONPREM_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
+ONPREM_H100 = "pool-hgx-h100-train-dgx-h100-01"
+SG_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

@@ -6,8 +6,7 @@ Kept apart from cases.py so they read together; cases.py appends them to CASES.
 from __future__ import annotations
 
 from gpu_platform_policies import Resource
-from tests.policies.builders import Case, add, at, compliant, drop, fires, silent
-from tests.policies.cases import SG_INGRESS
+from tests.policies.builders import SG_INGRESS, Case, add, at, compliant, drop, fires, silent
 
 RESERVED_LT = "pool-train-h100-reserved-lt"
 RESERVED_NG = "pool-train-h100-reserved-ng"
