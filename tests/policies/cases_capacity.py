@@ -48,7 +48,7 @@ CAPACITY_CASES: list[Case] = [
         "spot-only-training",
         *(on_spot(ng) for ng in (NG, "pool-train-h100-ondemand-ng", "pool-train-h100-block-ng")),
         on="pool-train-h100-block-ng",
-        says="training has only Spot",
+        says="workload class training has only Spot capacity in production",
     ),
     fires(
         "production-capacity-floor",

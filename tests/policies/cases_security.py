@@ -253,7 +253,7 @@ SECURITY_CASES: list[Case] = [
         "time-slicing-on-mig-pool",
         at(ONPREM_PATCH, {"metadata.labels.nvidia.com/device-plugin.config": "time-slicing-4"}),
         on=ONPREM_PATCH,
-        says="choose one",
+        says="pool hgx-a100-mig time-slices or MPS-shares ('time-slicing-4') and uses MIG ('all-1g.10gb'); choose one",
         stack="onprem",
     ),
     *compliant("sharing-replicas-bounds", "dev"),

@@ -18,7 +18,7 @@ VERSION_CASES: list[Case] = [
         "chart-drift",
         at("gpu-operator-release", {"version": "v25.10.0"}),
         on="gpu-operator-release",
-        says="chart 'gpu-operator' version 'v25.10.0' differs from the lockfile's charts.gpu-operator.version 'v26.7.0'",
+        says="chart 'gpu-operator' version 'v25.10.0' differs from the lockfile's charts.gpu-operator.version",
     ),
     fires("charts-pinned", "unpinned-chart", at("kueue-release", {"version": DROP}), on="kueue-release", says="chart 'kueue' has no version"),
     fires(
@@ -34,7 +34,7 @@ VERSION_CASES: list[Case] = [
         "image-drift",
         at("autoscaler-release", {"values.image.tag": "v1.33.0"}),
         on="autoscaler-release",
-        says="differs from the lockfile",
+        says="image registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.0 differs from the lockfile's images.cluster-autoscaler.tag",
     ),
     fires(
         "images-pinned",
@@ -65,14 +65,14 @@ VERSION_CASES: list[Case] = [
         "ami-drift",
         at(NG, {"releaseVersion": "1.33.4-20250101"}),
         on=NG,
-        says="releaseVersion '1.33.4-20250101' differs from the lockfile's '1.35.6-20260714'",
+        says="releaseVersion '1.33.4-20250101' differs from the lockfile's",
     ),
     fires(
         "eks-versions-match-lockfile",
         "addon-drift",
         at("cluster-addon-coredns", {"addonVersion": "v1.11.0-eksbuild.1"}),
         on="cluster-addon-coredns",
-        says="add-on coredns version 'v1.11.0-eksbuild.1' differs from the lockfile's 'v1.13.2-eksbuild.4'",
+        says="add-on coredns version 'v1.11.0-eksbuild.1' differs from the lockfile's",
     ),
     *compliant("driver-supports-gpu", "prod", "onprem"),
     fires(
@@ -96,7 +96,7 @@ VERSION_CASES: list[Case] = [
         "override-cannot-relax-the-matrix",
         H200_ON_NG,
         on=NG,
-        says="needs driver branch >= 550",
+        says="H200-141GB needs driver branch >= 550, but the stack's versions override of eks.ami_driver_branch is 535",
         stack_lock=lock_edit(
             eks__ami_driver_branch="535",
             compatibility__gpu_min_driver_branch={**load_lockfile().compatibility.gpu_min_driver_branch, "H200-141GB": "450"},
@@ -107,7 +107,7 @@ VERSION_CASES: list[Case] = [
         "fabric-manager-matches-driver",
         "fm-drift",
         on="pool-hgx-h100-train",
-        says="pool hgx-h100-train (H100-80GB, NVSwitch): fabric manager '535.247.01' differs from driver '580.173.02'",
+        says="pool hgx-h100-train (H100-80GB, NVSwitch): fabric manager '535.247.01' differs from driver",
         stack="onprem",
         lock=lock_edit(fabric_manager__version="535.247.01"),
     ),
