@@ -1,7 +1,8 @@
 """Every rule's compliant and violating cases, as data the rule tests, the meta-test and the CrossGuard tests share.
 
 A case starts from a repository stack's real offline plan, changes it the way a bad change would,
-and says which rule must (or must not) fire and on which resource.
+and says which rule must (or must not) fire and on which resource. This module runs and judges cases;
+the cases themselves live in cases_<family>.py, written with tests/policies/builders.py.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def assert_case(case: Case, violations: list[Violation]) -> None:
         assert any(v.key == case.key for v in hits), f"{case.rule} did not point at {case.key}; got {[v.key for v in hits]}"
 
 
-# Each module holds one family of rules' cases; the order is the order the tests were collected in since issue 9.
+# One module per family of rules; joined in the order their test ids were collected before the split.
 CASES: list[Case] = [
     *SECURITY_CASES,
     *VERSION_CASES,
