@@ -20,7 +20,6 @@ def write_inventory(group_vars: dict[str, Any]) -> Callable[[Path], None]:
     """A repository copy whose prod inventory has these group_vars/all values."""
 
     def make(root: Path) -> None:
-
         gv = root / "ansible" / "inventories" / "prod" / "group_vars"
         gv.mkdir(parents=True)
         (gv / "all.yml").write_text(yaml.safe_dump(group_vars))
