@@ -8,7 +8,7 @@ from __future__ import annotations
 import yaml
 
 from gpu_platform_policies import Resource
-from tests.policies.cases import Case, Edit, drop, set_in
+from tests.policies.builders import Case, Edit, at, compliant, drop, fires, silent
 
 L40S_PATCH = "pool-l40s-dev-l40s-01"
 A100_MIG_PATCH = "pool-hgx-a100-mig-dgx-a100-01"
@@ -16,97 +16,92 @@ OPERATOR = "gpu-operator-release"
 
 POD_RULE = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}
 CONTROLLER_CASES: list[Case] = [
-    Case("sharing-modes-exclusive", "onprem-compliant", "onprem"),
-    Case(
+    *compliant("sharing-modes-exclusive", "onprem"),
+    fires(
         "sharing-modes-exclusive",
         "cluster-wide-mixed-refuses-mps",
-        "onprem",
-        (set_in(OPERATOR, "values.mig.strategy", "mixed"),),
-        L40S_PATCH,
-        "not supported with MPS",
+        at(OPERATOR, {"values.mig.strategy": "mixed"}),
+        on=L40S_PATCH,
+        says="refuses config 'mps-8' (using --mig-strategy=mixed is not supported with MPS)",
+        stack="onprem",
     ),
-    Case(
+    fires(
         "sharing-modes-exclusive",
         "chart-default-single-hides-mig",
-        "onprem",
-        (set_in(OPERATOR, "values.mig", {}),),
-        A100_MIG_PATCH,
-        "no nvidia.com/mig-*",
+        at(OPERATOR, {"values.mig": {}}),
+        on=A100_MIG_PATCH,
+        says="runs with MIG strategy 'single', so no nvidia.com/mig-* resource is advertised",
+        stack="onprem",
     ),
 ]
 
 DCGM = "gpu-operator-dcgm-metrics"
 COMMA_IN_HELP = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\nDCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, Reasons, a bitmask.\n"
 CONTROLLER_CASES += [
-    Case("dcgm-metrics-parse", "prod-compliant", "prod"),
-    Case(
+    *compliant("dcgm-metrics-parse", "prod"),
+    fires(
         "dcgm-metrics-parse",
         "comma-in-help",
-        "prod",
-        (set_in(DCGM, "data.dcgm-metrics.csv", COMMA_IN_HELP),),
-        DCGM,
-        "wrong number of fields",
+        at(DCGM, {"data.dcgm-metrics.csv": COMMA_IN_HELP}),
+        on=DCGM,
+        says="data.dcgm-metrics.csv: dcgm-exporter would exit: record on line 2: wrong number of fields (4, the first record has 3)",
     ),
-    Case(
+    fires(
         "dcgm-metrics-parse",
         "unknown-field",
-        "prod",
-        (set_in(DCGM, "data.dcgm-metrics.csv", "DCGM_FI_DEV_GPU_TEMPERATURE, gauge, GPU temperature.\n"),),
-        DCGM,
-        "not a DCGM field",
+        at(DCGM, {"data.dcgm-metrics.csv": "DCGM_FI_DEV_GPU_TEMPERATURE, gauge, GPU temperature.\n"}),
+        on=DCGM,
+        says="'DCGM_FI_DEV_GPU_TEMPERATURE' is not a DCGM field the exporter knows",
     ),
 ]
 
 CONTROLLER_CASES += [
-    Case("helm-chart-locatable", "prod-compliant", "prod"),
-    Case(
+    *compliant("helm-chart-locatable", "prod"),
+    fires(
         "helm-chart-locatable",
         "oci-registry-as-repository",
-        "prod",
-        (set_in("kueue-release", "chart", "kueue"), set_in("kueue-release", "repositoryOpts", {"repo": "oci://registry.k8s.io/kueue/charts"})),
-        "kueue-release",
-        "classic index.yaml repository",
+        at("kueue-release", {"chart": "kueue", "repositoryOpts": {"repo": "oci://registry.k8s.io/kueue/charts"}}),
+        on="kueue-release",
+        says="classic index.yaml repository",
     ),
-    Case(
+    fires(
         "helm-chart-locatable",
         "oci-chart-with-repository",
-        "prod",
-        (set_in("kueue-release", "repositoryOpts", {"repo": "https://example.com/charts"}),),
-        "kueue-release",
-        "OCI reference alone",
+        at("kueue-release", {"repositoryOpts": {"repo": "https://example.com/charts"}}),
+        on="kueue-release",
+        says="allowed: the OCI reference alone",
     ),
 ]
 
 QUEUE = "volcano-queue-students"
 CONTROLLER_CASES += [
-    Case("volcano-queue-admitted", "onprem-compliant", "onprem"),
-    Case(
+    *compliant("volcano-queue-admitted", "onprem"),
+    fires(
         "volcano-queue-admitted",
         "guarantee-without-deserved",
-        "onprem",
-        (set_in(QUEUE, "spec.guarantee", {"resource": {"cpu": "1"}}),),
-        QUEUE,
-        "must be >= guarantee",
+        at(QUEUE, {"spec.guarantee": {"resource": {"cpu": "1"}}}),
+        on=QUEUE,
+        says="Volcano's queue webhook refuses it: spec.deserved.cpu: deserved[cpu] must be >= guarantee[cpu]=1",
+        stack="onprem",
     ),
-    Case(
+    fires(
         "volcano-queue-admitted",
         "deserved-above-capability",
-        "onprem",
-        (set_in(QUEUE, "spec.deserved", {"cpu": "100000"}),),
-        QUEUE,
-        "must be <= capability",
+        at(QUEUE, {"spec.deserved": {"cpu": "100000"}}),
+        on=QUEUE,
+        says="Volcano's queue webhook refuses it: spec.deserved.cpu: deserved[cpu] must be <= capability[cpu]",
+        stack="onprem",
     ),
 ]
 
 CONTROLLER_CASES += [
-    Case("kueue-preemption-enforced", "prod-compliant", "prod"),
-    Case(
+    *compliant("kueue-preemption-enforced", "prod"),
+    fires(
         "kueue-preemption-enforced",
         "borrow-guard-under-fair-sharing",
-        "prod",
-        (set_in("kueue-clusterqueue-serving", "spec.preemption.borrowWithinCohort", {"policy": "LowerPriority", "maxPriorityThreshold": 30000}),),
-        "kueue-clusterqueue-serving",
-        "ignores under fair sharing",
+        at("kueue-clusterqueue-serving", {"spec.preemption.borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 30000}}),
+        on="kueue-clusterqueue-serving",
+        says="ClusterQueue serving sets borrowWithinCohort 'LowerPriority', which Kueue ignores under fair sharing",
     ),
 ]
 
@@ -133,82 +128,73 @@ def kueue_config_edit(**changes: object) -> Edit:
 
 SERVING_RB = "tenant-serving-rolebinding-serving-oncall"
 CONTROLLER_CASES += [
-    Case("tenant-workloads-managed", "prod-compliant", "prod"),
-    Case(
+    *compliant("tenant-workloads-managed", "prod"),
+    fires(
         "tenant-workloads-managed",
         "jobs-without-queue-name-unmanaged",
-        "prod",
-        (kueue_config_edit(manageJobsWithoutQueueName=False),),
-        "kueue-release",
-        "manageJobsWithoutQueueName is off",
+        kueue_config_edit(manageJobsWithoutQueueName=False),
+        on="kueue-release",
+        says="manageJobsWithoutQueueName is off",
     ),
-    Case(
+    fires(
         "tenant-workloads-managed",
         "pod-integration-without-selector",
-        "prod",
-        (kueue_config_edit(managedJobsNamespaceSelector=None),),
-        "kueue-release",
-        "cannot be empty when pod integration is enabled",
+        kueue_config_edit(managedJobsNamespaceSelector=None),
+        on="kueue-release",
+        says="cannot be empty when pod integration is enabled",
     ),
-    Case(
+    fires(
         "tenant-workloads-managed",
         "no-deployment-integration",
-        "prod",
-        (kueue_config_edit(integrations={"frameworks": ["batch/job", "pod"]}),),
-        "kueue-release",
-        "deployment, statefulset",
+        kueue_config_edit(integrations={"frameworks": ["batch/job", "pod"]}),
+        on="kueue-release",
+        says="integrations.frameworks lacks deployment, statefulset: those kinds run unmanaged in tenant namespaces",
     ),
-    Case("tenant-priority-restricted", "prod-compliant", "prod"),
-    Case("tenant-priority-restricted", "no-policy", "prod", (drop("platform-priority-policy"),), "tenant-serving-namespace", "any PriorityClass"),
-    Case(
+    *compliant("tenant-priority-restricted", "prod"),
+    fires(
+        "tenant-priority-restricted",
+        "no-policy",
+        drop("platform-priority-policy"),
+        on="tenant-serving-namespace",
+        says="any PriorityClass is usable there",
+    ),
+    fires(
         "tenant-priority-restricted",
         "audit-only-binding",
-        "prod",
-        (set_in("platform-priority-policy-binding", "spec.validationActions", ["Audit"]),),
-        "tenant-serving-namespace",
-        "bound with Deny",
+        at("platform-priority-policy-binding", {"spec.validationActions": ["Audit"]}),
+        on="tenant-serving-namespace",
+        says="no ValidatingAdmissionPolicy bound with Deny checks pod priorityClassName and Kueue Workload priorityClassRef",
     ),
-    Case("platform-netpols-protected", "prod-compliant", "prod"),
-    Case("platform-netpols-protected", "builtin-edit-guarded", "prod", (set_in(SERVING_RB, "roleRef.name", "edit"),)),
+    *compliant("platform-netpols-protected", "prod"),
+    silent("platform-netpols-protected", "builtin-edit-guarded", at(SERVING_RB, {"roleRef.name": "edit"})),
     # The issue-17 regression: pods checked, Workloads not; a Job's template priority is admitted by Kueue.
-    Case(
+    fires(
         "tenant-priority-restricted",
         "pods-only",
-        "prod",
-        (set_in("platform-priority-policy", "spec.matchConstraints.resourceRules", [POD_RULE]),),
-        "tenant-serving-namespace",
-        "Kueue Workload priorityClassRef",
+        at("platform-priority-policy", {"spec.matchConstraints.resourceRules": [POD_RULE]}),
+        on="tenant-serving-namespace",
+        says="Kueue Workload priorityClassRef",
     ),
-    Case(
-        "platform-netpols-protected",
-        "no-guard",
-        "prod",
-        (drop("platform-owned-policy"),),
-        SERVING_RB,
-        "a tenant could delete its default deny",
-    ),
-    Case(
+    fires("platform-netpols-protected", "no-guard", drop("platform-owned-policy"), on=SERVING_RB, says="a tenant could delete its default deny"),
+    fires(
         "platform-netpols-protected",
         "guard-audit-only",
-        "prod",
-        (set_in("platform-owned-policy-binding", "spec.validationActions", ["Audit"]),),
-        SERVING_RB,
-        "no ValidatingAdmissionPolicy bound with Deny",
+        at("platform-owned-policy-binding", {"spec.validationActions": ["Audit"]}),
+        on=SERVING_RB,
+        says="no ValidatingAdmissionPolicy bound with Deny",
     ),
-    Case(
+    fires(
         "platform-netpols-protected",
         "guard-misses-delete",
-        "prod",
-        (set_in("platform-owned-policy", "spec.matchConstraints.resourceRules.0.operations", ["CREATE", "UPDATE"]),),
-        SERVING_RB,
-        "writes NetworkPolicies",
+        at("platform-owned-policy", {"spec.matchConstraints.resourceRules.0.operations": ["CREATE", "UPDATE"]}),
+        on=SERVING_RB,
+        says="grants 'gpu-platform-tenant', which writes NetworkPolicies, and no ValidatingAdmissionPolicy bound with Deny guards",
     ),
-    Case(
+    fires(
         "platform-netpols-protected",
         "default-deny-unlabelled",
-        "prod",
-        (set_in("tenant-serving-netpol-default-deny", "metadata.labels", {"gpu-platform.io/tenant": "serving"}),),
-        "tenant-serving-netpol-default-deny",
-        "lacks gpu-platform.io/owner=platform",
+        at("tenant-serving-netpol-default-deny", {"metadata.labels": {"gpu-platform.io/tenant": "serving"}}),
+        on="tenant-serving-netpol-default-deny",
+        says="lacks gpu-platform.io/owner=platform",
     ),
 ]

@@ -6,7 +6,7 @@ Kept apart from cases.py so they read together; cases.py appends them to CASES.
 from __future__ import annotations
 
 from gpu_platform_policies import Resource
-from tests.policies.cases import SG_INGRESS, Case, add, drop, set_in
+from tests.policies.builders import SG_INGRESS, Case, add, at, compliant, drop, fires, silent
 
 RESERVED_LT = "pool-train-h100-reserved-lt"
 RESERVED_NG = "pool-train-h100-reserved-ng"
@@ -34,40 +34,67 @@ def efa_interfaces_only_cluster_group(res: list[Resource]) -> list[Resource]:
 
 
 NETWORK_CASES: list[Case] = [
-    Case("efa-group-self-rules", "prod-compliant", "prod"),
-    Case("efa-group-self-rules", "interfaces-carry-only-cluster-group", "prod", (efa_interfaces_only_cluster_group,), RESERVED_LT, "efa-only"),
-    Case("efa-group-self-rules", "no-self-egress", "prod", (drop("efa-self-egress"),), RESERVED_LT, "egress"),
-    Case(
+    *compliant("efa-group-self-rules", "prod"),
+    fires(
+        "efa-group-self-rules",
+        "interfaces-carry-only-cluster-group",
+        efa_interfaces_only_cluster_group,
+        on=RESERVED_LT,
+        says="EFA interface card0-dev1-efa-only carries ['sg-0mock0cluster'], none with all-traffic ingress and egress rules",
+    ),
+    fires(
+        "efa-group-self-rules",
+        "no-self-egress",
+        drop("efa-self-egress"),
+        on=RESERVED_LT,
+        says="(egress: no egress rule of node-a/card0-dev1-efa-only's groups",
+    ),
+    fires(
         "efa-group-self-rules",
         "ingress-only-tcp",
-        "prod",
-        (set_in("efa-self-ingress", "ipProtocol", "tcp"), set_in("efa-self-ingress", "fromPort", 0), set_in("efa-self-ingress", "toPort", 65535)),
-        RESERVED_LT,
-        "ingress",
+        at("efa-self-ingress", {"ipProtocol": "tcp", "fromPort": 0, "toPort": 65535}),
+        on=RESERVED_LT,
+        says="(ingress: no ingress rule of node-b/card0-dev1-efa-only's groups",
     ),
-    Case("tenant-groups-have-principals", "prod-compliant", "prod"),
-    Case("tenant-groups-have-principals", "onprem-cluster-maps-its-own", "onprem"),
-    Case("tenant-groups-have-principals", "entry-dropped", "prod", (drop(LLM_ENTRY),), LLM_BINDING, "llm-training-engineers"),
-    Case(
+    *compliant("tenant-groups-have-principals", "prod"),
+    silent("tenant-groups-have-principals", "onprem-cluster-maps-its-own", stack="onprem"),
+    fires(
+        "tenant-groups-have-principals",
+        "entry-dropped",
+        drop(LLM_ENTRY),
+        on=LLM_BINDING,
+        says="group 'llm-training-engineers' bound in tenant namespace llm-training is carried by no access entry",
+    ),
+    fires(
         "tenant-groups-have-principals",
         "entry-carries-another-group",
-        "prod",
-        (set_in(LLM_ENTRY, "kubernetesGroups", ["llm-training"]),),
-        LLM_BINDING,
-        "carried by no access entry",
+        at(LLM_ENTRY, {"kubernetesGroups": ["llm-training"]}),
+        on=LLM_BINDING,
+        says="carried by no access entry",
     ),
-    Case("training-s3-not-nat-only", "prod-compliant", "prod"),
-    Case("training-s3-not-nat-only", "dev-has-no-training-pool", "dev"),
-    Case("training-s3-not-nat-only", "no-gateway-endpoint", "prod", (drop("endpoints-s3"),), RESERVED_NG, "network-nat-us-east-1a"),
-    Case(
+    *compliant("training-s3-not-nat-only", "prod"),
+    silent("training-s3-not-nat-only", "dev-has-no-training-pool", stack="dev"),
+    fires(
+        "training-s3-not-nat-only",
+        "no-gateway-endpoint",
+        drop("endpoints-s3"),
+        on=RESERVED_NG,
+        says="leaves through network-nat-us-east-1a-id: no S3 gateway endpoint on that route table",
+    ),
+    fires(
         "training-s3-not-nat-only",
         "endpoint-misses-the-training-zone",
-        "prod",
-        (set_in("endpoints-s3", "routeTableIds", ["network-private-us-east-1b-id", "network-private-us-east-1c-id"]),),
-        RESERVED_NG,
-        "route table network-private-us-east-1a",
+        at("endpoints-s3", {"routeTableIds": ["network-private-us-east-1b-id", "network-private-us-east-1c-id"]}),
+        on=RESERVED_NG,
+        says="route table network-private-us-east-1a",
     ),
-    Case("deployer-rule-off-node-groups", "prod-compliant", "prod"),
-    Case("deployer-rule-off-node-groups", "on-control-plane-group", "prod", (add(deployer_rule("cluster-control-plane-sg-id")),)),
-    Case("deployer-rule-off-node-groups", "on-cluster-group", "prod", (add(deployer_rule(CLUSTER_SG)),), "deployer-443", "sg-0mock0cluster"),
+    *compliant("deployer-rule-off-node-groups", "prod"),
+    silent("deployer-rule-off-node-groups", "on-control-plane-group", add(deployer_rule("cluster-control-plane-sg-id"))),
+    fires(
+        "deployer-rule-off-node-groups",
+        "on-cluster-group",
+        add(deployer_rule(CLUSTER_SG)),
+        on="deployer-443",
+        says="TCP 443 from 10.200.0.0/16 is opened on sg-0mock0cluster, which pool-batch-l40s-ondemand-lt's node interfaces carry",
+    ),
 ]

@@ -13,7 +13,7 @@ from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
 
 from gpu_platform_policies.rules.ansible import parse_ini_inventory
-from tests.policies.cases import INI_DRIVER_PIN
+from tests.policies.cases_ansible import INI_DRIVER_PIN
 
 INVENTORIES = [
     INI_DRIVER_PIN,

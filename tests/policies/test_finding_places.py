@@ -15,7 +15,8 @@ import pytest
 from gpu_platform_policies.placement import place
 from tests.change.cases import CHANGE_CASES, ChangeCase, run_change_case
 from tests.conftest import stack_path
-from tests.policies.cases import CASES, REPO, Case, run_case
+from tests.policies.builders import REPO
+from tests.policies.cases import CASES, Case, run_case
 
 VIOLATING = [c for c in CASES if c.fires_on is not None]
 

@@ -9,7 +9,8 @@ import pytest
 from gpu_platform.cli import main
 from gpu_platform_policies import RULES
 from gpu_platform_policies.evaluate import not_applicable
-from tests.policies.cases import context, declare_demand, resources
+from tests.policies.cases import context, resources
+from tests.policies.cases_capacity import declare_demand
 
 DEMAND_RULES = ("demand-coverage", "demand-spot-exposure", "spot-fallback-for-non-interruptible")
 

@@ -7,7 +7,8 @@ from datetime import date
 
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies import Violation, evaluate
-from tests.policies.cases import context, lock_edit, resources
+from tests.policies.builders import lock_edit
+from tests.policies.cases import context, resources
 
 RULE = "versions-in-support"
 

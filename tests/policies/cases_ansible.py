@@ -1,0 +1,189 @@
+"""Cases of the repository rules over the Ansible inventories, roles and golden image, on copies of the repository.
+
+Kept apart so the repository rules' cases read together; tests/policies/cases.py joins every module's cases into CASES.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_platform.versions import Lockfile
+from tests.policies.builders import REPO, Case, fires, silent
+
+
+def write_inventory(group_vars: dict[str, Any]) -> Callable[[Path], None]:
+    """A repository copy whose prod inventory has these group_vars/all values."""
+
+    def make(root: Path) -> None:
+        gv = root / "ansible" / "inventories" / "prod" / "group_vars"
+        gv.mkdir(parents=True)
+        (gv / "all.yml").write_text(yaml.safe_dump(group_vars))
+        (root / "ansible" / "inventories" / "prod" / "hosts.yml").write_text("all:\n  hosts:\n    gpu-01: {}\n")
+
+    return make
+
+
+def write_ini_inventory(text: str, name: str = "hosts.ini") -> Callable[[Path], None]:
+    """A repository copy whose prod inventory is an INI file with this text."""
+
+    def make(root: Path) -> None:
+        inv = root / "ansible" / "inventories" / "prod"
+        inv.mkdir(parents=True)
+        (inv / name).write_text(text)
+
+    return make
+
+
+def copy_node_os_offers(edit: tuple[str, str, str] | None = None) -> Callable[[Path], None]:
+    """A repository copy with the real Packer template and role vars, one of them edited (path, old, new)."""
+
+    def make(root: Path) -> None:
+        sources = [Path("ansible/packer/gpu-node.pkr.hcl"), *sorted(Path("ansible/roles").glob("*/vars/main.yml"))]
+        for rel in sources:
+            text = (REPO / rel).read_text()
+            if edit and rel.as_posix() == edit[0]:
+                assert edit[1] in text, edit
+                text = text.replace(edit[1], edit[2])
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+
+    return make
+
+
+def support_ended(component: str, key: str, ends: str) -> Callable[[Lockfile], Lockfile]:
+    """A lockfile copy whose recorded end of support for `component.key` is `ends`."""
+
+    def make(lock: Lockfile) -> Lockfile:
+        support = {c: dict(entries) for c, entries in lock.support.items()}
+        support[component][key] = support[component][key].model_copy(update={"ends": date.fromisoformat(ends)})
+        return lock.model_copy(update={"support": support})
+
+    return make
+
+
+def kubelet_cgroup_v2_from(minor: str) -> Callable[[Lockfile], Lockfile]:
+    """A lockfile copy whose kubelet refuses cgroup v1 from `minor` on."""
+
+    def make(lock: Lockfile) -> Lockfile:
+        compat = lock.compatibility.model_copy(update={"kubelet": {"cgroup_v2_from": minor}})
+        return lock.model_copy(update={"compatibility": compat})
+
+    return make
+
+
+INI_DRIVER_PIN = "[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11\n\n[gpu_nodes:vars]\nnvidia_driver_version=535.104.05\n"
+GROUP_VARS = "ansible/inventories/prod/group_vars/all.yml"
+HOSTS_YML = "ansible/inventories/prod/hosts.yml"
+PLAIN_INVENTORY = write_inventory({"ansible_user": "gpu-admin"})  # reads every pin from the lockfile
+LAB_OVERLAY = write_inventory({"gpu_platform_versions_overlay": "debian12-lab"})
+RHEL8_IN_PACKER = ("ansible/packer/gpu-node.pkr.hcl", '"ubuntu2404", "rhel9"]', '"ubuntu2404", "rhel8", "rhel9"]')
+
+
+ANSIBLE_CASES: list[Case] = [
+    silent(
+        "ansible-no-version-override",
+        "lookup-is-fine",
+        repo=write_inventory({"nvidia_driver_version": "{{ lookup('gpu_platform_versions', 'nvidia_driver.version') }}", "dcgm_enabled": True}),
+    ),
+    fires(
+        "ansible-no-version-override",
+        "literal-driver-version",
+        on=GROUP_VARS,
+        says="nvidia_driver_version sets '535.104.05'",
+        repo=write_inventory({"nvidia_driver_version": "535.104.05"}),
+    ),
+    fires(
+        "ansible-no-version-override",
+        "copied-pinned-version",
+        on=GROUP_VARS,
+        says="driver_pkg repeats the pinned version '535.261.03-1'",
+        repo=write_inventory({"driver_pkg": "535.261.03-1"}),
+    ),
+    # The golden image and the roles offer only OSes booting cgroup v2 (RHEL 8 boots v1; 1.35's kubelet refuses it).
+    silent("ansible-node-os-cgroup-v2", "repository-as-is", repo=copy_node_os_offers()),
+    fires(
+        "ansible-node-os-cgroup-v2",
+        "packer-offers-rhel8",
+        on="ansible/packer/gpu-node.pkr.hcl",
+        says="variable base_os validation offers rhel8, whose images boot cgroup v1",
+        repo=copy_node_os_offers(RHEL8_IN_PACKER),
+    ),
+    fires(
+        "ansible-node-os-cgroup-v2",
+        "role-supports-rocky-8",
+        on="ansible/roles/nvidia_driver/vars/main.yml",
+        says="_nvidia_driver_supported_os.Rocky offers rhel8",
+        repo=copy_node_os_offers(("ansible/roles/nvidia_driver/vars/main.yml", 'Rocky: ["9"]', 'Rocky: ["8", "9"]')),
+    ),
+    # Before 1.35 the kubelet still starts on cgroup v1: RHEL 8 may be offered.
+    silent(
+        "ansible-node-os-cgroup-v2",
+        "rhel8-while-the-kubelet-accepts-v1",
+        lock=kubelet_cgroup_v2_from("1.36"),
+        repo=copy_node_os_offers(RHEL8_IN_PACKER),
+    ),
+    # The real inventories read the production pins (R580, supported until 2028-06-30).
+    silent("ansible-driver-branch-in-support", "prod-on-the-lockfile-branch", repo=PLAIN_INVENTORY),
+    fires(
+        "ansible-driver-branch-in-support",
+        "prod-selects-the-eol-lab-overlay",
+        on=GROUP_VARS,
+        says="driver branch 535 reached end of support on 2026-06-30",
+        repo=LAB_OVERLAY,
+    ),
+    fires(
+        "ansible-driver-branch-in-support",
+        "lockfile-branch-past-its-end",
+        on=HOSTS_YML,
+        says="reached end of support on 2020-01-31",
+        lock=support_ended("nvidia_driver_branches", "580", "2020-01-31"),
+        repo=PLAIN_INVENTORY,
+    ),
+    silent("ansible-node-stack-in-support", "prod-on-the-lockfile-pins", repo=PLAIN_INVENTORY),
+    fires(
+        "ansible-node-stack-in-support",
+        "lockfile-dcgm-past-its-year",
+        on=HOSTS_YML,
+        says="DCGM 4.6 (dcgm.version) reached end of support on 2020-01-31",
+        lock=support_ended("dcgm", "4.6", "2020-01-31"),
+        repo=PLAIN_INVENTORY,
+    ),
+    fires(
+        "ansible-node-stack-in-support",
+        "prod-selects-the-lab-overlay-cuda",
+        on=GROUP_VARS,
+        says="gpu_platform_versions_overlay=debian12-lab: CUDA 12.2 (cuda.version) reached end of support on 2026-06-30",
+        repo=LAB_OVERLAY,
+    ),
+    fires(
+        "ansible-driver-branch-in-support",
+        "unknown-overlay",
+        on=GROUP_VARS,
+        says="gpu_platform_versions_overlay=debian13-lab is not an overlay in the lockfile; defined: debian12-lab",
+        repo=write_inventory({"gpu_platform_versions_overlay": "debian13-lab"}),
+    ),
+    fires(
+        "ansible-no-version-override",
+        "ini-group-vars-pin",
+        on="ansible/inventories/prod/hosts.ini",
+        says="gpu_nodes:vars.nvidia_driver_version sets '535.104.05'",
+        repo=write_ini_inventory(INI_DRIVER_PIN),
+    ),
+    fires(
+        "ansible-no-version-override",
+        "ini-host-var-pin-no-suffix",
+        on="ansible/inventories/prod/hosts",
+        says="gpu_nodes.hosts.gpu-01.cuda_version sets '12.8.0'",
+        repo=write_ini_inventory("[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11 cuda_version='12.8.0'\n", name="hosts"),
+    ),
+    silent(
+        "ansible-no-version-override",
+        "ini-without-pins",
+        repo=write_ini_inventory("[gpu_nodes]\ngpu-01 ansible_host=10.0.0.11\n\n[gpu_nodes:vars]\nansible_user=ops\n"),
+    ),
+]
