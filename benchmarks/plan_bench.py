@@ -80,13 +80,13 @@ def measure(args: list[str]) -> tuple[float, float, int, float]:
     return wall, usage.ru_maxrss / 1024, len(resources), usage.ru_utime + usage.ru_stime
 
 
-def measure_floor(count: int, modules: list[str]) -> tuple[float, float]:
-    """(wall, CPU seconds) of a fresh process that imports the plan's provider modules and registers `count` plain resources."""
+def measure_script(script: str, *args: str) -> tuple[float, float]:
+    """(wall, CPU seconds) of a fresh process running one of the benchmark scripts beside this one."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("mock_floor.py")), str(count), *modules], cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name(script)), *args], cwd=ROOT)
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit("mock_floor.py failed")
+        raise SystemExit(f"{script} failed")
     return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
@@ -98,34 +98,51 @@ def best_of(args: list[str], repeat: int) -> tuple[float, float, int, float]:
 
 @dataclass(frozen=True)
 class Versus:
-    """A plan against the floor: best runs of each, and the CPU ratio of every adjacent (plan, floor) pair."""
+    """A plan against the floor and the replay: best runs of each, and the CPU ratios of adjacent runs."""
 
     plan: tuple[float, float, int, float]  # least wall, peak MiB, resources, least CPU
     floor: tuple[float, float]  # least wall, least CPU
-    pair_ratios: list[float]
+    pair_ratios: list[float]  # plan / floor, run back to back
+    replay_ratios: list[float]  # replay / floor, run back to back
     modules: int
 
     @property
     def ratio(self) -> float:
-        """The median of the pairs' CPU ratios: each pair ran back to back, under the same conditions."""
+        """The median of the plan/floor CPU ratios: each pair ran back to back, under the same conditions."""
         return statistics.median(self.pair_ratios)
+
+    @property
+    def replay_ratio(self) -> float:
+        """The median replay/floor CPU ratio: what the resources' own size and shape cost."""
+        return statistics.median(self.replay_ratios)
 
 
 def against_floor(args: list[str], repeat: int) -> Versus:
-    """Plan and floor (as many resources, the provider modules the plan loads), `repeat` times each.
+    """Plan, replay and floor (as many resources, the provider modules the plan loads), `repeat` times each.
 
-    Runs alternate (plan, floor, plan, floor, ...): the speed of a shared or virtual machine drifts by
+    Runs alternate (plan, replay, floor, plan, ...): the speed of a shared or virtual machine drifts by
     tens of percent from one minute to the next, so each plan is compared with the floor run beside it
     and the median of those ratios is reported, rather than the best of each taken minutes apart.
+    The replay (benchmarks/replay_plan.py) registers the plan's own resources with no program around
+    them, which splits the ratio into what the resources cost and what the program adds.
     """
     loaded = plan_modules(args)
-    plans, floors = [], []
-    for _ in range(repeat):
-        plans.append(measure(args))
-        floors.append(measure_floor(plans[0][2], loaded))
+    with tempfile.TemporaryDirectory() as tmp:
+        recorded = Path(tmp) / "plan.json"
+        recorded.write_bytes(subprocess.run([*CLI, "plan", "--format", "json", *args], cwd=ROOT, check=True, capture_output=True).stdout)
+        plans, replays, floors = [], [], []
+        for _ in range(repeat):
+            plans.append(measure(args))
+            replays.append(measure_script("replay_plan.py", str(recorded), *loaded))
+            floors.append(measure_script("mock_floor.py", str(plans[0][2]), *loaded))
     best = (min(r[0] for r in plans), max(r[1] for r in plans), plans[0][2], min(r[3] for r in plans))
-    ratios = [p[3] / f[1] for p, f in zip(plans, floors, strict=True)]
-    return Versus(best, (min(f[0] for f in floors), min(f[1] for f in floors)), ratios, len(loaded))
+    return Versus(
+        best,
+        (min(f[0] for f in floors), min(f[1] for f in floors)),
+        [p[3] / f[1] for p, f in zip(plans, floors, strict=True)],
+        [r[1] / f[1] for r, f in zip(replays, floors, strict=True)],
+        len(loaded),
+    )
 
 
 def summary(label: str, v: Versus) -> str:
@@ -135,7 +152,8 @@ def summary(label: str, v: Versus) -> str:
         f"{label}: plan {wall:.2f} s wall / {cpu:.2f} s CPU for {count} resources; mock-engine floor for {count} resources "
         f"({v.modules} provider modules, as the plan): {v.floor[0]:.2f} s wall / {v.floor[1]:.2f} s CPU; "
         f"CPU ratio {v.ratio:.2f}x, median of {len(v.pair_ratios)} back-to-back pairs "
-        f"({min(v.pair_ratios):.2f}-{max(v.pair_ratios):.2f}; target: within 1.5x)"
+        f"({min(v.pair_ratios):.2f}-{max(v.pair_ratios):.2f}; target: within 1.5x); the same resources replayed without "
+        f"the program: {v.replay_ratio:.2f}x the floor"
     )
 
 
@@ -150,7 +168,8 @@ def record_ratio(i: int, label: str, v: Versus) -> None:
     figure = (
         f"{count:,} resources, {peak:.0f} MiB peak; best {cpu:.2f} s CPU vs {v.floor[1]:.2f} s CPU; "
         f"{v.ratio:.2f}x CPU, the median of {len(v.pair_ratios)} back-to-back pairs ({min(v.pair_ratios):.2f}-{max(v.pair_ratios):.2f}); "
-        f"target 1.5x: {'met' if v.ratio <= 1.5 else 'not met'}"
+        f"target 1.5x: {'met' if v.ratio <= 1.5 else 'not met'}; the same resources replayed without the program "
+        f"(benchmarks/replay_plan.py): {v.replay_ratio:.2f}x"
     )
     load = os.getloadavg()[0]
     conditions = f"{os.cpu_count()} cores, load average {load:.1f}, bytecode caches for both, the console script, CPU compared"
