@@ -92,42 +92,33 @@ class Plan:
 
 
 def _plain(value: Any) -> Any:
-    """Inputs as JSON-safe data (resource references become their URN)."""
+    """Inputs as JSON-safe data: whole numbers as ints, resource references as their type's name.
+
+    The dicts and lists MockMonitor has just deserialized are fresh and held by nothing else, so they
+    are converted in place (copying them cost 0.11 s against 0.014 s for the generated 100-pool /
+    200-tenant stack); any other mapping or sequence is copied.
+    """
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            value[key] = _plain(item)
+        return value
+    if kind is list:
+        for i, item in enumerate(value):
+            value[i] = _plain(item)
+        return value
+    if kind is str or kind is bool or kind is int or value is None:
+        return value
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
-    return _plain_scalar(value)
-
-
-def _plain_scalar(value: Any) -> Any:
-    """One leaf of the inputs as JSON-safe data."""
     if isinstance(value, float) and value.is_integer():
         return int(value)  # the wire format carries every number as a double
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     urn = getattr(value, "urn", None)
     return f"<resource {type(value).__name__}>" if urn is not None else str(value)
-
-
-def _plain_in_place(value: Any) -> Any:
-    """`_plain` for what MockMonitor just deserialized: plain dicts and lists that nothing else holds.
-
-    Converting those in place, rather than copying them, spares a new container per input object and
-    list: 39,000 for the generated 100-pool / 200-tenant stack, 0.11 s of copying against 0.014 s.
-    """
-    kind = type(value)
-    if kind is dict:
-        for key, item in value.items():
-            value[key] = _plain_in_place(item)
-        return value
-    if kind is list:
-        for i, item in enumerate(value):
-            value[i] = _plain_in_place(item)
-        return value
-    if kind is str or kind is bool or kind is int or value is None:
-        return value
-    return _plain(value)
 
 
 def _parent_name(urn: str) -> str | None:
@@ -199,7 +190,7 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
         def RegisterResource(self, request: Any) -> Any:
             response = super().RegisterResource(request)
             if request.type != "pulumi:pulumi:Stack":
-                inputs = _plain_in_place(seen[(request.type, request.name)].pop(0))
+                inputs = _plain(seen[(request.type, request.name)].pop(0))
                 parent = _parent_name(request.parent or "")
                 ignored = tuple(request.ignoreChanges)
                 deps = tuple(sorted({urn.split("::")[-1] for urn in request.dependencies}))
