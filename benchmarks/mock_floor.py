@@ -44,14 +44,20 @@ def import_like_the_plan(modules: list[str]) -> None:
         getattr(importlib.import_module(name), "__all__", None)
 
 
-def register(count: int) -> None:
-    """Register `count` plain resources under the mock engine and wait for all of them."""
-    # As the offline engine does before it runs the program (gpu_platform.engine.run_program): the
-    # import-time heap is frozen, so the collector's full passes walk only what registration creates.
-    # Left out, the floor's full passes walk ~160,000 import-time objects the plan's do not.
+def start_mock_engine(mocks: pulumi.runtime.Mocks, project: str) -> None:
+    """Install the mock engine as the offline engine does before it runs the program (gpu_platform.engine.run_program).
+
+    The import-time heap is frozen first, so the collector's full passes walk only what registration
+    creates; left out, they walk ~160,000 import-time objects the plan's do not.
+    """
     gc.collect()
     gc.freeze()
-    pulumi.runtime.set_mocks(_Echo(), project="floor", stack="floor", preview=False)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=project, preview=False)
+
+
+def register(count: int) -> None:
+    """Register `count` plain resources under the mock engine and wait for all of them."""
+    start_mock_engine(_Echo(), "floor")
 
     @pulumi.runtime.test
     def _run() -> None:

@@ -23,6 +23,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from resource import struct_rusage
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import yaml
@@ -64,15 +66,22 @@ def plan_modules(args: list[str]) -> list[str]:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def measure(args: list[str]) -> tuple[float, float, int, float]:
-    """(wall seconds, peak RSS MiB, resources planned, CPU seconds) of one fresh `gpu-platform plan` process."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen([*CLI, "plan", "--format", "json", *args], cwd=ROOT, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
+def timed(cmd: list[str], **popen: Any) -> tuple[float, int, struct_rusage]:
+    """(wall seconds, exit status, resource usage) of one fresh process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, **popen)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, os.waitstatus_to_exitcode(status), usage
+
+
+def measure(args: list[str], keep: Path | None = None) -> tuple[float, float, int, float]:
+    """(wall seconds, peak RSS MiB, resources planned, CPU seconds) of one fresh `gpu-platform plan` process.
+
+    `keep`: a file to leave the plan's JSON in (the replay registers its resources).
+    """
+    with keep.open("w+b") if keep else tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        wall, status, usage = timed([*CLI, "plan", "--format", "json", *args], stdout=out, stderr=err)
+        if status != 0:
             err.seek(0)
             raise SystemExit(f"plan failed: {err.read().decode()[:500]}")
         out.seek(0)
@@ -82,17 +91,14 @@ def measure(args: list[str]) -> tuple[float, float, int, float]:
 
 def measure_script(script: str, *args: str) -> tuple[float, float]:
     """(wall, CPU seconds) of a fresh process running one of the benchmark scripts beside this one."""
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name(script)), *args], cwd=ROOT)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    wall, status, usage = timed([sys.executable, str(Path(__file__).with_name(script)), *args])
+    if status != 0:
         raise SystemExit(f"{script} failed")
-    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_utime + usage.ru_stime
 
 
-def best_of(args: list[str], repeat: int) -> tuple[float, float, int, float]:
-    """Least wall and least CPU time of `repeat` runs (the least disturbed by other load), with peak memory and size."""
-    runs = [measure(args) for _ in range(repeat)]
+def best(runs: list[tuple[float, float, int, float]]) -> tuple[float, float, int, float]:
+    """Least wall and least CPU time of the runs (the least disturbed by other load), with peak memory and size."""
     return min(r[0] for r in runs), max(r[1] for r in runs), runs[0][2], min(r[3] for r in runs)
 
 
@@ -129,19 +135,27 @@ def against_floor(args: list[str], repeat: int) -> Versus:
     loaded = plan_modules(args)
     with tempfile.TemporaryDirectory() as tmp:
         recorded = Path(tmp) / "plan.json"
-        recorded.write_bytes(subprocess.run([*CLI, "plan", "--format", "json", *args], cwd=ROOT, check=True, capture_output=True).stdout)
-        plans, replays, floors = [], [], []
-        for _ in range(repeat):
-            plans.append(measure(args))
+        plans, replays, floors = [measure(args, keep=recorded)], [], []
+        for i in range(repeat):
+            if i:
+                plans.append(measure(args))
             replays.append(measure_script("replay_plan.py", str(recorded), *loaded))
             floors.append(measure_script("mock_floor.py", str(plans[0][2]), *loaded))
-    best = (min(r[0] for r in plans), max(r[1] for r in plans), plans[0][2], min(r[3] for r in plans))
     return Versus(
-        best,
+        best(plans),
         (min(f[0] for f in floors), min(f[1] for f in floors)),
         [p[3] / f[1] for p, f in zip(plans, floors, strict=True)],
         [r[1] / f[1] for r, f in zip(replays, floors, strict=True)],
         len(loaded),
+    )
+
+
+def ratio_text(v: Versus) -> str:
+    """The plan/floor median with its range, the target's verdict, and the replay's ratio."""
+    return (
+        f"{v.ratio:.2f}x CPU, the median of {len(v.pair_ratios)} back-to-back pairs ({min(v.pair_ratios):.2f}-{max(v.pair_ratios):.2f}); "
+        f"target 1.5x: {'met' if v.ratio <= 1.5 else 'not met'}; the same resources replayed without the program "
+        f"(benchmarks/replay_plan.py): {v.replay_ratio:.2f}x"
     )
 
 
@@ -150,10 +164,7 @@ def summary(label: str, v: Versus) -> str:
     wall, _, count, cpu = v.plan
     return (
         f"{label}: plan {wall:.2f} s wall / {cpu:.2f} s CPU for {count} resources; mock-engine floor for {count} resources "
-        f"({v.modules} provider modules, as the plan): {v.floor[0]:.2f} s wall / {v.floor[1]:.2f} s CPU; "
-        f"CPU ratio {v.ratio:.2f}x, median of {len(v.pair_ratios)} back-to-back pairs "
-        f"({min(v.pair_ratios):.2f}-{max(v.pair_ratios):.2f}; target: within 1.5x); the same resources replayed without "
-        f"the program: {v.replay_ratio:.2f}x the floor"
+        f"({v.modules} provider modules, as the plan): {v.floor[0]:.2f} s wall / {v.floor[1]:.2f} s CPU; {ratio_text(v)}"
     )
 
 
@@ -165,12 +176,7 @@ def record_ratio(i: int, label: str, v: Versus) -> None:
         if i == 0
         else ("plan-generated", f"`plan` of a {label} stack vs the mock-engine floor")
     )
-    figure = (
-        f"{count:,} resources, {peak:.0f} MiB peak; best {cpu:.2f} s CPU vs {v.floor[1]:.2f} s CPU; "
-        f"{v.ratio:.2f}x CPU, the median of {len(v.pair_ratios)} back-to-back pairs ({min(v.pair_ratios):.2f}-{max(v.pair_ratios):.2f}); "
-        f"target 1.5x: {'met' if v.ratio <= 1.5 else 'not met'}; the same resources replayed without the program "
-        f"(benchmarks/replay_plan.py): {v.replay_ratio:.2f}x"
-    )
+    figure = f"{count:,} resources, {peak:.0f} MiB peak; best {cpu:.2f} s CPU vs {v.floor[1]:.2f} s CPU; {ratio_text(v)}"
     load = os.getloadavg()[0]
     conditions = f"{os.cpu_count()} cores, load average {load:.1f}, bytecode caches for both, the console script, CPU compared"
     record(key, benchmark, figure, conditions)
@@ -196,10 +202,9 @@ def main() -> None:
             if i in (0, len(cases) - 1):
                 v = against_floor(args, opts.repeat)
                 versus.append((i, v))
-                best = v.plan
+                wall, rss, count, _ = v.plan
             else:
-                best = best_of(args, opts.repeat)
-            wall, rss, count, _ = best
+                wall, rss, count, _ = best([measure(args) for _ in range(opts.repeat)])
             results.append((label, wall, count))
             print(f"{label:<36} {count:>9} {wall:>8.2f} {rss:>9.0f} {1000 * wall / count:>12.2f}")
     print()

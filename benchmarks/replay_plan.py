@@ -3,7 +3,7 @@
 Between the floor (benchmarks/mock_floor.py: N small resources) and `gpu-platform plan` (the program)
 sits this: the resources a plan recorded (the same type tokens, inputs, parents, and an explicit
 Kubernetes provider for the Kubernetes objects) registered one after another from a flat loop, with
-the same provider modules imported and the import-time heap frozen as the engine does. Its time
+the same provider modules imported and the engine installed as the floor installs it. Its time
 against the floor's is what the resources' size costs; the plan's time against it is what the program
 adds (its imports, reading the stack, components, the SDK's stack walk through them, recording).
 Run as a fresh process:
@@ -13,7 +13,6 @@ json`; the modules as plan_bench.py's `plan_modules` lists them).
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 import warnings
@@ -26,7 +25,7 @@ import pulumi  # noqa: E402
 import pulumi_kubernetes as k8s  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mock_floor import import_like_the_plan  # noqa: E402
+from mock_floor import import_like_the_plan, start_mock_engine  # noqa: E402
 
 
 class _Ids(pulumi.runtime.Mocks):
@@ -39,9 +38,7 @@ class _Ids(pulumi.runtime.Mocks):
 
 def replay(resources: list[dict[str, Any]]) -> None:
     """Register every planned resource, parents first (a plan lists them in tree order)."""
-    gc.collect()
-    gc.freeze()
-    pulumi.runtime.set_mocks(_Ids(), project="replay", stack="replay", preview=False)
+    start_mock_engine(_Ids(), "replay")
 
     @pulumi.runtime.test
     def _run() -> None:
