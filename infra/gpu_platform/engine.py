@@ -202,7 +202,12 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
     recorder = Recorder()
     # A fresh root per run, so several stacks can be planned in one process (tests do).
     settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(recorder, project=PROJECT, stack=stack, preview=False, monitor=RecordingMonitor(recorder))
+    # Run as `pulumi preview` runs the program (a dry run), the step the gate's policy pack sees. Only then
+    # does the SDK leave an output the provider did not return unknown, instead of deserializing every
+    # resource's inputs back into its outputs (pulumi/runtime/rpc.py `resolve_outputs`, `is_dry_run`):
+    # work the plan never reads, about 8 % of a 4,600-resource plan. An `apply` on such an output does not
+    # run in a dry run; `computed_outputs` returns every output the program reads, so none is skipped.
+    pulumi.runtime.set_mocks(recorder, project=PROJECT, stack=stack, preview=True, monitor=RecordingMonitor(recorder))
     pulumi.runtime.set_all_config({str(k): v if isinstance(v, str) else json.dumps(v) for k, v in config.items()})
 
     @pulumi.runtime.test

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from pulumi.runtime import rpc
 
 from gpu_platform import efa
 from gpu_platform.catalog import load_catalog
@@ -14,7 +15,7 @@ from gpu_platform.pools import gpu_of, gpus_per_node, resources_per_gpu
 from gpu_platform.spec.loader import read_stack_config
 from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import load_lockfile
-from tests.conftest import plan_for, spec_for, stack_path
+from tests.conftest import STACKS, plan_for, spec_for, stack_path
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -316,3 +317,24 @@ def test_existing_network_uses_the_given_subnets_and_creates_no_vpc() -> None:
     assert efa["subnetIds"] == ["subnet-0aaa1111"], "an EFA pool stays in its one zone"
     spot = plan.named("pool-infer-l4-spot-ng").inputs
     assert sorted(spot["subnetIds"]) == sorted(subnets.values())
+
+
+def _unknown_paths(value: Any, path: str) -> list[str]:
+    """Where a plan input holds a value `pulumi preview` would show as unknown (`(known after apply)`)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _unknown_paths(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _unknown_paths(v, f"{path}[{i}]")]
+    # A dry run serializes an unknown Output as rpc.UNKNOWN; MockMonitor deserializes it as output.Unknown,
+    # which the engine's `_plain` writes as its str() (pulumi/runtime/rpc.py `serialize_property`, `deserialize_property`).
+    return [path] if value == rpc.UNKNOWN or (isinstance(value, str) and value.startswith("<pulumi.output.Unknown")) else []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_planned_input_is_unknown_in_the_dry_run(stack: str) -> None:
+    """The engine runs the program as `pulumi preview` does: an output the mock provider does not return is
+    unknown there, and so is every input built from it. The plan records every input, so none may be unknown:
+    `computed_outputs` must return each output the program reads (a resource's `.name`, `.arn`, the cluster's
+    endpoint, a node group's Auto Scaling group, ...)."""
+    unknown = [p for r in plan_for(stack).resources for p in _unknown_paths(r.inputs, f"{r.type} {r.name}")]
+    assert not unknown, f"inputs unknown in the dry run: {unknown[:5]}"
