@@ -41,9 +41,13 @@ Port = Annotated[StrictInt, Field(ge=1, le=65535)]
 
 
 class Model(BaseModel):
-    """Base for every spec model: frozen, unknown keys rejected, camelCase keys."""
+    """Base for every spec model: frozen, unknown keys rejected, camelCase keys.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, use_attribute_docstrings=True)
+    The string under each attribute says what the key means; the key reference and the stack file's
+    JSON Schema read it from here (gpu_platform.spec.field_docs), not every process at import.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
 
 class Scaling(Model):

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from gpu_platform.spec import field_docs
 from gpu_platform.spec.models import PlatformSpec
 
 INTERNAL = {"stack", "lock", "region"}
@@ -67,7 +68,7 @@ def rows(model: type[BaseModel] = PlatformSpec, prefix: str = "gpu-platform:") -
         origin = typing.get_origin(field.annotation)
         args = typing.get_args(field.annotation)
         is_list = origin is tuple and args and _model_of(args[0]) is not None
-        out.append((path + ("[]" if is_list else ""), _type_name(field.annotation), _default(field), field.description or ""))
+        out.append((path + ("[]" if is_list else ""), _type_name(field.annotation), _default(field), field_docs.description(model, name) or ""))
         child = _model_of(field.annotation)
         if child is not None:
             out += rows(child, path + ("[]" if is_list else ""))

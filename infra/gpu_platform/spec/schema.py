@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpu_platform.spec import field_docs
 from gpu_platform.spec.loader import PROJECT, PROJECT_KEYS, STACK_FILE_KEYS
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.versions import Lockfile
@@ -93,6 +94,8 @@ def stack_file_schema() -> dict[str, Any]:
     spec = PlatformSpec.model_json_schema(by_alias=True, mode="validation", ref_template=REF + "{model}")
     lock = Lockfile.model_json_schema(by_alias=True, mode="validation", ref_template=REF + "{model}")
     spec_defs: dict[str, Any] = spec.pop("$defs")
+    for model in field_docs.models(PlatformSpec):
+        field_docs.describe(spec if model is PlatformSpec else spec_defs[model.__name__], model)
     props: dict[str, Any] = spec["properties"]
 
     config: dict[str, Any] = {}
