@@ -5,7 +5,8 @@
 #                                               vendors ansible-core (pure Python) into ansible/.gpu-host-deps
 #   ansible/scripts/gpu-host-check.sh [OUTDIR]  on the GPU host (copy the repo with ansible/.gpu-host-deps)
 #
-# On the GPU host it records python/nvidia-smi output and `nvidia-smi -q -x`, runs the parser CLI,
+# On the GPU host it records python/nvidia-smi output, `nvidia-smi -q -x` and the MIG profile and
+# placement tables (`nvidia-smi mig -lgip`, `-lgipp`), runs the parser CLI,
 # then validate.yml with a local connection twice: strict (the lockfile's driver pin), and with a
 # copy of the lockfile whose driver version is the host's (so every other check is exercised).
 # Without Python 3.11+ (ansible-core's controller minimum) only the parser CLI runs.
@@ -28,7 +29,13 @@ PY
 )
   # No cryptography (only vault needs it) and no compiled parts needed: PyYAML and MarkupSafe
   # fall back to pure Python when their extensions do not match the host's Python.
-  "${venv_python}" -m pip install --quiet --no-deps --no-compile --target "${deps}" "${pins[@]}"
+  # The project's uv (`make setup` bootstraps it; .venv itself has no pip), else the machine's pip.
+  uv="$(ls "${repo}"/.cache/uv-*/bin/uv 2>/dev/null | head -1)"
+  if [[ -n "${uv}" ]]; then
+    "${uv}" pip install --quiet --no-deps --no-compile --python "${venv_python}" --target "${deps}" "${pins[@]}"
+  else
+    python3 -m pip install --quiet --no-deps --no-compile --target "${deps}" "${pins[@]}"
+  fi
   rm -rf "${deps}/ansible_test" "${deps}/bin"
   du -sh "${deps}"
   exit 0
@@ -42,6 +49,10 @@ log() { echo "== $*" | tee -a "${out}/summary.txt"; }
 log "python: $("${python}" --version 2>&1) at ${python}"
 nvidia-smi | tee "${out}/nvidia-smi.txt"
 nvidia-smi -q -x > "${out}/nvidia-smi-q-x.xml" || { log "nvidia-smi -q -x failed"; exit 1; }
+# The MIG profiles and placements the driver offers (listed with MIG disabled too); the catalog's
+# layouts are checked against them (tests/foundation/test_catalog.py).
+nvidia-smi mig -lgip > "${out}/nvidia-smi-mig-lgip.txt" 2>&1 || log "nvidia-smi mig -lgip: exit code $? (no MIG on this GPU?)"
+nvidia-smi mig -lgipp > "${out}/nvidia-smi-mig-lgipp.txt" 2>&1 || log "nvidia-smi mig -lgipp: exit code $?"
 
 driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
 product="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpu_platform.catalog import load_catalog
 from tests.ansible.helpers import FIXTURES, ROLES, lab_lockfile, load_nvidia_smi_module
 
 smi = load_nvidia_smi_module()
@@ -194,6 +195,31 @@ def test_real_h200_mig_layout_comes_from_its_pci_device_id():
     assert smi.mig_layout_for(report(H100)["gpus"][0], MIG_CONFIG, "all-1g.10gb")["mig_devices"] == {"1g.10gb": 7}
     failures = smi.evaluate(r, expect("H200-141GB", 1, driver_version="580.159.04"), MIG_CONFIG, "all-1g.18gb")
     assert failures == ["GPU 0 (GPU-95028e4a-2b33-611b-2638-8975ceb97d0f, NVIDIA H200): MIG mode is disabled, expected enabled"]
+
+
+REAL_H100 = FIXTURES / "nvidia-smi-real-h100-1x-driver580.xml"
+
+
+def test_real_h100_is_parsed_like_nvidia_smi_reports_it_and_matches_the_catalog():
+    """The GPU of the p5 pools, recorded on a lent H100 (driver 580): what the catalog says of it is what it reports."""
+    r = report(REAL_H100)
+    gpu = r["gpus"][0]
+    assert (r["driver_version"], r["cuda_version"], r["attached_gpus"]) == ("580.159.04", "13.0", 1)
+    h100 = load_catalog().gpu("H100-80GB")
+    # The catalog's product name and PCI device ID are how validation and mig-parted recognise the GPU.
+    assert (gpu["product_name"], gpu["pci_device_id"]) == (h100.product, h100.pci_device_id) == ("NVIDIA H100 80GB HBM3", "0x233010DE")
+    assert gpu["product_name"] in PRODUCTS["H100-80GB"]["products"]
+    assert gpu["memory_total_mib"] == 81559 and gpu["memory_total_mib"] / 1024 <= h100.memory_gib
+    assert gpu["persistence_mode"] and gpu["ecc_current"] and gpu["mig_current"] == "disabled"
+    assert gpu["retired_pages"]["supported"] is False and gpu["remapped_rows"]["supported"] is True
+
+
+def test_real_h100_mig_layouts_come_from_its_pci_device_id():
+    r = report(REAL_H100)
+    for name, layout in load_catalog().gpu("H100-80GB").mig_configs.items():
+        assert smi.mig_layout_for(r["gpus"][0], MIG_CONFIG, name) == {"mig_enabled": True, "mig_devices": layout}, name
+    failures = smi.evaluate(r, expect("H100-80GB", 1, driver_version="580.159.04"), MIG_CONFIG, "all-3g.40gb")
+    assert failures == ["GPU 0 (GPU-4affe45d-d096-b4dc-d10b-9e716c209af5, NVIDIA H100 80GB HBM3): MIG mode is disabled, expected enabled"]
 
 
 def test_driver_580_row_remap_failure_and_unrepairable_memory_are_reported():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -88,3 +90,59 @@ def test_mig_parted_cross_check_catches_a_wrong_layout() -> None:
     assert _mig_parted_layout(configs, "all-1g.10gb", h100.pci_device_id) == {"1g.10gb": 7}
     a100_40 = load_catalog().gpu("A100-40GB")
     assert _mig_parted_layout(configs, "all-1g.10gb", a100_40.pci_device_id) == {"1g.10gb": 4}
+
+
+# `nvidia-smi mig -lgip` and `-lgipp` recorded on a lent H100 80GB HBM3 (driver 580.159.04, MIG disabled:
+# the driver lists the profiles and placements all the same), unedited; see tests/ansible/fixtures/README.md.
+SMI_FIXTURES = Path(__file__).resolve().parents[1] / "ansible" / "fixtures"
+PROFILE_ROW = re.compile(r"^\|\s+\d+\s+MIG (\S+)\s+(\d+)\s+\d+/(\d+)\s+([\d.]+)\s")
+PLACEMENT_ROW = re.compile(r"^GPU\s+\d+ Profile ID\s+(\d+) Placements?\s*: \{([\d,]+)\}:(\d+)$")
+
+
+def real_h100_profiles() -> dict[str, tuple[int, list[range]]]:
+    """{profile name: (most instances, the memory-slice ranges one instance may take)} as the driver lists them."""
+    rows = [PROFILE_ROW.match(line) for line in (SMI_FIXTURES / "nvidia-smi-mig-lgip-real-h100.txt").read_text().splitlines()]
+    placements: dict[str, list[range]] = {}
+    for line in (SMI_FIXTURES / "nvidia-smi-mig-lgipp-real-h100.txt").read_text().splitlines():
+        m = PLACEMENT_ROW.match(line)
+        assert m, line
+        placements[m[1]] = [range(int(start), int(start) + int(m[3])) for start in m[2].split(",")]
+    return {m[1]: (int(m[3]), placements[m[2]]) for m in rows if m}
+
+
+def placeable(layout: dict[str, int], profiles: dict[str, tuple[int, list[range]]]) -> bool:
+    """Whether the driver can hold every GPU instance of `layout` at once: each in one of its profile's placements, none overlapping.
+
+    mig-parted (pkg/mig/config/config.go `nvmlMigConfigManager.SetMigConfig`) creates the instances with
+    NVML `CreateGpuInstance`, trying every order of them (`iteratePermutationsUntilSuccess`); the driver
+    refuses an instance no free placement of `nvidia-smi mig -lgipp` can take, so a layout without a
+    placement for all its instances fails in every order.
+    """
+    wanted = sorted((p for p, n in layout.items() for _ in range(n)), key=lambda p: -len(profiles[p][1][0]))
+
+    def fit(i: int, used: frozenset[int]) -> bool:
+        if i == len(wanted):
+            return True
+        return any(used.isdisjoint(r) and fit(i + 1, used | set(r)) for r in profiles[wanted[i]][1])
+
+    return fit(0, frozenset())
+
+
+def test_h100_mig_layouts_fit_the_real_gpus_profiles_and_placements() -> None:
+    profiles = real_h100_profiles()
+    assert set(profiles) == {"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}
+    for name, layout in load_catalog().gpu("H100-80GB").mig_configs.items():
+        for profile, count in layout.items():
+            assert profile in profiles, f"{name}: the H100 has no MIG profile {profile}"
+            assert count <= profiles[profile][0], f"{name}: at most {profiles[profile][0]} x {profile}"
+        assert placeable(layout, profiles), f"{name}: no placement holds {layout}"
+
+
+def test_placement_check_refuses_what_the_compute_slice_sum_allows() -> None:
+    profiles = real_h100_profiles()
+    # 1 + 1 + 3 + 2 = 7 compute slices, within the sum test above, but 3g.40gb takes slices 4-7 and the two
+    # 1g.20gb 0-1 and 2-3, leaving 2g.20gb (placements 0, 2, 4) nowhere.
+    layout = {"1g.20gb": 2, "3g.40gb": 1, "2g.20gb": 1}
+    assert sum(int(p.split("g.")[0]) * n for p, n in layout.items()) <= 7
+    assert not placeable(layout, profiles)
+    assert placeable({"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, profiles)
