@@ -92,18 +92,21 @@ def test_mig_parted_cross_check_catches_a_wrong_layout() -> None:
     assert _mig_parted_layout(configs, "all-1g.10gb", a100_40.pci_device_id) == {"1g.10gb": 4}
 
 
-# `nvidia-smi mig -lgip` and `-lgipp` recorded on a lent H100 80GB HBM3 (driver 580.159.04, MIG disabled:
-# the driver lists the profiles and placements all the same), unedited; see tests/ansible/fixtures/README.md.
+# `nvidia-smi mig -lgip` and `-lgipp` recorded on a lent H100 80GB HBM3 and a lent H200 (driver 580.159.04,
+# MIG disabled: the driver lists the profiles and placements all the same), unedited; see
+# tests/ansible/fixtures/README.md.
 SMI_FIXTURES = Path(__file__).resolve().parents[1] / "ansible" / "fixtures"
+REAL_MIG_TABLES = {"H100-80GB": "real-h100", "H200-141GB": "real-h200"}
 PROFILE_ROW = re.compile(r"^\|\s+\d+\s+MIG (\S+)\s+(\d+)\s+\d+/(\d+)\s+([\d.]+)\s")
 PLACEMENT_ROW = re.compile(r"^GPU\s+\d+ Profile ID\s+(\d+) Placements?\s*: \{([\d,]+)\}:(\d+)$")
 
 
-def real_h100_profiles() -> dict[str, tuple[int, list[range]]]:
+def real_profiles(gpu_name: str) -> dict[str, tuple[int, list[range]]]:
     """{profile name: (most instances, the memory-slice ranges one instance may take)} as the driver lists them."""
-    rows = [PROFILE_ROW.match(line) for line in (SMI_FIXTURES / "nvidia-smi-mig-lgip-real-h100.txt").read_text().splitlines()]
+    recorded = REAL_MIG_TABLES[gpu_name]
+    rows = [PROFILE_ROW.match(line) for line in (SMI_FIXTURES / f"nvidia-smi-mig-lgip-{recorded}.txt").read_text().splitlines()]
     placements: dict[str, list[range]] = {}
-    for line in (SMI_FIXTURES / "nvidia-smi-mig-lgipp-real-h100.txt").read_text().splitlines():
+    for line in (SMI_FIXTURES / f"nvidia-smi-mig-lgipp-{recorded}.txt").read_text().splitlines():
         m = PLACEMENT_ROW.match(line)
         assert m, line
         placements[m[1]] = [range(int(start), int(start) + int(m[3])) for start in m[2].split(",")]
@@ -128,18 +131,21 @@ def placeable(layout: dict[str, int], profiles: dict[str, tuple[int, list[range]
     return fit(0, frozenset())
 
 
-def test_h100_mig_layouts_fit_the_real_gpus_profiles_and_placements() -> None:
-    profiles = real_h100_profiles()
-    assert set(profiles) == {"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}
-    for name, layout in load_catalog().gpu("H100-80GB").mig_configs.items():
+@pytest.mark.parametrize("gpu_name", sorted(REAL_MIG_TABLES))
+def test_mig_layouts_fit_the_real_gpus_profiles_and_placements(gpu_name: str) -> None:
+    profiles = real_profiles(gpu_name)
+    gpu = load_catalog().gpu(gpu_name)
+    # Every profile the driver offers, but the media-engine variant (+me), is one a catalog layout uses.
+    assert {p for p in profiles if not p.endswith("+me")} == gpu.mig_profiles()
+    for name, layout in gpu.mig_configs.items():
         for profile, count in layout.items():
-            assert profile in profiles, f"{name}: the H100 has no MIG profile {profile}"
+            assert profile in profiles, f"{name}: the {gpu_name} has no MIG profile {profile}"
             assert count <= profiles[profile][0], f"{name}: at most {profiles[profile][0]} x {profile}"
         assert placeable(layout, profiles), f"{name}: no placement holds {layout}"
 
 
 def test_placement_check_refuses_what_the_compute_slice_sum_allows() -> None:
-    profiles = real_h100_profiles()
+    profiles = real_profiles("H100-80GB")
     # 1 + 1 + 3 + 2 = 7 compute slices, within the sum test above, but 3g.40gb takes slices 4-7 and the two
     # 1g.20gb 0-1 and 2-3, leaving 2g.20gb (placements 0, 2, 4) nowhere.
     layout = {"1g.20gb": 2, "3g.40gb": 1, "2g.20gb": 1}
