@@ -21,9 +21,11 @@ import pulumi_aws as aws  # noqa: E402
 import pulumi_kubernetes  # noqa: E402, F401  (imported by the plan too; its import time is part of the floor)
 
 
-class _Echo(pulumi.runtime.Mocks):
+class IdsOnly(pulumi.runtime.Mocks):
+    """A provider that returns an ID and no outputs: the least the engine's own mock (`computed_outputs`) returns."""
+
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
-        return f"{args.name}-id", dict(args.inputs)
+        return f"{args.name}-id", {}
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
         return {}, None
@@ -48,8 +50,8 @@ def start_mock_engine(mocks: pulumi.runtime.Mocks, project: str) -> None:
     """Install the mock engine as the offline engine does before it runs the program (gpu_platform.engine.run_program).
 
     The import-time heap is frozen first, so the collector's full passes walk only what registration
-    creates; left out, they walk ~160,000 import-time objects the plan's do not. A dry run (`preview`),
-    as the engine runs the program.
+    creates; left out, they walk ~160,000 import-time objects the plan's do not. It is a dry run
+    (`preview`), as the engine's.
     """
     gc.collect()
     gc.freeze()
@@ -58,7 +60,7 @@ def start_mock_engine(mocks: pulumi.runtime.Mocks, project: str) -> None:
 
 def register(count: int) -> None:
     """Register `count` plain resources under the mock engine and wait for all of them."""
-    start_mock_engine(_Echo(), "floor")
+    start_mock_engine(IdsOnly(), "floor")
 
     @pulumi.runtime.test
     def _run() -> None:

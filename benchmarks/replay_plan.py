@@ -25,20 +25,12 @@ import pulumi  # noqa: E402
 import pulumi_kubernetes as k8s  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mock_floor import import_like_the_plan, start_mock_engine  # noqa: E402
-
-
-class _Ids(pulumi.runtime.Mocks):
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
-        return f"{args.name}-id", {}
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
-        return {}, None
+from mock_floor import IdsOnly, import_like_the_plan, start_mock_engine  # noqa: E402
 
 
 def replay(resources: list[dict[str, Any]]) -> None:
     """Register every planned resource, parents first (a plan lists them in tree order)."""
-    start_mock_engine(_Ids(), "replay")
+    start_mock_engine(IdsOnly(), "replay")
 
     @pulumi.runtime.test
     def _run() -> None:

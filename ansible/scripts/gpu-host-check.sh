@@ -29,12 +29,14 @@ PY
 )
   # No cryptography (only vault needs it) and no compiled parts needed: PyYAML and MarkupSafe
   # fall back to pure Python when their extensions do not match the host's Python.
-  # The project's uv (`make setup` bootstraps it; .venv itself has no pip), else the machine's pip.
-  uv="$(ls "${repo}"/.cache/uv-*/bin/uv 2>/dev/null | head -1)"
-  if [[ -n "${uv}" ]]; then
-    "${uv}" pip install --quiet --no-deps --no-compile --python "${venv_python}" --target "${deps}" "${pins[@]}"
+  # The project's uv at the version pyproject.toml requires (`make setup` bootstraps it; .venv itself
+  # has no pip), else the machine's pip.
+  uv_version="$(sed -n 's/^required-version = "==\(.*\)"$/\1/p' "${repo}/pyproject.toml")"
+  uv="${repo}/.cache/uv-${uv_version}/bin/uv"
+  if [[ -x "${uv}" ]]; then
+    "${uv}" pip install --quiet --no-deps --no-compile --python "${venv_python}" --target "${deps}" "${pins[@]}" || exit 1
   else
-    python3 -m pip install --quiet --no-deps --no-compile --target "${deps}" "${pins[@]}"
+    python3 -m pip install --quiet --no-deps --no-compile --target "${deps}" "${pins[@]}" || exit 1
   fi
   rm -rf "${deps}/ansible_test" "${deps}/bin"
   du -sh "${deps}"

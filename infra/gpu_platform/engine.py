@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+from pulumi.output import Unknown
 from pulumi.runtime import mocks, settings
 
 from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, planned_arn, planned_id
@@ -117,8 +118,14 @@ def _plain(value: Any) -> Any:
         return int(value)  # the wire format carries every number as a double
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
+    if isinstance(value, Unknown):
+        raise UnknownInputError
     urn = getattr(value, "urn", None)
     return f"<resource {type(value).__name__}>" if urn is not None else str(value)
+
+
+class UnknownInputError(ValueError):
+    """An input the dry run left unknown: built from an output the mock provider does not return."""
 
 
 def _parent_name(urn: str) -> str | None:
@@ -186,11 +193,17 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
         def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
             return {}, None
 
+    unknown: list[str] = []
+
     class RecordingMonitor(mocks.MockMonitor):
         def RegisterResource(self, request: Any) -> Any:
             response = super().RegisterResource(request)
             if request.type != "pulumi:pulumi:Stack":
-                inputs = _plain(seen[(request.type, request.name)].pop(0))
+                try:
+                    inputs = _plain(seen[(request.type, request.name)].pop(0))
+                except UnknownInputError:
+                    unknown.append(f"{request.type} {request.name}")
+                    return response
                 parent = _parent_name(request.parent or "")
                 ignored = tuple(request.ignoreChanges)
                 deps = tuple(sorted({urn.split("::")[-1] for urn in request.dependencies}))
@@ -205,8 +218,9 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
     # Run as `pulumi preview` runs the program (a dry run), the step the gate's policy pack sees. Only then
     # does the SDK leave an output the provider did not return unknown, instead of deserializing every
     # resource's inputs back into its outputs (pulumi/runtime/rpc.py `resolve_outputs`, `is_dry_run`):
-    # work the plan never reads, about 8 % of a 4,600-resource plan. An `apply` on such an output does not
-    # run in a dry run; `computed_outputs` returns every output the program reads, so none is skipped.
+    # work the plan never reads, about 8 % of a 4,600-resource plan. An input built from such an output is
+    # unknown in a dry run; `computed_outputs` returns every output the program reads, and a plan with an
+    # unknown input is refused below rather than recorded.
     pulumi.runtime.set_mocks(recorder, project=PROJECT, stack=stack, preview=True, monitor=RecordingMonitor(recorder))
     pulumi.runtime.set_all_config({str(k): v if isinstance(v, str) else json.dumps(v) for k, v in config.items()})
 
@@ -215,6 +229,12 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
         main(spec=spec)
 
     _run()
+    if unknown:
+        # A program defect, not a stack's: an input `pulumi preview` would show as "(known after apply)".
+        raise RuntimeError(
+            f"the program built inputs of {len(unknown)} resource(s) from outputs the offline engine does not provide "
+            f"(add them to gpu_platform.engine.computed_outputs): {', '.join(sorted(unknown)[:5])}"
+        )
     # Registration order is asynchronous; everything downstream (check, render, JSON) gets a stable order.
     plan.resources = [r for _, r in plan.tree()]
     return plan

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from gpu_platform.behaviour import mig
 from gpu_platform.catalog import load_catalog
 from gpu_platform.versions import load_lockfile
 from tests.conftest import require_shared_crds
@@ -97,38 +97,12 @@ def test_mig_parted_cross_check_catches_a_wrong_layout() -> None:
 # tests/ansible/fixtures/README.md.
 SMI_FIXTURES = Path(__file__).resolve().parents[1] / "ansible" / "fixtures"
 REAL_MIG_TABLES = {"H100-80GB": "real-h100", "H200-141GB": "real-h200"}
-PROFILE_ROW = re.compile(r"^\|\s+\d+\s+MIG (\S+)\s+(\d+)\s+\d+/(\d+)\s+([\d.]+)\s")
-PLACEMENT_ROW = re.compile(r"^GPU\s+\d+ Profile ID\s+(\d+) Placements?\s*: \{([\d,]+)\}:(\d+)$")
 
 
-def real_profiles(gpu_name: str) -> dict[str, tuple[int, list[range]]]:
-    """{profile name: (most instances, the memory-slice ranges one instance may take)} as the driver lists them."""
+def real_profiles(gpu_name: str) -> dict[str, mig.Profile]:
     recorded = REAL_MIG_TABLES[gpu_name]
-    rows = [PROFILE_ROW.match(line) for line in (SMI_FIXTURES / f"nvidia-smi-mig-lgip-{recorded}.txt").read_text().splitlines()]
-    placements: dict[str, list[range]] = {}
-    for line in (SMI_FIXTURES / f"nvidia-smi-mig-lgipp-{recorded}.txt").read_text().splitlines():
-        m = PLACEMENT_ROW.match(line)
-        assert m, line
-        placements[m[1]] = [range(int(start), int(start) + int(m[3])) for start in m[2].split(",")]
-    return {m[1]: (int(m[3]), placements[m[2]]) for m in rows if m}
-
-
-def placeable(layout: dict[str, int], profiles: dict[str, tuple[int, list[range]]]) -> bool:
-    """Whether the driver can hold every GPU instance of `layout` at once: each in one of its profile's placements, none overlapping.
-
-    mig-parted (pkg/mig/config/config.go `nvmlMigConfigManager.SetMigConfig`) creates the instances with
-    NVML `CreateGpuInstance`, trying every order of them (`iteratePermutationsUntilSuccess`); the driver
-    refuses an instance no free placement of `nvidia-smi mig -lgipp` can take, so a layout without a
-    placement for all its instances fails in every order.
-    """
-    wanted = sorted((p for p, n in layout.items() for _ in range(n)), key=lambda p: -len(profiles[p][1][0]))
-
-    def fit(i: int, used: frozenset[int]) -> bool:
-        if i == len(wanted):
-            return True
-        return any(used.isdisjoint(r) and fit(i + 1, used | set(r)) for r in profiles[wanted[i]][1])
-
-    return fit(0, frozenset())
+    lgip, lgipp = ((SMI_FIXTURES / f"nvidia-smi-mig-{table}-{recorded}.txt").read_text() for table in ("lgip", "lgipp"))
+    return mig.parse_profiles(lgip, lgipp)
 
 
 @pytest.mark.parametrize("gpu_name", sorted(REAL_MIG_TABLES))
@@ -140,15 +114,20 @@ def test_mig_layouts_fit_the_real_gpus_profiles_and_placements(gpu_name: str) ->
     for name, layout in gpu.mig_configs.items():
         for profile, count in layout.items():
             assert profile in profiles, f"{name}: the {gpu_name} has no MIG profile {profile}"
-            assert count <= profiles[profile][0], f"{name}: at most {profiles[profile][0]} x {profile}"
-        assert placeable(layout, profiles), f"{name}: no placement holds {layout}"
+            assert count <= profiles[profile].most, f"{name}: at most {profiles[profile].most} x {profile}"
+        assert mig.placeable(layout, profiles), f"{name}: no placement holds {layout}"
 
 
 def test_placement_check_refuses_what_the_compute_slice_sum_allows() -> None:
     profiles = real_profiles("H100-80GB")
-    # 1 + 1 + 3 + 2 = 7 compute slices, within the sum test above, but 3g.40gb takes slices 4-7 and the two
-    # 1g.20gb 0-1 and 2-3, leaving 2g.20gb (placements 0, 2, 4) nowhere.
+    # 1 + 1 + 3 + 2 = 7 compute slices, within the sum test above, but 2 + 2 + 4 + 2 = 10 of the GPU's 8
+    # memory slices: no set of placements holds them.
     layout = {"1g.20gb": 2, "3g.40gb": 1, "2g.20gb": 1}
     assert sum(int(p.split("g.")[0]) * n for p, n in layout.items()) <= 7
-    assert not placeable(layout, profiles)
-    assert placeable({"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, profiles)
+    assert not mig.placeable(layout, profiles)
+    assert mig.placeable({"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, profiles)
+
+
+def test_mig_tables_that_are_not_nvidia_smis_are_refused() -> None:
+    with pytest.raises(ValueError, match="not a placement row"):
+        mig.parse_profiles("", "GPU 0 Profile 19: 0-6")

@@ -6,16 +6,15 @@ import json
 from typing import Any
 
 import pytest
-from pulumi.runtime import rpc
 
-from gpu_platform import efa
+from gpu_platform import efa, engine
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import Plan, PlannedResource, auto_name, run_program
 from gpu_platform.pools import gpu_of, gpus_per_node, resources_per_gpu
 from gpu_platform.spec.loader import read_stack_config
 from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import load_lockfile
-from tests.conftest import STACKS, plan_for, spec_for, stack_path
+from tests.conftest import plan_for, spec_for, stack_path
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -319,22 +318,18 @@ def test_existing_network_uses_the_given_subnets_and_creates_no_vpc() -> None:
     assert sorted(spot["subnetIds"]) == sorted(subnets.values())
 
 
-def _unknown_paths(value: Any, path: str) -> list[str]:
-    """Where a plan input holds a value `pulumi preview` would show as unknown (`(known after apply)`)."""
-    if isinstance(value, dict):
-        return [p for k, v in value.items() for p in _unknown_paths(v, f"{path}.{k}")]
-    if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in _unknown_paths(v, f"{path}[{i}]")]
-    # A dry run serializes an unknown Output as rpc.UNKNOWN; MockMonitor deserializes it as output.Unknown,
-    # which the engine's `_plain` writes as its str() (pulumi/runtime/rpc.py `serialize_property`, `deserialize_property`).
-    return [path] if value == rpc.UNKNOWN or (isinstance(value, str) and value.startswith("<pulumi.output.Unknown")) else []
-
-
-@pytest.mark.parametrize("stack", STACKS)
-def test_no_planned_input_is_unknown_in_the_dry_run(stack: str) -> None:
+def test_an_input_built_from_an_output_the_engine_does_not_provide_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine runs the program as `pulumi preview` does: an output the mock provider does not return is
-    unknown there, and so is every input built from it. The plan records every input, so none may be unknown:
-    `computed_outputs` must return each output the program reads (a resource's `.name`, `.arn`, the cluster's
-    endpoint, a node group's Auto Scaling group, ...)."""
-    unknown = [p for r in plan_for(stack).resources for p in _unknown_paths(r.inputs, f"{r.type} {r.name}")]
-    assert not unknown, f"inputs unknown in the dry run: {unknown[:5]}"
+    unknown there, and so is every input built from it. A plan must record real inputs, so the engine
+    refuses to record one with an unknown input and names the resources (every stack planning at all, as
+    the other tests do, shows `computed_outputs` returns each output the program reads)."""
+    returned = engine.computed_outputs
+
+    def without_role_name(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        out = returned(type_token, name, inputs)
+        return {k: v for k, v in out.items() if not (type_token == "aws:iam/role:Role" and k == "name")}
+
+    monkeypatch.setattr(engine, "computed_outputs", without_role_name)
+    refused = r"outputs the offline engine does not provide .*aws:iam/rolePolicyAttachment:RolePolicyAttachment cluster-"
+    with pytest.raises(RuntimeError, match=refused):
+        run_program(read_stack_config(stack_path("prod")), "prod")
