@@ -116,7 +116,7 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)  # the wire format carries every number as a double
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if isinstance(value, (str, int, float)):  # subclasses (str enums) and fractional floats; None returned above
         return value
     if isinstance(value, Unknown):
         raise UnknownInputError
