@@ -23,7 +23,7 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.efa import efa_pools
 from gpu_platform.errors import ConfigError
 from gpu_platform.k8s.nodes import BareMetalPool, BareMetalPoolArgs
-from gpu_platform.k8s.platform import build_platform
+from gpu_platform.k8s.platform import GpuPlatform, GpuPlatformArgs
 from gpu_platform.k8s.provider import eks_provider, existing_cluster_provider
 from gpu_platform.provenance import NS, pool_key, source, start_recording, tenant_key
 from gpu_platform.spec.loader import spec_from_config
@@ -140,7 +140,8 @@ def build(spec: PlatformSpec) -> Built:
     """Every resource of the stack, from the validated spec."""
     start_recording()
     built = build_aws(spec) if spec.is_eks else build_existing(spec)
-    platform = build_platform(spec, load_catalog(), built.provider)
+    with source(NS + "cluster"):  # the platform component itself; every part inside names its own key
+        platform = GpuPlatform("platform", GpuPlatformArgs(spec=spec, catalog=load_catalog(), provider=built.provider))
     for t in spec.tenants:
         if t.workload_identity is not None:  # EKS only (the spec refuses it on an existing cluster)
             with source(tenant_key(spec, t.name) + ".workloadIdentity"):

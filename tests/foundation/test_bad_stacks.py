@@ -12,6 +12,7 @@ import yaml
 
 from gpu_platform.cli import main
 from gpu_platform.spec.duplicates import duplicate_keys
+from gpu_platform.spec.loader import read_stack_config
 from tests.conftest import stack_path
 from tests.foundation.bad_stack import assert_one_clear_line, plan_errors
 
@@ -672,6 +673,16 @@ def test_duplicate_keys_name_both_lines(tmp_path: Path, capsys: pytest.CaptureFi
     assert lines[0].startswith(f"{path}: {key}: "), lines[0]
     assert fragment in lines[0]
     assert "; allowed: each key once per mapping" in lines[0]
+
+
+def test_a_key_that_overrides_a_yaml_merge_is_not_a_duplicate(tmp_path: Path) -> None:
+    """`<<: *defaults` then `b: 3` is YAML's override, not a repeat (the loader parses once, and looks for
+    repeats before construction merges the anchor's keys into the same mapping)."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    merged = "config:\n  gpu-platform:probe:\n    <<: &defaults {a: 1, b: 2}\n    b: 3\n"
+    path.write_text(stack_path("dev").read_text().replace("config:\n", merged, 1))
+    config = read_stack_config(path)
+    assert config["gpu-platform:probe"] == {"a": 1, "b": 3}
 
 
 def test_repository_stacks_have_no_duplicate_keys() -> None:

@@ -169,9 +169,3 @@ class GpuPlatform(pulumi.ComponentResource):
             with source(NS + "demand"):
                 create(f"{name}-capacity-demand", demand, cluster_scoped)
         self.register_outputs({})
-
-
-def build_platform(spec: PlatformSpec, catalog: Catalog, provider: k8s.Provider) -> GpuPlatform:
-    """The platform layer of a stack, on the cluster the provider reaches."""
-    with source(NS + "cluster"):  # the component itself; every part inside names its own key
-        return GpuPlatform("platform", GpuPlatformArgs(spec=spec, catalog=catalog, provider=provider))

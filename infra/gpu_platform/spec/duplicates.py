@@ -41,7 +41,11 @@ def _walk(node: yaml.Node, path: str) -> Iterator[tuple[str, str, int, int]]:
 
 def duplicate_keys(text: str, file: str) -> list[Problem]:
     """One problem per repeated mapping key, naming both lines (empty when every key is unique)."""
-    root = yaml.compose(text, Loader=safe_loader())
+    return duplicate_keys_in(yaml.compose(text, Loader=safe_loader()), file)
+
+
+def duplicate_keys_in(root: yaml.Node | None, file: str) -> list[Problem]:
+    """`duplicate_keys` of a document already composed (the stack loader composes it once and builds the data from it)."""
     if root is None:
         return []
     out = []

@@ -15,7 +15,7 @@ import yaml
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of, safe_loader
 from gpu_platform.spec.checks import check_spec
-from gpu_platform.spec.duplicates import duplicate_keys
+from gpu_platform.spec.duplicates import duplicate_keys_in
 from gpu_platform.spec.errors import keys_of
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.spec.repair import follows_from, validate_all
@@ -83,14 +83,21 @@ def _read_stack_config(path: Path) -> tuple[dict[str, Any], list[Problem]]:
         raise ConfigError([Problem(file, "", f"not UTF-8 text (byte {exc.start})", "allowed: a UTF-8 YAML file")]) from None
     except OSError as exc:
         raise ConfigError([Problem(file, "", f"cannot be read: {exc.strerror}", "allowed: a readable stack file")]) from None
+    # One parse: the node tree finds repeated keys (which the data would silently drop), then becomes the data
+    # (PyYAML's `yaml.load` is this: `BaseConstructor.get_single_data`).
+    loader = safe_loader()(text)
     try:
-        doc = yaml.load(text, Loader=safe_loader())
+        root = loader.get_single_node()
+        # Walked before construction, which merges `<<` keys into the tree (SafeConstructor.flatten_mapping).
+        duplicates = duplicate_keys_in(root, file)
+        doc = loader.construct_document(root) if root is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError([Problem(file, where, f"invalid YAML: {reason}", "allowed: a YAML mapping with a `config:` key")]) from None
-    duplicates = duplicate_keys(text, file)
+    finally:
+        loader.dispose()
     if duplicates:
         raise ConfigError(duplicates)
     doc = _dates_as_text(doc)

@@ -41,8 +41,12 @@ def check_quotas_within_pools(spec: PlatformSpec, catalog: Catalog, file: str) -
         return []
     factor = float(spec.policy.thresholds.get(OVERCOMMIT, DEFAULT_OVERCOMMIT))
     out: list[Problem] = []
+    by_pool: dict[str, list[tuple[int, int, str, int]]] = {}
+    for i, t in enumerate(spec.tenants):
+        for j, q in enumerate(t.quotas):
+            by_pool.setdefault(q.pool, []).append((i, j, t.name, q.gpus))
     for k, pool in enumerate(spec.node_pools):
-        held = [(i, j, t.name, q.gpus) for i, t in enumerate(spec.tenants) for j, q in enumerate(t.quotas) if q.pool == pool.name]
+        held = by_pool.get(pool.name, [])
         gpus = pool_gpus(pool, catalog, spec.is_eks)
         if not held or gpus is None:
             continue
