@@ -77,9 +77,8 @@ def main() -> None:
                 continue
             count = resource_count(args)
             plan, floor = against_floor(args, count)
-            ratio = plan / floor
-            verdict = "met" if ratio <= 1.5 else "not met"
-            figure = f"{count:,} resources; plan {plan / 1e9:.2f} G instructions vs floor {floor / 1e9:.2f} G: {ratio:.3f}x (target 1.5x: {verdict})"
+            # The 1.5x target is on time (plan_bench.py); this is the same ratio in work, without the noise.
+            figure = f"{count:,} resources; plan {plan / 1e9:.2f} G instructions vs floor {floor / 1e9:.2f} G: {plan / floor:.3f}x"
             print(f"{label}: {figure}")
             if opts.record:
                 name = "`plan --stack prod`" if label == "prod" else "`plan` of a generated 100 pools / 200 tenants stack"
