@@ -11,7 +11,10 @@ import yaml
 from gpu_platform.behaviour import mig
 from gpu_platform.catalog import load_catalog
 from gpu_platform.versions import load_lockfile
+from tests.ansible.helpers import load_nvidia_smi_module
 from tests.conftest import require_shared_crds
+
+SMI = load_nvidia_smi_module()
 
 MIG_GPUS = ("A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB")
 
@@ -58,17 +61,16 @@ def test_nvswitch_and_efa_on_the_training_types() -> None:
         assert t.nvswitch and t.supports_efa and t.gpus == 8
 
 
-def _mig_parted_layout(configs: dict[str, Any], name: str, device_id: str) -> dict[str, int] | None:
-    """The layout mig-parted applies to a GPU with this PCI device id under config `name`."""
-    for entry in configs.get(name, []):
-        filt = entry.get("device-filter")
-        ids = [filt] if isinstance(filt, str) else (filt or [])
-        if ids and device_id.upper() not in [i.upper() for i in ids]:
-            continue
-        if not entry.get("mig-enabled"):
-            return None
-        return {str(k): int(v) for k, v in entry.get("mig-devices", {}).items()}
-    return None
+def _mig_parted_layout(doc: dict[str, Any], name: str, device_id: str) -> dict[str, int] | None:
+    """The layout mig-parted applies to a GPU with this PCI device id under config `name`, None if MIG is off.
+
+    Decided by the mig role's own node check (gpu_node_validate's `nvidia_smi_facts.mig_layout_for`,
+    which picks the entry the way mig-parted does), so the catalog and the nodes read configs alike.
+    """
+    entry = SMI.mig_layout_for({"index": 0, "pci_device_id": SMI._pci_id(device_id)}, doc, name)
+    if entry is None or not entry["mig_enabled"]:
+        return None
+    return {str(k): int(v) for k, v in entry["mig_devices"].items()}
 
 
 @pytest.mark.parametrize("gpu_name", MIG_GPUS)
@@ -79,17 +81,18 @@ def test_mig_configs_match_mig_parted(gpu_name: str) -> None:
     gpu = load_catalog().gpu(gpu_name)
     for name, layout in gpu.mig_configs.items():
         assert name in configs, f"{name} is not a standard mig-parted config"
-        assert _mig_parted_layout(configs, name, gpu.pci_device_id) == layout, (gpu_name, name)
+        assert _mig_parted_layout(doc, name, gpu.pci_device_id) == layout, (gpu_name, name)
     assert configs["all-disabled"][0]["mig-enabled"] is False
 
 
 def test_mig_parted_cross_check_catches_a_wrong_layout() -> None:
     crds = require_shared_crds()
-    configs = yaml.safe_load((crds / "mig-parted" / "v0.15.0" / "config-default.yaml").read_text())["mig-configs"]
+    doc = yaml.safe_load((crds / "mig-parted" / "v0.15.0" / "config-default.yaml").read_text())
     h100 = load_catalog().gpu("H100-80GB")
-    assert _mig_parted_layout(configs, "all-1g.10gb", h100.pci_device_id) == {"1g.10gb": 7}
+    assert _mig_parted_layout(doc, "all-1g.10gb", h100.pci_device_id) == {"1g.10gb": 7}
     a100_40 = load_catalog().gpu("A100-40GB")
-    assert _mig_parted_layout(configs, "all-1g.10gb", a100_40.pci_device_id) == {"1g.10gb": 4}
+    assert _mig_parted_layout(doc, "all-1g.10gb", a100_40.pci_device_id) == {"1g.10gb": 4}
+    assert _mig_parted_layout(doc, "all-disabled", h100.pci_device_id) is None
 
 
 # `nvidia-smi mig -lgip` and `-lgipp` recorded on a lent H100 80GB HBM3 and a lent H200 (driver 580.159.04,
