@@ -4,8 +4,12 @@ Between the floor (benchmarks/mock_floor.py: N small resources) and `gpu-platfor
 sits this: the resources a plan recorded (the same type tokens, inputs, parents, and an explicit
 Kubernetes provider for the Kubernetes objects) registered one after another from a flat loop, with
 the same provider modules imported and the engine installed as the floor installs it. Its time
-against the floor's is what the resources' size costs; the plan's time against it is what the program
-adds (its imports, reading the stack, components, the SDK's stack walk through them, recording).
+against the floor's is roughly what the resources' size costs; the plan's time against it is what the
+program adds (its imports, reading the stack, components, the SDK's stack walk through them, recording).
+Roughly, because the loop calls `pulumi.CustomResource` with no class constructor of its own: the SDK
+then finds no third `__init__` on the stack and turns no frame into a source position
+(pulumi/runtime/resource.py `_get_stack_trace`), and no typed class runs, where the floor's typed Tags
+pay both.
 Run as a fresh process:
 `python benchmarks/replay_plan.py PLAN.json [MODULE ...]` (PLAN.json from `gpu-platform plan --format
 json`; the modules as plan_bench.py's `plan_modules` lists them).
