@@ -39,14 +39,15 @@ CLI = [str(Path(sys.executable).with_name("gpu-platform"))]
 
 
 # Run in a child process: plans a stack and prints the provider modules that process executed (a lazy
-# stub the SDK created but never loaded is a `pulumi._utils._LazyModule` and is left out).
+# stub the SDK created but never loaded is a `pulumi._utils._LazyModule` and is left out) and how many
+# resources it planned.
 PROBE = """
 import contextlib, io, json, sys, types
 from gpu_platform.cli import main
-with contextlib.redirect_stdout(io.StringIO()):
+with contextlib.redirect_stdout(io.StringIO()) as plan:
     main(["plan", "--format", "json", *sys.argv[1:]])
 loaded = (n for n, m in sys.modules.items() if n.split(".")[0] in ("pulumi_aws", "pulumi_kubernetes") and type(m) is types.ModuleType)
-print(json.dumps(sorted(loaded)))
+print(json.dumps({"modules": sorted(loaded), "resources": len(json.loads(plan.getvalue())["resources"])}))
 """
 
 
@@ -60,10 +61,16 @@ def warm_bytecode() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *paths], check=True, stdout=subprocess.DEVNULL)
 
 
+def plan_probe(args: list[str]) -> tuple[list[str], int]:
+    """(the provider modules a `gpu-platform plan` of this stack loads, the resources it plans), from one plan."""
+    out = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    probe = json.loads(out.strip().splitlines()[-1])
+    return probe["modules"], probe["resources"]
+
+
 def plan_modules(args: list[str]) -> list[str]:
     """The provider modules a `gpu-platform plan` of this stack loads, for the floor to load the same."""
-    out = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return plan_probe(args)[0]
 
 
 def timed(cmd: list[str], **popen: Any) -> tuple[float, int, struct_rusage]:

@@ -15,7 +15,6 @@ Usage: .venv/bin/python benchmarks/plan_instructions.py [--only prod|generated] 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -28,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import yaml
 from generate_stack import generate
-from plan_bench import CLI, ROOT, plan_modules, warm_bytecode
+from plan_bench import CLI, ROOT, plan_probe, warm_bytecode
 from results import record
 
 VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--branch-sim=no", "--cachegrind-out-file=/dev/null"]
@@ -45,18 +44,17 @@ def instructions(cmd: list[str]) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def against_floor(args: list[str], count: int) -> tuple[int, int]:
-    """(plan, floor) instructions for one stack; the two run side by side (the counts do not depend on it)."""
-    floor = [sys.executable, str(ROOT / "benchmarks/mock_floor.py"), str(count), *plan_modules(args)]
+def against_floor(args: list[str]) -> tuple[int, int, int]:
+    """(resources, plan instructions, floor instructions) for one stack.
+
+    One uncounted plan (the probe) names the provider modules the floor loads and the resource count it
+    registers; the counted plan and floor then run side by side (the counts do not depend on it).
+    """
+    modules, count = plan_probe(args)
+    floor = [sys.executable, str(ROOT / "benchmarks/mock_floor.py"), str(count), *modules]
     with ThreadPoolExecutor(2) as pool:
         plan, base = pool.map(instructions, [[*CLI, "plan", "--format", "json", *args], floor])
-    return plan, base
-
-
-def resource_count(args: list[str]) -> int:
-    """Resources the plan registers (`plan --format json`, run once without valgrind)."""
-    out = subprocess.run([*CLI, "plan", "--format", "json", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    return len(json.loads(out)["resources"])
+    return count, plan, base
 
 
 def main() -> None:
@@ -75,8 +73,7 @@ def main() -> None:
         for label, args in cases.items():
             if opts.only not in (None, label):
                 continue
-            count = resource_count(args)
-            plan, floor = against_floor(args, count)
+            count, plan, floor = against_floor(args)
             # The 1.5x target is on time (plan_bench.py); this is the same ratio in work, without the noise.
             figure = f"{count:,} resources; plan {plan / 1e9:.2f} G instructions vs floor {floor / 1e9:.2f} G: {plan / floor:.3f}x"
             print(f"{label}: {figure}")
