@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,7 @@ import pulumi
 from pulumi.output import Unknown
 from pulumi.runtime import mocks, settings
 
-from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, planned_arn, planned_id
+from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, PLANNED_S3_PREFIX_LIST, planned_arn, planned_id
 from gpu_platform.program import build, main
 from gpu_platform.provenance import recorded
 from gpu_platform.spec.models import PlatformSpec
@@ -171,6 +172,22 @@ def computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict
     return out
 
 
+PREFIX_LIST_READ = "aws:ec2/getPrefixList:getPrefixList"
+
+
+def invoke_result(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """What the engine's mock answers a data-source read with: S3's prefix list (plan_ids), nothing else.
+
+    The program reads one data source, `aws.ec2.get_prefix_list(name="com.amazonaws.<region>.s3")`, for the
+    CIDRs of the tenants' `allow-s3` policy; its result type is pulumi_aws.ec2.GetPrefixListResult
+    (`cidrBlocks`, `id`, `name`). The answer is PLANNED_S3_PREFIX_LIST for any region.
+    """
+    name = str(args.get("name") or "")
+    if token == PREFIX_LIST_READ and re.fullmatch(r"com\.amazonaws\.[a-z0-9-]+\.s3", name):
+        return {"cidrBlocks": list(PLANNED_S3_PREFIX_LIST), "id": "pl-0mock0s3", "name": name}
+    return {}
+
+
 def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None = None) -> Plan:
     """Run `program.main()` for `stack` with `config` (namespaced keys) under the mock engine.
 
@@ -192,7 +209,7 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
             return planned_id(args.name), computed_outputs(args.typ, args.name, args.inputs)
 
         def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
-            return {}, None
+            return invoke_result(args.token, args.args), []  # MockMonitor.Invoke iterates the failures
 
     unknown: list[str] = []
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from pulumi.runtime import config as rc
 
@@ -25,6 +26,8 @@ from gpu_platform.errors import ConfigError
 from gpu_platform.k8s.nodes import BareMetalPool, BareMetalPoolArgs
 from gpu_platform.k8s.platform import GpuPlatform, GpuPlatformArgs
 from gpu_platform.k8s.provider import eks_provider, existing_cluster_provider
+from gpu_platform.k8s.tenant_network import s3_peers
+from gpu_platform.plan_ids import s3_prefix_list_name
 from gpu_platform.provenance import NS, pool_key, source, start_recording, tenant_key
 from gpu_platform.spec.loader import spec_from_config
 from gpu_platform.spec.models import PlatformSpec
@@ -38,6 +41,7 @@ class Built:
     cluster_name: pulumi.Input[str]
     kubeconfig: pulumi.Input[str] | None
     tags: dict[str, str] | None = None
+    s3_peers: pulumi.Output[list[dict[str, Any]]] | None = None  # EKS: the tenants' `allow-s3` peers
 
 
 def stack_tags(spec: PlatformSpec) -> dict[str, str]:
@@ -122,7 +126,11 @@ def build_aws(spec: PlatformSpec) -> Built:
     if spec.cluster.autoscaler:
         with source(NS + "cluster.autoscaler"):
             ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs(spec=spec, cluster_name=cluster.cluster.name, provider=provider, tags=tags))
-    return Built(provider=provider, cluster_name=cluster.cluster.name, kubeconfig=pulumi.Output.secret(cluster.kubeconfig), tags=tags)
+    with source(NS + "network"):
+        # S3's managed prefix list, read when the program runs: the CIDRs the gateway endpoint routes, which
+        # the tenants' `allow-s3` NetworkPolicies name (EC2 DescribePrefixLists by name; any VPC, new or existing).
+        s3 = aws.ec2.get_prefix_list_output(name=s3_prefix_list_name(spec.region)).cidr_blocks.apply(s3_peers)
+    return Built(provider=provider, cluster_name=cluster.cluster.name, kubeconfig=pulumi.Output.secret(cluster.kubeconfig), tags=tags, s3_peers=s3)
 
 
 def build_existing(spec: PlatformSpec) -> Built:
@@ -141,7 +149,7 @@ def build(spec: PlatformSpec) -> Built:
     start_recording()
     built = build_aws(spec) if spec.is_eks else build_existing(spec)
     with source(NS + "cluster"):  # the platform component itself; every part inside names its own key
-        platform = GpuPlatform("platform", GpuPlatformArgs(spec=spec, catalog=load_catalog(), provider=built.provider))
+        platform = GpuPlatform("platform", GpuPlatformArgs(spec=spec, catalog=load_catalog(), provider=built.provider, s3_peers=built.s3_peers))
     for t in spec.tenants:
         if t.workload_identity is not None:  # EKS only (the spec refuses it on an existing cluster)
             with source(tenant_key(spec, t.name) + ".workloadIdentity"):

@@ -20,6 +20,7 @@ from tests.foundation.bad_stack import plan_errors as _run
 EXISTING_NETWORK = {
     "mode": "existing",
     "vpcId": "vpc-0a1b2c3d4e5f60718",
+    "cidr": "10.40.0.0/16",
     "subnets": {"us-east-1a": "subnet-0a1b2c3d4e5f60711", "us-east-1b": "subnet-0a1b2c3d4e5f60712", "us-east-1c": "subnet-0a1b2c3d4e5f60713"},
 }
 

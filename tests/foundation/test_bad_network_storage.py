@@ -16,6 +16,16 @@ def _tenant(doc: dict[str, Any], index: int) -> dict[str, Any]:
 
 CASES: list[tuple[str, str, Any, str, str]] = [
     (
+        "existing-vpc-without-cidr",
+        "prod",
+        lambda d: d["config"].__setitem__(
+            "gpu-platform:network",
+            {"mode": "existing", "vpcId": "vpc-0a1b2c3d", "subnets": {"us-east-1a": "subnet-0a1b2c3d", "us-east-1b": "subnet-0e1f2a3b"}},
+        ),
+        "gpu-platform:network.cidr",
+        "required when network.mode is existing",
+    ),
+    (
         "egress-bad-cidr",
         "prod",
         lambda d: _tenant(d, 0).__setitem__("network", {"egress": [{"cidrs": ["10.0.0.1/8"], "ports": [443]}]}),

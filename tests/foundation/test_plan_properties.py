@@ -306,7 +306,7 @@ def test_every_aws_resource_carries_stack_tags() -> None:
 def test_existing_network_uses_the_given_subnets_and_creates_no_vpc() -> None:
     config = read_stack_config(stack_path("staging"))
     subnets = {"us-east-1a": "subnet-0aaa1111", "us-east-1b": "subnet-0bbb2222", "us-east-1c": "subnet-0ccc3333"}
-    config["gpu-platform:network"] = {"mode": "existing", "vpcId": "vpc-0123abcd", "subnets": subnets}
+    config["gpu-platform:network"] = {"mode": "existing", "vpcId": "vpc-0123abcd", "cidr": "10.50.0.0/16", "subnets": subnets}
     plan = run_program(config, "staging-existing-net")
     assert not plan.of_type("aws:ec2/vpc:Vpc")
     assert not plan.of_type("aws:ec2/natGateway:NatGateway")

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 from pulumi.runtime import mocks, settings
 
-from gpu_platform.engine import PROJECT, computed_outputs
+from gpu_platform.engine import PROJECT, computed_outputs, invoke_result
 from gpu_platform.program import main
 from gpu_platform.spec.loader import read_stack_config
 from tests.conftest import ROOT, stack_path
@@ -25,8 +25,9 @@ class _Counter(pulumi.runtime.Mocks):
         self.types.append(args.typ)
         return f"{args.name}-id", computed_outputs(args.typ, args.name, args.inputs)
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, None]:
-        return {}, None
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]]]:
+        self.types.append(args.token)
+        return invoke_result(args.token, args.args), []  # the engine's answer (S3's prefix list)
 
 
 def _as_pulumi_cli_passes_it(stack: str) -> dict[str, str]:
@@ -52,6 +53,7 @@ def test_infra_main_runs_under_the_mock_engine() -> None:
     run()
     assert counter.types.count("aws:eks/nodeGroup:NodeGroup") == 10  # 9 GPU pools + system
     assert "aws:eks/cluster:Cluster" in counter.types
+    assert counter.types.count("aws:ec2/getPrefixList:getPrefixList") == 1, "S3's prefix list is read once, for every tenant"
 
 
 def test_bad_config_under_pulumi_is_one_clean_error() -> None:

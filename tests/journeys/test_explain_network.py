@@ -44,7 +44,7 @@ def test_a_prod_batch_job_reaches_dns_api_pod_identity_and_s3() -> None:
     [
         ("allow-dns", "DNS (kube-dns)"),
         ("allow-aws-services", "EKS Pod Identity agent"),
-        ("allow-aws-services", "S3 (gateway endpoint)"),
+        ("allow-s3", "S3 (gateway endpoint)"),
         ("allow-kubernetes-api", "Kubernetes API (kubernetes.default)"),
     ],
 )

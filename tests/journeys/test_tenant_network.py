@@ -21,13 +21,16 @@ from itertools import permutations
 import pytest
 
 from gpu_platform.behaviour.networkpolicy import Endpoint, connection, vpc_cni_service_connection
+from gpu_platform.plan_ids import PLANNED_S3_ADDRESS, PLANNED_S3_PREFIX_LIST
 from tests.conftest import spec_for
 from tests.journeys.helpers import kube_dns_service, kubernetes_service, manifests, stage
 
 STACKS = ("prod", "onprem")
 DNS = Endpoint("kube-system", {"k8s-app": "kube-dns"}, "172.20.0.10")
-# An S3 address in us-east-1 (ip-ranges.json, service S3, 52.216.0.0/15).
-S3 = Endpoint(None, ip="52.216.8.10")
+# An address of S3's prefix list as the offline engine answers the program's read of it (plan_ids).
+S3 = Endpoint(None, ip=PLANNED_S3_ADDRESS)
+# Public HTTPS servers that are not S3 (a code host, a CDN): reachable only where the stack says.
+INTERNET = (Endpoint(None, ip="140.82.112.3"), Endpoint(None, ip="104.16.0.1"))
 POD_IDENTITY_AGENT = Endpoint(None, ip="169.254.170.23")
 ONPREM_POD_NETWORK = "10.244.0.0/16"
 
@@ -109,6 +112,39 @@ def test_a_tenant_pod_reads_s3_with_its_pod_identity_on_eks() -> None:
         stage(f"{tenant.name}: credentials from the Pod Identity agent", d.allowed, d.reason)
         d = connection(objs, pod, S3, 443)
         stage(f"{tenant.name}: S3 over HTTPS (NetworkPolicy leg)", d.allowed, d.reason)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_tenant_reaches_the_internet_only_where_its_stack_says(stack: str) -> None:
+    """Issue 16: "egress to further CIDRs or 0.0.0.0/0 on chosen ports where the stack says"; S3 is not a reason to open it.
+
+    On EKS S3 stays reachable for every tenant with `network.s3` (its prefix list's CIDRs, `allow-s3`), while
+    a public HTTPS address outside that list is reachable only from a tenant whose `network.egress` covers it.
+    """
+    spec = spec_for(stack)
+    objs = manifests(stack)
+    for i, tenant in enumerate(spec.tenants):
+        pod = tenant_pod(stack, i)
+        declared = [r for r in tenant.network.egress if 443 in r.ports and r.protocol == "TCP"]
+        for server in INTERNET:
+            says = any(
+                any(ipaddress.ip_address(server.ip) in ipaddress.ip_network(c) for c in r.cidrs)
+                and not any(ipaddress.ip_address(server.ip) in ipaddress.ip_network(e) for e in r.except_)
+                for r in declared
+            )
+            d = connection(objs, pod, server, 443)
+            stage(f"{tenant.name}: {server.ip}:443 {'open (network.egress)' if says else 'refused'}", d.allowed == says, d.reason)
+        if spec.is_eks and tenant.network.s3:
+            d = connection(objs, pod, S3, 443)
+            stage(f"{tenant.name}: S3 {S3.ip}:443", d.allowed, d.reason)
+    if spec.is_eks:
+        assert any(not t.network.egress for t in spec.tenants), f"{stack} has a tenant without egress of its own to judge"
+        policies = [o for o in objs if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "allow-s3"]
+        assert policies, "allow-s3 is rendered"
+        for o in policies:
+            named = [p["ipBlock"]["cidr"] for r in o["spec"]["egress"] for p in r["to"]]
+            assert named == list(PLANNED_S3_PREFIX_LIST), f"{o['metadata']['namespace']}/allow-s3 names {named}, not S3's prefix list"
+            assert o["metadata"]["annotations"]["gpu-platform.io/prefix-list"] == f"com.amazonaws.{spec.region}.s3"
 
 
 def test_an_onprem_tenant_reaches_the_data_its_stack_opens() -> None:

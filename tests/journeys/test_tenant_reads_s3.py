@@ -36,7 +36,7 @@ import pytest
 from gpu_platform.behaviour import eks_identity, iam_policy, vpc
 from gpu_platform.behaviour.networkpolicy import Endpoint, connection, vpc_cni_service_connection
 from gpu_platform.engine import PlannedResource
-from gpu_platform.plan_ids import planned_arn, planned_id
+from gpu_platform.plan_ids import PLANNED_S3_ADDRESS, planned_arn, planned_id
 from gpu_platform.spec.models import PlatformSpec, Tenant
 from tests.conftest import plan_for, spec_for
 from tests.journeys.helpers import kube_dns_service, manifests, stage
@@ -45,8 +45,9 @@ EKS_STACKS = ("prod", "staging")
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
-# An S3 address of us-east-1 (ip-ranges.json, service S3, 52.216.0.0/15): where the SDK's packets go.
-S3_ADDRESS = "52.216.8.10"
+# Where the SDK's packets go: an address of S3's prefix list as the offline engine answers the program's read
+# of it (plan_ids), which is also what the gateway endpoint routes.
+S3_ADDRESS = PLANNED_S3_ADDRESS
 AGENT = Endpoint(None, ip="169.254.170.23")
 
 
@@ -63,9 +64,9 @@ def world(stack: str) -> World:
     return World(spec_for(stack), list(plan_for(stack).resources), [dict(o) for o in manifests(stack)])
 
 
-def reader(w: World) -> tuple[Tenant, str]:
-    """The first tenant with a workload identity, and its first bucket."""
-    tenant = next((t for t in w.spec.tenants if t.workload_identity is not None), None)
+def reader(w: World, sealed: bool = False) -> tuple[Tenant, str]:
+    """The first tenant with a workload identity (`sealed`: and no egress of its own), and its first bucket."""
+    tenant = next((t for t in w.spec.tenants if t.workload_identity is not None and not (sealed and t.network.egress)), None)
     stage("pod in tenant namespace", tenant is not None, f"no tenant of {w.spec.stack} has a workloadIdentity")
     assert tenant is not None and tenant.workload_identity is not None
     return tenant, tenant.workload_identity.buckets[0]
@@ -150,20 +151,18 @@ def _drop_policy(name: str) -> Edit:
     return edit
 
 
-def _no_public_https(w: World, t: Tenant, b: str) -> World:
-    """Every egress rule of the tenant's policies that opens public addresses (0.0.0.0/0: S3's, among others) removed."""
+def _s3_policy_elsewhere(w: World, t: Tenant, b: str) -> World:
+    """`allow-s3` naming a range that is not S3's prefix list (a documentation range)."""
 
-    def public(rule: dict[str, Any]) -> bool:
-        return any(p.get("ipBlock", {}).get("cidr") == "0.0.0.0/0" for p in rule.get("to") or [])
-
-    def trim(o: dict[str, Any]) -> dict[str, Any]:
-        if o["kind"] != "NetworkPolicy" or o["metadata"].get("namespace") != t.ns or not o["spec"].get("egress"):
+    def move(o: dict[str, Any]) -> dict[str, Any]:
+        if o["kind"] != "NetworkPolicy" or (o["metadata"]["namespace"], o["metadata"]["name"]) != (t.ns, "allow-s3"):
             return o
-        return {**o, "spec": {**o["spec"], "egress": [r for r in o["spec"]["egress"] if not public(r)]}}
+        rules = [{**r, "to": [{"ipBlock": {"cidr": "198.51.100.0/24"}}]} for r in o["spec"]["egress"]]
+        return {**o, "spec": {**o["spec"], "egress": rules}}
 
-    trimmed = [trim(o) for o in w.objects]
-    assert trimmed != w.objects, f"{t.ns} opens no public address to remove"
-    return replace(w, objects=trimmed)
+    moved = [move(o) for o in w.objects]
+    assert moved != w.objects, f"{t.ns} has no allow-s3"
+    return replace(w, objects=moved)
 
 
 def _no_sa(w: World, t: Tenant, b: str) -> World:
@@ -213,7 +212,8 @@ BREAKAGES: list[tuple[str, str, Edit]] = [
     ("role-trusts-ec2-only", "role", _untrusted_role),
     ("policy-names-another-bucket", "iam policy", _other_bucket_policy),
     ("no-dns-policy", "dns", _drop_policy("allow-dns")),
-    ("no-public-https-egress", "network policy egress", _no_public_https),
+    ("no-s3-policy", "network policy egress", _drop_policy("allow-s3")),
+    ("s3-policy-names-other-ranges", "network policy egress", _s3_policy_elsewhere),
     ("no-aws-services-policy", "pod identity agent", _drop_policy("allow-aws-services")),
     ("endpoint-not-in-route-tables", "route table", _no_endpoint_route),
     ("endpoint-policy-for-other-buckets", "endpoint policy", _endpoint_denies),
@@ -223,7 +223,7 @@ BREAKAGES: list[tuple[str, str, Edit]] = [
 @pytest.mark.parametrize(("case", "stage_name", "edit"), BREAKAGES, ids=[b[0] for b in BREAKAGES])
 def test_one_broken_leg_stops_the_walk_at_its_stage(case: str, stage_name: str, edit: Edit) -> None:
     w = world("prod")
-    tenant, bucket = reader(w)
+    tenant, bucket = reader(w, sealed=True)  # a tenant whose own egress does not also open S3's addresses
     broken = edit(w, tenant, bucket)
     with pytest.raises(AssertionError) as failure:
         walk(broken, tenant, bucket)

@@ -94,6 +94,7 @@ def test_every_tenant_has_namespace_quota_and_local_queue(stack: str) -> None:
         names = {n["metadata"]["name"] for n in objects(stack, "NetworkPolicy") if n["metadata"]["namespace"] == tenant.ns}
         want = {"default-deny", "allow-same-namespace", "allow-dns", "allow-monitoring-scrape", "allow-kubernetes-api"}
         want |= {"allow-aws-services"} if spec.is_eks else set()
+        want |= {"allow-s3"} if spec.is_eks and tenant.network.s3 else set()
         want |= {"allow-egress"} if tenant.network.egress else set()
         want |= {"allow-ingress"} if tenant.network.ingress.namespaces or tenant.network.ingress.vpc else set()
         assert names == want

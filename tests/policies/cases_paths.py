@@ -5,11 +5,12 @@ Kept apart from cases.py so these cases read together; cases.py appends them to 
 
 from __future__ import annotations
 
-from tests.policies.builders import DROP, Case, at, compliant, drop, fires
+from tests.policies.builders import DROP, Case, at, compliant, drop, fires, silent
 
 KPS = "monitoring-release"
 SERVING_NS = "tenant-serving-namespace"
 SERVING_AWS = "tenant-serving-netpol-allow-aws-services"
+SERVING_S3 = "tenant-serving-netpol-allow-s3"
 AGENT_ONLY = [{"to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}], "ports": [{"port": 80}]}]
 FSX_CLASS = "fsx-lustre-storageclass-fsx-lustre"
 PROM_CLAIM = "values.prometheus.prometheusSpec.storageSpec.volumeClaimTemplate.spec"
@@ -68,14 +69,28 @@ PATH_CASES: list[Case] = [
         "no-aws-paths",
         drop(SERVING_AWS),
         on=SERVING_NS,
-        says="pods in serving cannot reach S3 (52.216.8.10:443 through the gateway endpoint)",
+        says="pods in serving cannot reach the EKS Pod Identity agent (169.254.170.23:80)",
     ),
     fires(
         "tenant-data-egress",
-        "s3-off",
-        at(SERVING_AWS, {"spec.egress": [{"to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}], "ports": [{"port": 80}]}]}),
+        "no-s3-policy",
+        drop(SERVING_S3),
         on=SERVING_NS,
         says="pods in serving cannot reach S3 (52.216.8.10:443 through the gateway endpoint)",
+    ),
+    # allow-s3 present, but its rule is never applied to egress (policyTypes): no path to S3.
+    fires(
+        "tenant-data-egress",
+        "s3-policy-ingress-only",
+        at(SERVING_S3, {"spec.policyTypes": ["Ingress"]}),
+        on=SERVING_NS,
+        says="pods in serving cannot reach S3 (52.216.8.10:443 through the gateway endpoint)",
+    ),
+    # The probe follows the prefix list the policy names (a real preview's region): a list elsewhere is judged there.
+    silent(
+        "tenant-data-egress",
+        "s3-prefix-list-of-the-preview",
+        at(SERVING_S3, {"spec.egress": [{"to": [{"ipBlock": {"cidr": "3.5.0.0/19"}}], "ports": [{"protocol": "TCP", "port": 443}]}]}),
     ),
     fires(
         "tenant-data-egress",

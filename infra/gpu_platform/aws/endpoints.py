@@ -3,7 +3,9 @@
 Without them every image layer, checkpoint and dataset byte leaves through the NAT gateways, billed
 per GB. ECR serves image layers from S3, so an image pull needs the S3 gateway endpoint as well as the
 ECR api and dkr endpoints (ECR user guide, "Amazon ECR interface VPC endpoints (AWS PrivateLink)":
-"Create the Amazon S3 gateway endpoint"). STS is where EKS Pod Identity and IRSA credentials come from.
+"Create the Amazon S3 gateway endpoint"). STS serves IRSA (AssumeRoleWithWebIdentity) and SDKs' own role
+chaining. EKS Pod Identity's agent gets its credentials from EKS Auth (`AssumeRoleForPodIdentity`, service
+`com.amazonaws.<region>.eks-auth`), not STS; without an endpoint for it that call leaves through NAT.
 """
 
 from __future__ import annotations

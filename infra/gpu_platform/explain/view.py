@@ -22,7 +22,8 @@ from gpu_platform.efa import node_resources as efa_node_resources
 from gpu_platform.k8s import kueue, tenants, volcano
 from gpu_platform.k8s.isolation import owned_policy, owned_policy_binding, priority_policy, priority_policy_binding
 from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_jobs_policy
-from gpu_platform.k8s.tenant_network import network_policies
+from gpu_platform.k8s.tenant_network import network_policies, s3_peers
+from gpu_platform.plan_ids import PLANNED_S3_PREFIX_LIST
 from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
 from gpu_platform.spec.models import NodePool, PlatformSpec
 
@@ -79,7 +80,8 @@ class StackView:
         out += [priority_policy(), priority_policy_binding()]
         if spec.tenants:
             out += [owned_policy(spec), owned_policy_binding()]
-        out += [np for t in spec.tenants for np in network_policies(spec, t)]
+        s3 = s3_peers(PLANNED_S3_PREFIX_LIST)  # what the offline engine's plan names (plan_ids)
+        out += [np for t in spec.tenants for np in network_policies(spec, t, s3)]
         if spec.queueing.kueue.enabled:
             out.append(kueue.cpu_flavor())
             out += [kueue.resource_flavor(p, catalog) for p in spec.node_pools]

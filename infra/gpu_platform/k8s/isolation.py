@@ -5,8 +5,9 @@
   accounts; this role runs workloads and reads policies, nothing more.
 - `owned_policy` / `owned_policy_binding`: a ValidatingAdmissionPolicy that stops tenants (their groups and
   their namespaces' service accounts) from creating, changing or deleting objects labelled
-  `gpu-platform.io/owner: platform` (the platform's NetworkPolicies), so they may write their own policies
-  but cannot delete the default deny or widen the platform's rules.
+  `gpu-platform.io/owner: platform` (the platform's NetworkPolicies), so they cannot delete the default
+  deny or change the platform's rules. They may write their own policies in their namespace, and since
+  NetworkPolicies are additive, those can open further paths for their own pods (the tenant role grants it).
 - `priority_policy` / `priority_policy_binding`: a ValidatingAdmissionPolicy that lets a tenant use
   only the PriorityClasses (and Kueue WorkloadPriorityClasses) at or below the tenant's tier, read from
   its namespace's `gpu-platform.io/priority` label, which a tenant cannot change. It checks every path

@@ -24,7 +24,7 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
   `-rolebinding-<group>` (RoleBinding `<group>-tenant` to ClusterRole `gpu-platform-tenant`),
   `-netpol-<name>` kubernetes:networking.k8s.io/v1:NetworkPolicy
   with names `default-deny`, `allow-same-namespace`, `allow-dns`, `allow-monitoring-scrape`, `allow-kubernetes-api`,
-  `allow-aws-services` (EKS), `allow-egress` and `allow-ingress` (where the tenant's `network` asks),
+  `allow-aws-services` and `allow-s3` (EKS), `allow-egress` and `allow-ingress` (where the tenant's `network` asks),
   all labelled `gpu-platform.io/owner: platform`
 - `kueue` gpu-platform:k8s:Kueue (when enabled): `kueue-namespace`, `kueue-release`,
   `kueue-flavor-<pool>` kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor (object name = pool name; plus
@@ -83,6 +83,7 @@ class GpuPlatformArgs:
     spec: PlatformSpec
     catalog: Catalog
     provider: k8s.Provider
+    s3_peers: pulumi.Input[list[dict[str, Any]]] | None = None  # EKS: the `to` of the tenants' `allow-s3` (program.build_aws)
 
 
 def installed_releases(spec: PlatformSpec, catalog: Catalog) -> dict[str, dict[str, Any]]:
@@ -146,7 +147,8 @@ class GpuPlatform(pulumi.ComponentResource):
         spaces: dict[str, TenantSpace] = {}
         for t in spec.tenants:
             with source(tenant_key(spec, t.name)):
-                spaces[t.name] = TenantSpace(f"tenant-{t.name}", TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider), child)
+                tenant_args = TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider, s3_peers=args.s3_peers)
+                spaces[t.name] = TenantSpace(f"tenant-{t.name}", tenant_args, child)
         self.tenant_namespaces: dict[str, pulumi.Resource] = {n: s.namespace for n, s in spaces.items()}
         if spec.queueing.kueue.enabled:
             namespaces = self.tenant_namespaces

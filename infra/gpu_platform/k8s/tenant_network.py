@@ -2,21 +2,25 @@
 
 Always on: the tenant's own namespace, DNS (kube-dns), the monitoring scrape, the Kubernetes API; on EKS
 also the Pod Identity agent, the VPC's interface endpoints (ECR, STS: private DNS resolves them to ENIs in
-the VPC on TCP 443) and S3. Per tenant (`tenants[].network`): egress to further CIDRs and ports, ingress from
-named namespaces (an ingress controller) or from the VPC CIDR (load balancers with IP targets).
+the VPC on TCP 443) and S3 (the CIDRs of its managed prefix list, `allow-s3`). Per tenant
+(`tenants[].network`): egress to further CIDRs and ports, ingress from named namespaces (an ingress
+controller) or from the VPC CIDR (load balancers with IP targets).
 
 Every policy here carries `gpu-platform.io/owner: platform`; the admission policy in
-gpu_platform.k8s.isolation stops tenants from creating, changing or deleting objects with that label, while
-tenants may add their own NetworkPolicies (policies are additive: docs, "Network Policies").
+gpu_platform.k8s.isolation stops tenants from creating, changing or deleting objects with that label. Tenants
+may add their own NetworkPolicies in their namespace; policies are additive (docs, "Network Policies"), so a
+tenant's own policy can open further paths for its pods but cannot close the platform's.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from typing import Any
 
 from gpu_platform.behaviour.networkpolicy import Endpoint, Service, ServicePort
 from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
+from gpu_platform.plan_ids import PLANNED_S3_ADDRESS, s3_prefix_list_name
 from gpu_platform.pools import DOMAIN
 from gpu_platform.spec.models import PlatformSpec, Tenant
 
@@ -27,10 +31,9 @@ NAME_LABEL = "kubernetes.io/metadata.name"
 # "Understand how EKS Pod Identity works": 169.254.170.23 for IPv4, [fd00:ec2::23] for IPv6; IPv4 VPCs here).
 POD_IDENTITY_AGENT = "169.254.170.23/32"
 POD_IDENTITY_PORT = 80
-# RFC 1918 ranges: S3's addresses (where the gateway endpoint routes) are public; pod, node and endpoint
-# addresses are private, so excluding these keeps the S3 rule from opening other tenants' pods.
-PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
 HTTPS = 443
+# On `allow-s3`: the managed prefix list whose CIDRs the policy names (com.amazonaws.<region>.s3).
+PREFIX_LIST_ANNOTATION = f"{DOMAIN}/prefix-list"
 
 
 def _tcp(*ports: int) -> list[dict[str, Any]]:
@@ -77,21 +80,31 @@ def api_server_egress(spec: PlatformSpec) -> list[dict[str, Any]]:
     return [{"to": [{"ipBlock": {"cidr": c}} for c in spec.cluster.api_server_cidrs], "ports": _tcp(spec.cluster.api_server_port)}]
 
 
-def aws_egress(spec: PlatformSpec, tenant: Tenant) -> list[dict[str, Any]]:
-    """EKS only: the Pod Identity agent (TCP 80), interface endpoints in the VPC (TCP 443) and S3 (TCP 443, public ranges)."""
+def aws_egress(spec: PlatformSpec) -> list[dict[str, Any]]:
+    """EKS only: the Pod Identity agent (TCP 80) and the interface endpoints in the VPC (TCP 443)."""
     if not spec.is_eks:
         return []
-    rules: list[dict[str, Any]] = [
+    return [
         {"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}], "ports": _tcp(POD_IDENTITY_PORT)},
         {"to": [{"ipBlock": {"cidr": spec.network.cidr}}], "ports": _tcp(HTTPS)},
     ]
-    if tenant.network.s3:
-        # The S3 gateway endpoint is a route-table target for S3's prefix list: packets keep S3's public
-        # addresses, which NetworkPolicy cannot name (ipBlock takes CIDRs, not prefix lists, and S3's
-        # ranges in ip-ranges.json change weekly). So: any non-private address on 443, which also admits
-        # other HTTPS destinations where a NAT route exists (docs/tenant-network.md).
-        rules.append({"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(PRIVATE_RANGES)}}], "ports": _tcp(HTTPS)})
-    return rules
+
+
+def s3_peers(cidrs: Sequence[str]) -> list[dict[str, Any]]:
+    """The `to` of the S3 rule: one ipBlock per CIDR of S3's managed prefix list.
+
+    The gateway endpoint is a route-table target for that prefix list, and packets to S3 keep S3's public
+    addresses, so a policy reaches S3 by naming the list's CIDRs (ipBlock takes CIDRs, not prefix lists).
+    Empty would mean every destination (NetworkPolicy: an empty `to` matches all), so it is refused.
+    """
+    if not cidrs:
+        raise ValueError("S3's prefix list has no CIDRs")
+    return [{"ipBlock": {"cidr": c}} for c in cidrs]
+
+
+def s3_policy_body(peers: Any) -> dict[str, Any]:
+    """`allow-s3`'s spec: TCP 443 to `peers` (s3_peers of the prefix list; the program passes its live read as an Output)."""
+    return {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": peers, "ports": _tcp(HTTPS)}]}
 
 
 def _block(cidr: str, excepted: tuple[str, ...]) -> dict[str, Any]:
@@ -123,8 +136,12 @@ def extra_ingress(spec: PlatformSpec, tenant: Tenant) -> list[dict[str, Any]]:
     return [rule]
 
 
-def network_policies(spec: PlatformSpec, tenant: Tenant) -> list[Manifest]:
-    """Default deny, then allow: own namespace, DNS, monitoring scrape, API server, AWS paths, the stack's extras."""
+def network_policies(spec: PlatformSpec, tenant: Tenant, s3: Any) -> list[Manifest]:
+    """Default deny, then allow: own namespace, DNS, monitoring scrape, API server, AWS paths, the stack's extras.
+
+    `s3`: the `to` of the S3 rule on EKS (`s3_peers` of S3's prefix list: the program's live read, an
+    Output; pure callers pass the offline engine's PLANNED_S3_PREFIX_LIST); unused elsewhere.
+    """
     labels = {LABEL_TENANT: tenant.name, LABEL_OWNER: PLATFORM_OWNER}
     same_ns: list[dict[str, Any]] = [{"podSelector": {}}]
     dns_pods = {
@@ -149,16 +166,21 @@ def network_policies(spec: PlatformSpec, tenant: Tenant) -> list[Manifest]:
         "allow-kubernetes-api": {"podSelector": {}, "policyTypes": ["Egress"], "egress": api_server_egress(spec)},
     }
     if spec.is_eks:
-        specs["allow-aws-services"] = {"podSelector": {}, "policyTypes": ["Egress"], "egress": aws_egress(spec, tenant)}
+        specs["allow-aws-services"] = {"podSelector": {}, "policyTypes": ["Egress"], "egress": aws_egress(spec)}
+        if tenant.network.s3:
+            specs["allow-s3"] = s3_policy_body(s3)
     if tenant.network.egress:
         specs["allow-egress"] = {"podSelector": {}, "policyTypes": ["Egress"], "egress": extra_egress(tenant)}
     ingress = extra_ingress(spec, tenant)
     if ingress:
         specs["allow-ingress"] = {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": ingress}
-    return [
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata(name, tenant.ns, labels), "spec": body}
-        for name, body in specs.items()
-    ]
+    out = []
+    for name, body in specs.items():
+        meta = metadata(name, tenant.ns, labels)
+        if name == "allow-s3":
+            meta["annotations"] = {PREFIX_LIST_ANNOTATION: s3_prefix_list_name(str(spec.region))}
+        out.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta, "spec": body})
+    return out
 
 
 def cluster_services(spec: PlatformSpec) -> list[tuple[str, Service]]:
@@ -188,9 +210,9 @@ def destinations(spec: PlatformSpec, tenant: Tenant) -> list[tuple[str, str | No
     The same paths `network_policies` opens: CoreDNS (pods `k8s-app: kube-dns` in kube-system, UDP 53; on EKS
     a Service of `cluster_services` instead), the API server (on-prem `cluster.apiServerCidrs`; on EKS the
     `kubernetes` Service of `cluster_services`, plus the private endpoint ENIs dialled by hostname), on EKS
-    the Pod Identity agent and an interface endpoint (ECR, STS) in the VPC, S3 at a public address of
-    its us-east-1 range (ip-ranges.json 52.216.0.0/15; any public S3 address is judged alike), and the
-    first address and port of each `network.egress` entry. `explain` asks the NetworkPolicy evaluator about each.
+    the Pod Identity agent and an interface endpoint (ECR, STS) in the VPC, S3 at an address of its prefix
+    list (plan_ids.PLANNED_S3_ADDRESS, inside the offline engine's stand-in list), and the first address and
+    port of each `network.egress` entry. `explain` asks the NetworkPolicy evaluator about each.
     """
     vpc = ipaddress.ip_network(spec.network.cidr) if spec.is_eks else None
     out: list[tuple[str, str | None, dict[str, str], str, int, str]] = []
@@ -203,7 +225,7 @@ def destinations(spec: PlatformSpec, tenant: Tenant) -> list[tuple[str, str | No
         out.append(("EKS Pod Identity agent", None, {}, POD_IDENTITY_AGENT.split("/", maxsplit=1)[0], POD_IDENTITY_PORT, "TCP"))
         out.append(("ECR/STS interface endpoint", None, {}, str(vpc.network_address + 30), HTTPS, "TCP"))
         if tenant.network.s3:
-            out.append(("S3 (gateway endpoint)", None, {}, "52.216.8.10", HTTPS, "TCP"))
+            out.append(("S3 (gateway endpoint)", None, {}, PLANNED_S3_ADDRESS, HTTPS, "TCP"))
     elif spec.cluster.api_server_cidrs:
         api_net = ipaddress.ip_network(spec.cluster.api_server_cidrs[0])
         out.append(("Kubernetes API", None, {}, str(api_net.network_address), spec.cluster.api_server_port, "TCP"))

@@ -8,6 +8,7 @@ Queues, ResourceQuotas and tests all read these functions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -154,6 +155,7 @@ class TenantArgs:
     catalog: Catalog
     tenant: Tenant
     provider: k8s.Provider
+    s3_peers: pulumi.Input[list[dict[str, Any]]] | None = None  # EKS: the `to` of `allow-s3` (S3's prefix list)
 
 
 class TenantSpace(pulumi.ComponentResource):
@@ -168,6 +170,6 @@ class TenantSpace(pulumi.ComponentResource):
         create(f"{name}-limits", limit_range(t), in_ns)
         for rb in role_bindings(t):
             create(f"{name}-rolebinding-{rb['subjects'][0]['name']}", rb, in_ns)
-        for np in network_policies(spec, t):
+        for np in network_policies(spec, t, args.s3_peers):
             create(f"{name}-netpol-{np['metadata']['name']}", np, in_ns)
         self.register_outputs({})

@@ -126,6 +126,17 @@ def _check_eks(spec: PlatformSpec, file: str) -> list[Problem]:
     else:
         if not net.vpc_id:
             out.append(Problem(file, f"{P}network.vpcId", "required when network.mode is existing", "allowed: vpc-<hex>"))
+        if "cidr" not in net.model_fields_set:
+            # The default (a new VPC's) would name the wrong addresses in every tenant's NetworkPolicies: the
+            # API endpoint's ENIs, the interface endpoints, `ingress.vpc`, and the Service CIDR EKS picks from it.
+            out.append(
+                Problem(
+                    file,
+                    f"{P}network.cidr",
+                    "required when network.mode is existing (tenant NetworkPolicies name the VPC's CIDR)",
+                    "allowed: your VPC's primary IPv4 CIDR, e.g. 10.50.0.0/16",
+                )
+            )
         if len(net.subnets) < 2:
             out.append(
                 Problem(file, f"{P}network.subnets", f"{len(net.subnets)} subnet(s) given", "allowed: at least 2 private subnets, as zone: subnet-id")

@@ -115,7 +115,7 @@ class NetworkSpec(Model):
     mode: Literal["new", "existing"] = "new"
     """`new` builds a VPC; `existing` uses your private subnets."""
     cidr: VpcCidr = "10.0.0.0/16"
-    """CIDR of a new VPC (/16 to /24)."""
+    """CIDR of a new VPC (/16 to /24); with `existing`, your VPC's primary CIDR (required: tenant NetworkPolicies name it)."""
     availability_zones: tuple[str, ...] = ()
     """Zones of a new VPC (at least two, in `aws:region`)."""
     vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
@@ -245,7 +245,7 @@ class TenantNetwork(Model):
     ingress: TenantIngress = TenantIngress()
     """Further ingress: `{namespaces, vpc, ports}`."""
     s3: StrictBool = True
-    """EKS: egress to S3 (TCP 443 to addresses outside the private ranges, where the S3 gateway endpoint routes)."""
+    """EKS: egress to S3 on TCP 443, to the CIDRs of the region's S3 prefix list (read at `pulumi up`; the gateway endpoint routes it)."""
 
 
 class WorkloadIdentity(Model):

@@ -20,6 +20,8 @@ from gpu_platform.aws.storage import POD_IDENTITY_AGENT_ADDON, POLICY_ARN, PROVI
 from gpu_platform.behaviour.networkpolicy import Endpoint, connection, selecting
 from gpu_platform.behaviour.storage import FSX_PROVISIONER, claim_binds
 from gpu_platform.engine import auto_name
+from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER, PREFIX_LIST_ANNOTATION
+from gpu_platform.plan_ids import PLANNED_S3_ADDRESS
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
 from gpu_platform_policies.view import get, helm_releases, object_name, objects, tenant_namespaces, truthy
 
@@ -28,9 +30,6 @@ EKS_ADDON = "aws:eks/addon:Addon"
 IAM_ROLE = "aws:iam/role:Role"
 POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 VPC = "aws:ec2/vpc:Vpc"
-# An address of S3 in us-east-1 (ip-ranges.json, service S3: 52.216.0.0/15): what a pod's packets to S3
-# carry as destination when the gateway endpoint routes them. Any public S3 address tests the same rule.
-S3_ADDRESS = "52.216.8.10"
 POD_IDENTITY_AGENT = ("169.254.170.23", 80)
 DNS = Endpoint("kube-system", {"k8s-app": "kube-dns"})
 
@@ -138,6 +137,32 @@ def _vpc_endpoint_address(plan: PlanView) -> str | None:
     return str(net.network_address + 10)
 
 
+def s3_address(manifests: list[dict[str, Any]], namespace: str) -> str:
+    """Where a pod's packets to S3 go: an address of S3's prefix list, as the namespace's platform policy names it.
+
+    The program names the list's CIDRs on `allow-s3` (annotated with the list, gpu_platform.k8s.tenant_network)
+    from its live read, so in a real preview they are the region's; every address of the list is routed
+    through the gateway endpoint alike. Without such a policy: plan_ids.PLANNED_S3_ADDRESS (the offline plan's list).
+    """
+    for m in manifests:
+        meta = m.get("metadata") or {}
+        owned = (meta.get("labels") or {}).get(LABEL_OWNER) == PLATFORM_OWNER
+        if m.get("kind") != "NetworkPolicy" or meta.get("namespace") != namespace or not owned:
+            continue
+        if PREFIX_LIST_ANNOTATION not in (meta.get("annotations") or {}):
+            continue
+        for egress in get(m, "spec", "egress", default=[]) or []:
+            for peer in egress.get("to") or []:
+                cidr = get(peer, "ipBlock", "cidr")
+                try:
+                    net = ipaddress.ip_network(str(cidr), strict=False)
+                except ValueError:
+                    continue  # not a CIDR (or none): the API server would refuse the policy
+                planned = ipaddress.ip_address(PLANNED_S3_ADDRESS)
+                return PLANNED_S3_ADDRESS if planned in net else str(next(iter(net.hosts()), net.network_address))
+    return PLANNED_S3_ADDRESS
+
+
 @rule(
     "tenant-data-egress",
     "Default-deny tenant namespaces still reach DNS and, on EKS, the Pod Identity agent, the VPC endpoints and S3.",
@@ -157,7 +182,8 @@ def tenant_data_egress(plan: PlanView, ctx: Context) -> Iterator[Finding]:
         probes: list[tuple[str, Endpoint, int, str]] = [("DNS (kube-dns, UDP 53)", DNS, 53, "UDP"), ("DNS (kube-dns, TCP 53)", DNS, 53, "TCP")]
         if eks:
             probes.append(("the EKS Pod Identity agent (169.254.170.23:80)", Endpoint(None, ip=POD_IDENTITY_AGENT[0]), POD_IDENTITY_AGENT[1], "TCP"))
-            probes.append((f"S3 ({S3_ADDRESS}:443 through the gateway endpoint)", Endpoint(None, ip=S3_ADDRESS), 443, "TCP"))
+            s3 = s3_address(manifests, ns)
+            probes.append((f"S3 ({s3}:443 through the gateway endpoint)", Endpoint(None, ip=s3), 443, "TCP"))
             if endpoint is not None:
                 probes.append((f"the STS and ECR interface endpoints in the VPC ({endpoint}:443)", Endpoint(None, ip=endpoint), 443, "TCP"))
         for what, dst, port, proto in probes:
