@@ -25,8 +25,8 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.versions import Lockfile, deep_merge, load_lockfile, parse_lockfile, raw_lockfile
 from gpu_platform_policies.model import RULES, THRESHOLD_DEFAULTS, Context, Finding, PlanView, Resource, Rule
+from gpu_platform_policies.view import UNKNOWN
 
-UNKNOWN = "<computed>"  # a value only known after apply (preview); rules treat it as an opaque string
 ENV_TAG = "gpu-platform:environment"
 
 

@@ -27,6 +27,13 @@ from gpu_platform.pools import (
 )
 from gpu_platform_policies.model import PlanView, Resource
 
+# A value only known after apply, as the CrossGuard wrapper hands it to rules during `pulumi preview`
+# (every such value alike): an identity the rules cannot compare, not a name or id to match.
+UNKNOWN = "<computed>"
+# Pulumi's auto-name for a resource the program does not name: the logical name, a dash, 7 random hex
+# digits (pulumi-terraform-bridge tfbridge.AutoName -> resource.NewUniqueHex(name + "-", 7, maxlen)).
+_AUTO_SUFFIX = r"-[0-9a-f]{7}"
+
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 NODE_PATCH = "kubernetes:core/v1:NodePatch"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -43,6 +50,18 @@ LABEL_SYSTEM = "gpu-platform.io/system"
 KUBERNETES_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 MIG_OFF = "all-disabled"
+
+
+def is_provider_name_of(value: Any, resource: Resource, planned: str) -> bool:
+    """Whether `value` is the name the provider gave `resource`.
+
+    That is its given `name` input, the offline engine's auto-name `planned` (engine.auto_name), or in a
+    real preview a Pulumi auto-name of its logical name.
+    """
+    if not isinstance(value, str) or value == UNKNOWN:
+        return False
+    given = resource.inputs.get("name")
+    return value in (given, planned, resource.name) or re.fullmatch(re.escape(resource.name) + _AUTO_SUFFIX, value) is not None
 
 
 def get(node: Any, *path: str, default: Any = None) -> Any:

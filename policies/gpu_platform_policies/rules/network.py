@@ -13,7 +13,7 @@ from gpu_platform.behaviour import eks_identity, rbac, vpc
 from gpu_platform.behaviour import security_groups as sg
 from gpu_platform.plan_ids import planned_id
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
-from gpu_platform_policies.view import EKS_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, kind_of, namespace_of, pools, tenant_namespaces
+from gpu_platform_policies.view import EKS_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, UNKNOWN, kind_of, namespace_of, pools, tenant_namespaces
 
 ROLE_BINDING = "RoleBinding"
 SUBNET = "aws:ec2/subnet:Subnet"
@@ -117,7 +117,8 @@ def deployer_rule_off_node_groups(plan: PlanView, ctx: Context) -> Iterator[Find
             for group in interface.groups:
                 carried.setdefault(group, lt.name)
     for rule_ in sg.rules_of(plan):
-        if rule_.direction != "ingress" or rule_.cidr is None or rule_.group_id not in carried:
+        # A group id unknown during a first preview identifies no group: every such value reads alike.
+        if rule_.direction != "ingress" or rule_.cidr is None or rule_.group_id == UNKNOWN or rule_.group_id not in carried:
             continue
         if rule_.all_traffic or (rule_.protocol == "6" and (rule_.from_port or 0) <= 443 <= (rule_.to_port or 65535)):
             yield Finding(

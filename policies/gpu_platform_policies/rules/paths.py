@@ -23,7 +23,7 @@ from gpu_platform.engine import auto_name
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER, PREFIX_LIST_ANNOTATION
 from gpu_platform.plan_ids import PLANNED_S3_ADDRESS
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
-from gpu_platform_policies.view import get, helm_releases, object_name, objects, tenant_namespaces, truthy
+from gpu_platform_policies.view import UNKNOWN, get, helm_releases, is_provider_name_of, object_name, objects, tenant_namespaces, truthy
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_ADDON = "aws:eks/addon:Addon"
@@ -42,13 +42,26 @@ CSI_ADDONS = (
 
 
 def _role_of(plan: PlanView, addon: Any, service_account: str) -> Any | None:
-    """The Role a Pod Identity association names: by ARN (`.../role/<name>` offline) or, if unknown, the add-on's sibling."""
+    """The Role a Pod Identity association names, by the role name at the end of its ARN.
+
+    That name is the offline engine's or a real auto-name (`.../role/[path/]<name>`); unknown (a first
+    preview), the add-on's sibling role.
+    """
     assoc = [a for a in get(addon.inputs, "podIdentityAssociations", default=[]) or [] if a.get("serviceAccount") == service_account]
     if not assoc:
         return None
     arn = str(assoc[0].get("roleArn") or "")
+    name = arn.rsplit("/", 1)[-1] if ":role/" in arn else None
     roles = plan.of_type(IAM_ROLE)
-    return next((r for r in roles if arn.endswith(f"role/{r.name}")), None) or next((r for r in roles if r.parent == addon.parent), None)
+    return next((r for r in roles if is_provider_name_of(name, r, r.name)), None) or next((r for r in roles if r.parent == addon.parent), None)
+
+
+def _attaches_to(attachment: Any, role: Any) -> bool:
+    """Whether a RolePolicyAttachment's `role` (the Role's name) is this role; unknown (first preview): the role's sibling."""
+    value = attachment.inputs.get("role")
+    if value == UNKNOWN:
+        return attachment.parent == role.parent
+    return is_provider_name_of(value, role, auto_name(IAM_ROLE, role.name))
 
 
 def _driver_lacks(plan: PlanView, addon: Any, has_agent: bool, service_account: str, policy_arn: str) -> str | None:
@@ -58,10 +71,7 @@ def _driver_lacks(plan: PlanView, addon: Any, has_agent: bool, service_account: 
     role = _role_of(plan, addon, service_account)
     if role is None:
         return f"no Pod Identity association gives {service_account} an IAM role"
-    attached = any(
-        a.inputs.get("policyArn") == policy_arn and a.inputs.get("role") in (auto_name(IAM_ROLE, role.name), role.name)
-        for a in plan.of_type(POLICY_ATTACHMENT)
-    )
+    attached = any(a.inputs.get("policyArn") == policy_arn and _attaches_to(a, role) for a in plan.of_type(POLICY_ATTACHMENT))
     return None if attached else f"its IAM role {role.name} lacks {policy_arn.rsplit('/', 1)[-1]}"
 
 

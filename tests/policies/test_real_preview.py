@@ -1,0 +1,110 @@
+"""The rules on a stack as a real `pulumi preview` hands it to the CrossGuard pack, not as the offline engine plans it.
+
+The offline engine gives every resource the id `<logical name>-id` (plan_ids.planned_id), every unnamed
+resource a hash-derived auto-name (engine.auto_name) and mock ARNs, so references between resources match
+by construction. A real preview does not:
+- `steady` (a stack already deployed): ids are AWS's (`sg-0…`, `subnet-0…`), ARNs carry the account, and
+  auto-names end in 7 random hex digits (pulumi-terraform-bridge tfbridge.AutoName);
+- `first` (nothing deployed yet): every id, ARN and auto-name is unknown, and the CrossGuard wrapper hands
+  each one to the rules as the same string (gpu_platform_policies.view.UNKNOWN).
+A compliant stack must stay free of mandatory violations under both; a rule that matched resources by the
+offline engine's names blocked every real pull request (volume-claims-bind, deployer-rule-off-node-groups).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import pytest
+
+from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP
+from gpu_platform_policies import Resource, evaluate
+from gpu_platform_policies.view import UNKNOWN
+from tests.conftest import spec_for
+from tests.policies.builders import at, drop
+from tests.policies.cases import context, resources
+
+ID_PREFIX = {
+    "aws:ec2/subnet:Subnet": "subnet-",
+    "aws:ec2/securityGroup:SecurityGroup": "sg-",
+    "aws:ec2/routeTable:RouteTable": "rtb-",
+    "aws:ec2/natGateway:NatGateway": "nat-",
+    "aws:ec2/vpc:Vpc": "vpc-",
+    "aws:ec2/internetGateway:InternetGateway": "igw-",
+    "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce-",
+    "aws:ec2/launchTemplate:LaunchTemplate": "lt-",
+}
+
+
+def _hex(text: str, n: int) -> str:
+    return hashlib.sha256(f"real:{text}".encode()).hexdigest()[:n]
+
+
+def as_previewed(plan: list[Resource], mode: str) -> list[Resource]:
+    """The plan's resources with the values a real preview shows for ids, ARNs and auto-names."""
+    ids = {f"{r.name}-id": UNKNOWN if mode == "first" else ID_PREFIX.get(r.type, "id-") + "0" + _hex(r.name, 16) for r in plan}
+    logical = {r.name for r in plan}
+
+    def real(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: real(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [real(v) for v in value]
+        if not isinstance(value, str):
+            return value
+        if value in ids:
+            return ids[value]
+        if value == CLUSTER_SECURITY_GROUP:
+            return UNKNOWN if mode == "first" else "sg-0" + _hex("cluster", 16)
+        arn = re.fullmatch(r"arn:aws:mock:::(\w+)/(.+)", value)
+        if arn:
+            return UNKNOWN if mode == "first" else f"arn:aws:iam::123456789012:{arn[1]}/{arn[2]}-{_hex(value, 7)}"
+        auto = re.fullmatch(r"(.+)-[0-9a-f]{7}", value)
+        if auto and auto[1] in logical:
+            return UNKNOWN if mode == "first" else f"{auto[1]}-{_hex(value, 7)}"
+        return value
+
+    return [Resource(r.type, r.name, r.parent, real(dict(r.inputs)), None) for r in plan]
+
+
+def mandatory(plan: list[Resource], stack: str) -> list[str]:
+    """Mandatory violations at the stack's own enforcement levels (`policy.enforcement`), as `check` reports them."""
+    levels = spec_for(stack).policy.enforcement
+    found = evaluate(plan, context(stack), levels, repository=False)
+    return [f"{v.policy} {v.resource}: {v.message}" for v in found if v.level == "mandatory"]
+
+
+@pytest.mark.parametrize("mode", ["steady", "first"])
+@pytest.mark.parametrize("stack", ["prod", "staging"])
+def test_a_compliant_stack_passes_as_a_real_preview_shows_it(stack: str, mode: str) -> None:
+    offline = resources(stack)
+    assert mandatory(offline, stack) == []
+    assert mandatory(as_previewed(offline, mode), stack) == []
+
+
+def test_the_transformation_leaves_no_offline_identity() -> None:
+    """So the test above cannot pass on names only the offline engine produces."""
+    text = repr([r.inputs for r in as_previewed(resources("prod"), "steady")])
+    assert "arn:aws:mock" not in text and CLUSTER_SECURITY_GROUP not in text
+    assert not re.search(r"'[a-z0-9-]+-id'", text), "an offline id survived"
+
+
+@pytest.mark.parametrize(
+    ("case", "edit", "says"),
+    [
+        ("ebs-policy-missing", drop("ebs-csi-policy-ebs"), "its IAM role ebs-csi-role lacks AmazonEBSCSIDriverPolicy"),
+        ("fsx-policy-missing", drop("fsx-lustre-policy-fsx"), "its IAM role fsx-lustre-role lacks AmazonFSxFullAccess"),
+        (
+            "ebs-policy-on-another-role",
+            at("ebs-csi-policy-ebs", {"role": "cluster-node-role-0a1b2c3"}),
+            "its IAM role ebs-csi-role lacks AmazonEBSCSIDriverPolicy",
+        ),
+    ],
+)
+def test_a_missing_driver_policy_still_fires_on_a_real_preview(case: str, edit: Any, says: str) -> None:
+    """Matching real auto-names must not match everything: the violation survives the steady preview."""
+    plan = as_previewed(edit(resources("prod")), "steady")
+    found = mandatory(plan, "prod")
+    assert any("volume-claims-bind" in f and says in f for f in found), f"{case}: {found}"
