@@ -72,6 +72,16 @@ NETWORK_CASES: list[Case] = [
         on=LLM_BINDING,
         says="carried by no access entry",
     ),
+    # Only STANDARD entries carry Kubernetes groups (EKS API CreateAccessEntry): a node-type entry listing them gives nobody the group.
+    fires(
+        "tenant-groups-have-principals",
+        "entry-of-a-node-type",
+        at(LLM_ENTRY, {"type": "EC2_LINUX"}),
+        on=LLM_BINDING,
+        says="carried by no access entry",
+    ),
+    # A first preview does not know a principal the stack creates: its entry still carries the group (and no error).
+    silent("tenant-groups-have-principals", "principal-unknown-in-preview", at(LLM_ENTRY, {"principalArn": "<computed>"})),
     *compliant("training-s3-not-nat-only", "prod"),
     silent("training-s3-not-nat-only", "dev-has-no-training-pool", stack="dev"),
     fires(

@@ -87,6 +87,21 @@ PATH_CASES: list[Case] = [
         says="pods in serving cannot reach S3 (52.216.8.10:443 through the gateway endpoint)",
     ),
     # The probe follows the prefix list the policy names (a real preview's region): a list elsewhere is judged there.
+    # allow-s3 naming what cannot be S3's prefix list: the probe would pass by construction, so the ranges are judged.
+    fires(
+        "tenant-data-egress",
+        "s3-policy-names-a-private-range",
+        at(SERVING_S3, {"spec.egress": [{"to": [{"ipBlock": {"cidr": "192.0.2.0/24"}}], "ports": [{"protocol": "TCP", "port": 443}]}]}),
+        on=SERVING_NS,
+        says="allow-s3 in serving names 192.0.2.0/24, which is not a public range",
+    ),
+    fires(
+        "tenant-data-egress",
+        "s3-policy-names-everything",
+        at(SERVING_S3, {"spec.egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}]}),
+        on=SERVING_NS,
+        says="allow-s3 in serving names 0.0.0.0/0, which is every address",
+    ),
     silent(
         "tenant-data-egress",
         "s3-prefix-list-of-the-preview",

@@ -46,13 +46,20 @@ def entries(plan: Iterable[Any]) -> list[Entry]:
 
 
 def authenticate_role(role_arn: str, session: str, plan_entries: Iterable[Entry]) -> UserInfo | None:
-    """The Kubernetes user a session of this IAM role becomes, or None when no access entry names the role."""
+    """The Kubernetes user a session of this IAM role becomes, or None when no access entry names the role.
+
+    None too for what is not an IAM role ARN (`arn:aws:iam::<account>:role/[path/]<name>`), such as a value
+    a first preview does not know yet.
+    """
     entry = next((e for e in plan_entries if e.principal_arn == role_arn), None)
-    if entry is None:
-        return None
     parts = role_arn.split(":", 5)
+    if entry is None or len(parts) != 6 or not parts[5].startswith("role/"):
+        return None
     account, role_name = parts[4], parts[5].rsplit("/", 1)[-1]
-    return UserInfo(f"arn:aws:sts::{account}:assumed-role/{role_name}/{session}", (*entry.groups, AUTHENTICATED))
+    # Only STANDARD entries carry `kubernetesGroups` (EKS API CreateAccessEntry: the other types, EC2_LINUX,
+    # EC2_WINDOWS, FARGATE_LINUX, HYBRID_LINUX, authenticate nodes with groups EKS sets itself).
+    groups = entry.groups if entry.type == "STANDARD" else ()
+    return UserInfo(f"arn:aws:sts::{account}:assumed-role/{role_name}/{session}", (*groups, AUTHENTICATED))
 
 
 def pod_role(plan: Iterable[Any], cluster_name: str, namespace: str, service_account: str) -> Mapping[str, Any] | None:

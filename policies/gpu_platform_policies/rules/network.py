@@ -57,14 +57,17 @@ def tenant_groups_have_principals(plan: PlanView, ctx: Context) -> Iterator[Find
     """With `authenticationMode: API` a group no access entry carries matches no authenticated user (RBAC appliesToUser)."""
     if not plan.of_type(EKS_CLUSTER):
         return
-    users = [eks_identity.authenticate_role(e.principal_arn, "check", [e]) for e in eks_identity.entries(plan)]
+    entries = eks_identity.entries(plan)
+    users = [eks_identity.authenticate_role(e.principal_arn, "check", [e]) for e in entries]
+    # A principal the stack creates is unknown during a first preview: its STANDARD entry still carries the groups.
+    pending = {g for e in entries if e.principal_arn == UNKNOWN and e.type == "STANDARD" for g in e.groups}
     tenants = tenant_namespaces(plan)
     for r in plan:
         if kind_of(r) != ROLE_BINDING or namespace_of(r) not in tenants:
             continue
         ns = namespace_of(r) or ""
         for subject in r.inputs.get("subjects") or []:
-            if subject.get("kind") != "Group":
+            if subject.get("kind") != "Group" or subject.get("name") in pending:
                 continue
             if not any(u is not None and rbac.applies_to_user(u, subject, ns) for u in users):
                 yield Finding(

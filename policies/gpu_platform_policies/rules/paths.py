@@ -147,13 +147,13 @@ def _vpc_endpoint_address(plan: PlanView) -> str | None:
     return str(net.network_address + 10)
 
 
-def s3_address(manifests: list[dict[str, Any]], namespace: str) -> str:
-    """Where a pod's packets to S3 go: an address of S3's prefix list, as the namespace's platform policy names it.
+def s3_ranges(manifests: list[dict[str, Any]], namespace: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """The CIDRs the namespace's platform `allow-s3` names (annotated with S3's prefix list); empty without one.
 
-    The program names the list's CIDRs on `allow-s3` (annotated with the list, gpu_platform.k8s.tenant_network)
-    from its live read, so in a real preview they are the region's; every address of the list is routed
-    through the gateway endpoint alike. Without such a policy: plan_ids.PLANNED_S3_ADDRESS (the offline plan's list).
+    The program fills them from its live read of the list (gpu_platform.k8s.tenant_network), so in a real
+    preview they are the region's S3 ranges.
     """
+    out = []
     for m in manifests:
         meta = m.get("metadata") or {}
         owned = (meta.get("labels") or {}).get(LABEL_OWNER) == PLATFORM_OWNER
@@ -163,13 +163,32 @@ def s3_address(manifests: list[dict[str, Any]], namespace: str) -> str:
             continue
         for egress in get(m, "spec", "egress", default=[]) or []:
             for peer in egress.get("to") or []:
-                cidr = get(peer, "ipBlock", "cidr")
                 try:
-                    net = ipaddress.ip_network(str(cidr), strict=False)
+                    out.append(ipaddress.ip_network(str(get(peer, "ipBlock", "cidr")), strict=False))
                 except ValueError:
                     continue  # not a CIDR (or none): the API server would refuse the policy
-                planned = ipaddress.ip_address(PLANNED_S3_ADDRESS)
-                return PLANNED_S3_ADDRESS if planned in net else str(next(iter(net.hosts()), net.network_address))
+    return out
+
+
+def not_s3(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str | None:
+    """Why a range cannot be one of S3's prefix list: S3's addresses are public, and the list never holds every address."""
+    if net.prefixlen == 0:
+        return "every address (the internet through NAT, not S3's prefix list)"
+    if not net.is_global:
+        return "not a public range (S3's addresses are public)"
+    return None
+
+
+def s3_address(ranges: list[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> str:
+    """Where a pod's packets to S3 go: an address of the S3 ranges `allow-s3` names.
+
+    Every address of S3's list is routed through the gateway endpoint alike; without such a range,
+    plan_ids.PLANNED_S3_ADDRESS (the offline plan's list).
+    """
+    planned = ipaddress.ip_address(PLANNED_S3_ADDRESS)
+    for net in ranges:
+        if not_s3(net) is None:
+            return PLANNED_S3_ADDRESS if planned in net else str(next(iter(net.hosts()), net.network_address))
     return PLANNED_S3_ADDRESS
 
 
@@ -192,7 +211,12 @@ def tenant_data_egress(plan: PlanView, ctx: Context) -> Iterator[Finding]:
         probes: list[tuple[str, Endpoint, int, str]] = [("DNS (kube-dns, UDP 53)", DNS, 53, "UDP"), ("DNS (kube-dns, TCP 53)", DNS, 53, "TCP")]
         if eks:
             probes.append(("the EKS Pod Identity agent (169.254.170.23:80)", Endpoint(None, ip=POD_IDENTITY_AGENT[0]), POD_IDENTITY_AGENT[1], "TCP"))
-            s3 = s3_address(manifests, ns)
+            ranges = s3_ranges(manifests, ns)
+            for net in ranges:
+                why = not_s3(net)
+                if why is not None:
+                    yield Finding(res_name, f"allow-s3 in {ns} names {net}, which is {why}; it must name the CIDRs of S3's prefix list")
+            s3 = s3_address(ranges)
             probes.append((f"S3 ({s3}:443 through the gateway endpoint)", Endpoint(None, ip=s3), 443, "TCP"))
             if endpoint is not None:
                 probes.append((f"the STS and ECR interface endpoints in the VPC ({endpoint}:443)", Endpoint(None, ip=endpoint), 443, "TCP"))
