@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpu_platform.catalog import Catalog
+from gpu_platform.engine import auto_name
 from gpu_platform.pools import (
     ANNOTATION_TAINTS,
     GPU_RESOURCE,
@@ -52,16 +53,16 @@ TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER
 MIG_OFF = "all-disabled"
 
 
-def is_provider_name_of(value: Any, resource: Resource, planned: str) -> bool:
+def is_provider_name_of(value: Any, resource: Resource) -> bool:
     """Whether `value` is the name the provider gave `resource`.
 
-    That is its given `name` input, the offline engine's auto-name `planned` (engine.auto_name), or in a
-    real preview a Pulumi auto-name of its logical name.
+    That is its given `name` input, its logical name (the offline engine's ARNs end in it), the offline
+    engine's auto-name (engine.auto_name), or in a real preview a Pulumi auto-name of its logical name.
     """
     if not isinstance(value, str) or value == UNKNOWN:
         return False
-    given = resource.inputs.get("name")
-    return value in (given, planned, resource.name) or re.fullmatch(re.escape(resource.name) + _AUTO_SUFFIX, value) is not None
+    known = (resource.inputs.get("name"), resource.name, auto_name(resource.type, resource.name))
+    return value in known or re.fullmatch(re.escape(resource.name) + _AUTO_SUFFIX, value) is not None
 
 
 def get(node: Any, *path: str, default: Any = None) -> Any:

@@ -5,7 +5,7 @@ Kept apart from cases.py so these cases read together; cases.py appends them to 
 
 from __future__ import annotations
 
-from tests.policies.builders import DROP, Case, at, compliant, drop, fires, silent
+from tests.policies.builders import DROP, Case, Edit, at, compliant, drop, fires, silent
 
 KPS = "monitoring-release"
 SERVING_NS = "tenant-serving-namespace"
@@ -14,6 +14,12 @@ SERVING_S3 = "tenant-serving-netpol-allow-s3"
 AGENT_ONLY = [{"to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}], "ports": [{"port": 80}]}]
 FSX_CLASS = "fsx-lustre-storageclass-fsx-lustre"
 PROM_CLAIM = "values.prometheus.prometheusSpec.storageSpec.volumeClaimTemplate.spec"
+
+
+def s3_policy_names(cidr: str) -> Edit:
+    """serving's `allow-s3` with TCP 443 to `cidr` in place of the prefix list's CIDRs."""
+    return at(SERVING_S3, {"spec.egress": [{"to": [{"ipBlock": {"cidr": cidr}}], "ports": [{"protocol": "TCP", "port": 443}]}]})
+
 
 PATH_CASES: list[Case] = [
     *compliant("volume-claims-bind", "prod", "onprem"),
@@ -86,27 +92,23 @@ PATH_CASES: list[Case] = [
         on=SERVING_NS,
         says="pods in serving cannot reach S3 (52.216.8.10:443 through the gateway endpoint)",
     ),
-    # The probe follows the prefix list the policy names (a real preview's region): a list elsewhere is judged there.
     # allow-s3 naming what cannot be S3's prefix list: the probe would pass by construction, so the ranges are judged.
     fires(
         "tenant-data-egress",
         "s3-policy-names-a-private-range",
-        at(SERVING_S3, {"spec.egress": [{"to": [{"ipBlock": {"cidr": "192.0.2.0/24"}}], "ports": [{"protocol": "TCP", "port": 443}]}]}),
+        s3_policy_names("192.0.2.0/24"),
         on=SERVING_NS,
         says="allow-s3 in serving names 192.0.2.0/24, which is not a public range",
     ),
     fires(
         "tenant-data-egress",
         "s3-policy-names-everything",
-        at(SERVING_S3, {"spec.egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}]}),
+        s3_policy_names("0.0.0.0/0"),
         on=SERVING_NS,
         says="allow-s3 in serving names 0.0.0.0/0, which is every address",
     ),
-    silent(
-        "tenant-data-egress",
-        "s3-prefix-list-of-the-preview",
-        at(SERVING_S3, {"spec.egress": [{"to": [{"ipBlock": {"cidr": "3.5.0.0/19"}}], "ports": [{"protocol": "TCP", "port": 443}]}]}),
-    ),
+    # The probe follows the prefix list the policy names (a real preview's region): a list elsewhere is judged there.
+    silent("tenant-data-egress", "s3-prefix-list-of-the-preview", s3_policy_names("3.5.0.0/19")),
     fires(
         "tenant-data-egress",
         "no-dns",

@@ -19,7 +19,6 @@ from gpu_platform.aws.storage import ADDON as EBS_ADDON
 from gpu_platform.aws.storage import POD_IDENTITY_AGENT_ADDON, POLICY_ARN, PROVISIONER, SERVICE_ACCOUNT
 from gpu_platform.behaviour.networkpolicy import Endpoint, connection, selecting
 from gpu_platform.behaviour.storage import FSX_PROVISIONER, claim_binds
-from gpu_platform.engine import auto_name
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER, PREFIX_LIST_ANNOTATION
 from gpu_platform.plan_ids import PLANNED_S3_ADDRESS
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
@@ -53,7 +52,7 @@ def _role_of(plan: PlanView, addon: Any, service_account: str) -> Any | None:
     arn = str(assoc[0].get("roleArn") or "")
     name = arn.rsplit("/", 1)[-1] if ":role/" in arn else None
     roles = plan.of_type(IAM_ROLE)
-    return next((r for r in roles if is_provider_name_of(name, r, r.name)), None) or next((r for r in roles if r.parent == addon.parent), None)
+    return next((r for r in roles if is_provider_name_of(name, r)), None) or next((r for r in roles if r.parent == addon.parent), None)
 
 
 def _attaches_to(attachment: Any, role: Any) -> bool:
@@ -61,7 +60,7 @@ def _attaches_to(attachment: Any, role: Any) -> bool:
     value = attachment.inputs.get("role")
     if value == UNKNOWN:
         return attachment.parent == role.parent
-    return is_provider_name_of(value, role, auto_name(IAM_ROLE, role.name))
+    return is_provider_name_of(value, role)
 
 
 def _driver_lacks(plan: PlanView, addon: Any, has_agent: bool, service_account: str, policy_arn: str) -> str | None:
