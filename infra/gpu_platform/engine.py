@@ -18,6 +18,7 @@ import pulumi
 from pulumi.output import Unknown
 from pulumi.runtime import mocks, settings
 
+from gpu_platform.behaviour.wiring import urn_ref
 from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, PLANNED_S3_PREFIX_LIST, planned_arn, planned_id
 from gpu_platform.program import build, main
 from gpu_platform.provenance import recorded
@@ -39,6 +40,8 @@ class PlannedResource:
     """Logical names of the resources this one waits for (`dependsOn`), as the engine receives them."""
     source: str | None = None
     """The stack key the program built this resource from (gpu_platform.provenance), e.g. `gpu-platform:nodePools[2]`."""
+    refs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Input name -> the resources (behaviour.wiring.ref_key) whose outputs it was built from: the request's propertyDependencies."""
 
     def to_json(self) -> dict[str, Any]:
         """The contract's JSON shape."""
@@ -226,7 +229,9 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
                 ignored = tuple(request.ignoreChanges)
                 deps = tuple(sorted({urn.split("::")[-1] for urn in request.dependencies}))
                 source = recorded(request.type, request.name)
-                planned = PlannedResource(request.type, request.name, parent, inputs, ignore_changes=ignored, depends_on=deps, source=source)
+                # The same map `pulumi preview` stores in state and hands a stack policy (PolicyResource.property_dependencies).
+                refs = {k: tuple(sorted({urn_ref(u) for u in v.urns})) for k, v in request.propertyDependencies.items() if v.urns}
+                planned = PlannedResource(request.type, request.name, parent, inputs, ignored, deps, source, refs)
                 plan.resources.append(planned)
             return response
 

@@ -21,11 +21,11 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from gpu_platform.behaviour.wiring import UNKNOWN, refs_of
 from gpu_platform.catalog import load_catalog
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.versions import Lockfile, deep_merge, load_lockfile, parse_lockfile, raw_lockfile
 from gpu_platform_policies.model import RULES, THRESHOLD_DEFAULTS, Context, Finding, PlanView, Resource, Rule
-from gpu_platform_policies.view import UNKNOWN
 
 ENV_TAG = "gpu-platform:environment"
 
@@ -55,9 +55,11 @@ def _name_from_urn(urn: str | None) -> str | None:
     return urn.rsplit("::", 1)[-1] if urn else None
 
 
-def resource_view(resource_type: str, name: str, props: Mapping[str, Any], parent: str | None = None) -> Resource:
-    """The plain view of one CrossGuard resource."""
-    return Resource(resource_type, name, parent, plain(props))
+def resource_view(
+    resource_type: str, name: str, props: Mapping[str, Any], parent: str | None = None, refs: Mapping[str, tuple[str, ...]] | None = None
+) -> Resource:
+    """The plain view of one CrossGuard resource (with its property dependencies, where the engine hands them over)."""
+    return Resource(resource_type, name, parent, plain(props), None, dict(refs or {}))
 
 
 def versions_override(stack_lock: Lockfile, lock: Lockfile) -> dict[str, Any]:
@@ -139,7 +141,10 @@ def _resource_policy(rule: Rule) -> ResourceValidationPolicy:
 
 def _stack_policy(rule: Rule) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-        resources = [resource_view(r.resource_type, r.name, r.props, r.parent.name if r.parent is not None else None) for r in args.resources]
+        resources = [
+            resource_view(r.resource_type, r.name, r.props, r.parent.name if r.parent is not None else None, refs_of(r.property_dependencies))
+            for r in args.resources
+        ]
         urns = {r.name: r.urn for r in args.resources}
         ctx = context(args.get_config(), resources)
         for finding in rule.check(PlanView(resources), ctx):

@@ -49,6 +49,8 @@ class Resource:
     inputs: Mapping[str, Any]
     source: str | None = None
     """The stack key the program built it from (`gpu-platform:nodePools[2]`); None under CrossGuard, which sees no stack file."""
+    refs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Input name -> the resources its value was built from (Pulumi's property dependencies; behaviour.wiring)."""
 
 
 @dataclass(frozen=True)

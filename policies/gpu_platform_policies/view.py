@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_platform.behaviour.wiring import UNKNOWN
 from gpu_platform.catalog import Catalog
 from gpu_platform.engine import auto_name
 from gpu_platform.pools import (
@@ -28,9 +29,6 @@ from gpu_platform.pools import (
 )
 from gpu_platform_policies.model import PlanView, Resource
 
-# A value only known after apply, as the CrossGuard wrapper hands it to rules during `pulumi preview`
-# (every such value alike): an identity the rules cannot compare, not a name or id to match.
-UNKNOWN = "<computed>"
 # Pulumi's auto-name for a resource the program does not name: the logical name, a dash, 7 random hex
 # digits (pulumi-terraform-bridge tfbridge.AutoName -> resource.NewUniqueHex(name + "-", 7, maxlen)).
 _AUTO_SUFFIX = r"-[0-9a-f]{7}"

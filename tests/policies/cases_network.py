@@ -5,24 +5,39 @@ Kept apart from cases.py so they read together; cases.py appends them to CASES.
 
 from __future__ import annotations
 
+from gpu_platform.behaviour.wiring import ref_key
 from gpu_platform_policies import Resource
-from tests.policies.builders import SG_INGRESS, Case, add, at, compliant, drop, fires, silent
+from tests.policies.builders import SG_INGRESS, Case, Edit, add, at, compliant, drop, fires, silent
 
 RESERVED_LT = "pool-train-h100-reserved-lt"
 RESERVED_NG = "pool-train-h100-reserved-ng"
 LLM_BINDING = "tenant-llm-training-rolebinding-llm-training-engineers"
 LLM_ENTRY = "access-123456789012-awsreservedsso-llmtraining-8a41d2c7e9b05f13"
 CLUSTER_SG = "sg-0mock0cluster"  # the EKS-created cluster group every node interface carries (engine mock)
+CLUSTER = ref_key("aws:eks/cluster:Cluster", "cluster-eks")  # the resource that group is read from
+ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
 
 
-def deployer_rule(group: str) -> Resource:
-    """A TCP 443 ingress rule from a deployer CIDR on `group`."""
+def deployer_rule(group: str, *built_from: str) -> Resource:
+    """A TCP 443 ingress rule from a deployer CIDR on `group` (an id built from `built_from`, as Pulumi records it)."""
     return Resource(
         SG_INGRESS,
         "deployer-443",
         "cluster",
         {"securityGroupId": group, "cidrIpv4": "10.200.0.0/16", "ipProtocol": "tcp", "fromPort": 443, "toPort": 443},
+        refs={"securityGroupId": built_from} if built_from else {},
     )
+
+
+def built_from(name: str, key: str, *refs: str) -> Edit:
+    """The resource's input `key` now built from `refs` (what a program that changed the input registers)."""
+
+    def edit(res: list[Resource]) -> list[Resource]:
+        r = next(r for r in res if r.name == name)
+        r.refs[key] = tuple(refs)  # type: ignore[index]
+        return res
+
+    return edit
 
 
 def efa_interfaces_only_cluster_group(res: list[Resource]) -> list[Resource]:
@@ -30,7 +45,21 @@ def efa_interfaces_only_cluster_group(res: list[Resource]) -> list[Resource]:
     lt = next(r for r in res if r.name == RESERVED_LT)
     for ni in lt.inputs["networkInterfaces"]:
         ni["securityGroups"] = [CLUSTER_SG]
-    return res
+    return built_from(RESERVED_LT, "networkInterfaces", CLUSTER)(res)
+
+
+def efa_self_rules_split(res: list[Resource]) -> list[Resource]:
+    """The egress self-rule moved to a second group the interfaces also carry: reachable, yet no one group holds both rules."""
+    second = Resource("aws:ec2/securityGroup:SecurityGroup", "efa-sg-2", "cluster", {"vpcId": "network-vpc-id"})
+    group = ref_key(second.type, second.name)
+    egress = next(r for r in res if r.name == "efa-self-egress")
+    egress.inputs.update(securityGroupId="efa-sg-2-id", referencedSecurityGroupId="efa-sg-2-id")
+    egress.refs.update(securityGroupId=(group,), referencedSecurityGroupId=(group,))  # type: ignore[attr-defined]
+    lt = next(r for r in res if r.name == RESERVED_LT)
+    for ni in lt.inputs["networkInterfaces"]:
+        ni["securityGroups"] = [*ni["securityGroups"], "efa-sg-2-id"]
+    lt.refs["networkInterfaces"] = (*lt.refs["networkInterfaces"], group)  # type: ignore[index]
+    return [*res, second]
 
 
 NETWORK_CASES: list[Case] = [
@@ -40,7 +69,7 @@ NETWORK_CASES: list[Case] = [
         "interfaces-carry-only-cluster-group",
         efa_interfaces_only_cluster_group,
         on=RESERVED_LT,
-        says="EFA interface card0-dev1-efa-only carries ['sg-0mock0cluster'], none with all-traffic ingress and egress rules",
+        says="EFA interface card0-dev1-efa-only carries [cluster-eks's cluster security group], none with all-traffic ingress and egress rules",
     ),
     fires(
         "efa-group-self-rules",
@@ -55,6 +84,13 @@ NETWORK_CASES: list[Case] = [
         at("efa-self-ingress", {"ipProtocol": "tcp", "fromPort": 0, "toPort": 65535}),
         on=RESERVED_LT,
         says="(ingress: no ingress rule of node-b/card0-dev1-efa-only's groups",
+    ),
+    fires(
+        "efa-group-self-rules",
+        "self-rules-on-two-groups",
+        efa_self_rules_split,
+        on=RESERVED_LT,
+        says="(its ingress and egress self-rules sit on different groups)",
     ),
     *compliant("tenant-groups-have-principals", "prod"),
     silent("tenant-groups-have-principals", "onprem-cluster-maps-its-own", stack="onprem"),
@@ -89,12 +125,13 @@ NETWORK_CASES: list[Case] = [
         "no-gateway-endpoint",
         drop("endpoints-s3"),
         on=RESERVED_NG,
-        says="leaves through network-nat-us-east-1a-id: no S3 gateway endpoint on that route table",
+        says="leaves through network-nat-us-east-1a: no S3 gateway endpoint on that route table",
     ),
     fires(
         "training-s3-not-nat-only",
         "endpoint-misses-the-training-zone",
         at("endpoints-s3", {"routeTableIds": ["network-private-us-east-1b-id", "network-private-us-east-1c-id"]}),
+        built_from("endpoints-s3", "routeTableIds", *(ref_key(ROUTE_TABLE, f"network-private-us-east-1{z}") for z in "bc")),
         on=RESERVED_NG,
         says="route table network-private-us-east-1a",
     ),
@@ -103,8 +140,8 @@ NETWORK_CASES: list[Case] = [
     fires(
         "deployer-rule-off-node-groups",
         "on-cluster-group",
-        add(deployer_rule(CLUSTER_SG)),
+        add(deployer_rule(CLUSTER_SG, CLUSTER)),
         on="deployer-443",
-        says="TCP 443 from 10.200.0.0/16 is opened on sg-0mock0cluster, which pool-batch-l40s-ondemand-lt's node interfaces carry",
+        says="opened on cluster-eks's cluster security group, which pool-batch-l40s-ondemand-lt's node interfaces carry",
     ),
 ]

@@ -23,6 +23,7 @@ from pulumi_policy import (
 from pulumi_policy.proxy import unknown_checking_proxy
 
 import gpu_platform_policies.crossguard as crossguard
+from gpu_platform.behaviour.wiring import ref_key
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies import RULES, Resource
 from gpu_platform_policies.crossguard import build_policies, pack_config, plain, versions_override
@@ -62,9 +63,13 @@ def crossguard_findings(case: Case, res: list[Resource]) -> set[tuple[str, str]]
             urn = URN.format(stack=case.stack, type=r.type, name=r.name)
             by_key[(r.type, r.name)] = PolicyResource(r.type, unknown_checking_proxy(r.inputs), urn, r.name, _opts(None), None, None, [], {})
         by_name = {name: pr for (_, name), pr in by_key.items()}
+        by_ref = {ref_key(t, name): pr for (t, name), pr in by_key.items()}
         for r in res:
             if r.parent in by_name:
                 by_key[(r.type, r.name)].parent = by_name[r.parent]
+            # What the engine hands a stack policy: each input's dependencies as the resources themselves
+            # (pulumi_policy _PolicyAnalyzerServicer.AnalyzeStack drops a URN that is not in the stack).
+            by_key[(r.type, r.name)].property_dependencies = {k: [by_ref[d] for d in deps if d in by_ref] for k, deps in r.refs.items()}
         names = {pr.urn: name for (_, name), pr in by_key.items()}
 
         def report(message: str, urn: str | None = None) -> None:

@@ -7,8 +7,11 @@ by construction. A real preview does not:
   auto-names end in 7 random hex digits (pulumi-terraform-bridge tfbridge.AutoName);
 - `first` (nothing deployed yet): every id, ARN and auto-name is unknown, and the CrossGuard wrapper hands
   each one to the rules as the same string (gpu_platform_policies.view.UNKNOWN).
-A compliant stack must stay free of mandatory violations under both; a rule that matched resources by the
-offline engine's names blocked every real pull request (volume-claims-bind, deployer-rule-off-node-groups).
+What both do carry is each input's property dependencies (the resources it was built from), which the
+rules follow (behaviour.wiring). A compliant stack must stay free of mandatory violations under both; a rule
+that matched resources by the offline engine's names blocked every real pull request (volume-claims-bind,
+deployer-rule-off-node-groups), and one that joined by the offline ids never fired on a real preview
+(training-s3-not-nat-only) or missed its violation on a first one (efa-group-self-rules).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from gpu_platform_policies import Resource, evaluate
 from gpu_platform_policies.view import UNKNOWN
 from tests.conftest import spec_for
 from tests.policies.builders import at, drop
-from tests.policies.cases import context, resources
+from tests.policies.cases import CASES, context, resources
 
 ID_PREFIX = {
     "aws:ec2/subnet:Subnet": "subnet-",
@@ -66,7 +69,8 @@ def as_previewed(plan: list[Resource], mode: str) -> list[Resource]:
             return UNKNOWN if mode == "first" else f"{auto[1]}-{_hex(value, 7)}"
         return value
 
-    return [Resource(r.type, r.name, r.parent, real(dict(r.inputs)), None) for r in plan]
+    # Property dependencies are what a real preview does carry (the engine's state, PolicyResource.property_dependencies).
+    return [Resource(r.type, r.name, r.parent, real(dict(r.inputs)), None, dict(r.refs)) for r in plan]
 
 
 def mandatory(plan: list[Resource], stack: str) -> list[str]:
@@ -108,3 +112,25 @@ def test_a_missing_driver_policy_still_fires_on_a_real_preview(case: str, edit: 
     plan = as_previewed(edit(resources("prod")), "steady")
     found = mandatory(plan, "prod")
     assert any("volume-claims-bind" in f and says in f for f in found), f"{case}: {found}"
+
+
+# Every violating case of the rules that follow references between AWS resources.
+JOINING = ("efa-group-self-rules", "training-s3-not-nat-only", "deployer-rule-off-node-groups")
+JOIN_CASES = [c for c in CASES if c.rule in JOINING and c.fires_on is not None]
+
+
+@pytest.mark.parametrize("mode", ["steady", "first"])
+@pytest.mark.parametrize("case", JOIN_CASES, ids=[f"{c.rule}:{c.id}" for c in JOIN_CASES])
+def test_a_broken_path_still_fires_on_a_real_preview(case: Any, mode: str) -> None:
+    """The broken wiring (no S3 endpoint on the training subnet's table, EFA interfaces without a self-referencing group,
+    the deployers' rule on the nodes' group) is found when ids are AWS's and when none is known yet."""
+    plan = resources(case.stack)
+    for edit in case.edits:
+        plan = edit(plan)
+    found = [v for v in evaluate(as_previewed(plan, mode), context(case.stack), repository=False) if v.policy == case.rule]
+    assert any(v.resource == case.fires_on for v in found), f"{case.rule}:{case.id} ({mode}): {found}"
+
+
+def test_the_joining_rules_have_violating_cases() -> None:
+    """So the test above cannot pass by having nothing to run."""
+    assert {c.rule for c in JOIN_CASES} == set(JOINING)

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gpu_platform.behaviour.wiring import UNKNOWN, Ids, label
+
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 LEGACY_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
@@ -91,8 +93,18 @@ def _port(value: Any) -> int | None:
     return None if value is None else int(float(value))
 
 
-def rules_of(plan: Iterable[PlannedLike]) -> list[Rule]:
-    """Every security-group rule of the plan: standalone ingress/egress rule resources and legacy SecurityGroupRules."""
+def rules_of(plan: Iterable[PlannedLike], ids: Ids | None = None) -> list[Rule]:
+    """Every security-group rule of the plan: standalone ingress/egress rule resources and legacy SecurityGroupRules.
+
+    Groups are the ids the inputs hold, or with `ids` (behaviour.wiring) the groups those inputs name.
+    """
+
+    def group(r: PlannedLike, key: str) -> str | None:
+        if ids is None:
+            value = r.inputs.get(key)
+            return None if value is None else str(value)
+        return ids.target(r, key) or (UNKNOWN if r.inputs.get(key) is not None else None)
+
     out: list[Rule] = []
     for r in plan:
         i = r.inputs
@@ -100,31 +112,22 @@ def rules_of(plan: Iterable[PlannedLike]) -> list[Rule]:
             out.append(
                 Rule(
                     r.name,
-                    str(i.get("securityGroupId")),
+                    str(group(r, "securityGroupId")),
                     "ingress" if r.type == INGRESS_RULE else "egress",
                     _protocol(i.get("ipProtocol")),
                     _port(i.get("fromPort")),
                     _port(i.get("toPort")),
                     cidr=i.get("cidrIpv4"),
-                    peer_group=i.get("referencedSecurityGroupId"),
+                    peer_group=group(r, "referencedSecurityGroupId"),
                 )
             )
         elif r.type == LEGACY_RULE:
-            peer = str(i.get("securityGroupId")) if i.get("self") in (True, "true") else i.get("sourceSecurityGroupId")
+            own = str(group(r, "securityGroupId"))
+            peer = own if i.get("self") in (True, "true") else group(r, "sourceSecurityGroupId")
             cidrs = list(i.get("cidrBlocks") or []) or [None]
             for cidr in cidrs:
-                out.append(
-                    Rule(
-                        r.name,
-                        str(i.get("securityGroupId")),
-                        str(i.get("type")),
-                        _protocol(i.get("protocol")),
-                        _port(i.get("fromPort")),
-                        _port(i.get("toPort")),
-                        cidr=cidr,
-                        peer_group=peer,
-                    )
-                )
+                ports = (_port(i.get("fromPort")), _port(i.get("toPort")))
+                out.append(Rule(r.name, own, str(i.get("type")), _protocol(i.get("protocol")), *ports, cidr, peer))
     return out
 
 
@@ -171,14 +174,21 @@ class Verdict:
     reason: str
 
 
+def groups_text(interface: Interface) -> str:
+    """The groups an interface carries, as a user reads them (behaviour.wiring.label)."""
+    return ", ".join(label(g) for g in interface.groups)
+
+
 def flow(rules: list[Rule], src: Interface, dst: Interface, protocol: str = ALL, port: int | None = None, efa: bool = False) -> Verdict:
     """Can `src` start this flow to `dst`? Egress of src's groups, then ingress of dst's groups (replies are stateful)."""
     what = "EFA traffic" if efa else ("all traffic" if _protocol(protocol) == ALL else f"protocol {protocol} port {port}")
     if not allowing(rules, src, dst, "egress", protocol, port, efa):
-        return Verdict(False, "egress", f"no egress rule of {src.name}'s groups {list(src.groups)} admits {what} to {dst.name} {list(dst.groups)}")
+        return Verdict(
+            False, "egress", f"no egress rule of {src.name}'s groups [{groups_text(src)}] admits {what} to {dst.name} [{groups_text(dst)}]"
+        )
     if not allowing(rules, dst, src, "ingress", protocol, port, efa):
         return Verdict(
-            False, "ingress", f"no ingress rule of {dst.name}'s groups {list(dst.groups)} admits {what} from {src.name} {list(src.groups)}"
+            False, "ingress", f"no ingress rule of {dst.name}'s groups [{groups_text(dst)}] admits {what} from {src.name} [{groups_text(src)}]"
         )
     return Verdict(True, "", "")
 
@@ -189,20 +199,41 @@ def exchange_all(rules: list[Rule], a: Interface, b: Interface, efa: bool) -> Ve
     return there if not there.allowed else flow(rules, b, a, ALL, None, efa)
 
 
-def launch_template_interfaces(template: PlannedLike, node: str) -> list[Interface]:
+def launch_template_interfaces(template: PlannedLike, node: str, ids: Ids | None = None) -> list[Interface]:
     """The interfaces one node of a launch template gets, with the groups each carries.
 
     EC2 CreateLaunchTemplate: NetworkInterfaces[].Groups per interface, else the template's
-    SecurityGroupIds on the primary interface. Addresses are left to the caller.
+    SecurityGroupIds on the primary interface. Addresses are left to the caller. Groups are the ids the
+    inputs hold, or with `ids` (behaviour.wiring) the groups those inputs name.
     """
+
+    def groups(key: str, values: Any) -> tuple[str, ...]:
+        if ids is None:
+            return tuple(str(g) for g in ([values] if isinstance(values, str) else values or ()))
+        return ids.targets(template, key, values if values is not None else [])
+
     out = []
     for ni in template.inputs.get("networkInterfaces") or []:
         kind = str(ni.get("interfaceType") or "interface")
         where = f"{node}/card{int(ni.get('networkCardIndex') or 0)}-dev{int(ni.get('deviceIndex') or 0)}-{kind}"
-        out.append(Interface(where, tuple(str(g) for g in ni.get("securityGroups") or ()), kind=kind))
+        out.append(Interface(where, groups("networkInterfaces", ni.get("securityGroups")), kind=kind))
     if not out:
-        out.append(Interface(f"{node}/primary", tuple(str(g) for g in template.inputs.get("vpcSecurityGroupIds") or ())))
+        out.append(Interface(f"{node}/primary", groups("vpcSecurityGroupIds", template.inputs.get("vpcSecurityGroupIds"))))
     return out
+
+
+def self_group(rules: Iterable[Rule], interface: Interface) -> str | None:
+    """A group the interface carries with all-traffic ingress and egress rules that reference itself, else None.
+
+    EC2 User Guide, "Prepare an EFA-enabled security group": one group, "Allow all inbound traffic from the
+    security group itself" and "all outbound traffic to the security group itself".
+    """
+    rules = list(rules)
+    for group in interface.groups:
+        mine = [r for r in rules if r.group_id == group and r.all_traffic and r.self_referencing]
+        if {r.direction for r in mine} == {"ingress", "egress"}:
+            return group
+    return None
 
 
 def eks_cluster_group_rules(group_id: str) -> list[Rule]:

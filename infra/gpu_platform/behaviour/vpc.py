@@ -16,16 +16,20 @@ endpoint, we attach a default policy for you that allows full access to the serv
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_platform.behaviour.wiring import ByValue, Ids, label
 from gpu_platform.plan_ids import planned_id
 
 ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
 ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
 VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 VPC = "aws:ec2/vpc:Vpc"
+ROUTE = "aws:ec2/route:Route"
+ENDPOINT_TABLE_ASSOCIATION = "aws:ec2/vpcEndpointRouteTableAssociation:VpcEndpointRouteTableAssociation"
 
 
 def truthy(value: Any) -> bool:
@@ -51,39 +55,87 @@ class Hop:
     route_table: str | None
 
 
-def route_table_of(plan: list[Any], subnet_id: str, id_of: Callable[[str], str] = planned_id) -> Any | None:
-    """The route table explicitly associated with the subnet (None: the VPC's main table, which the plan does not show)."""
-    table_id = next((r.inputs.get("routeTableId") for r in plan if r.type == ASSOCIATION and r.inputs.get("subnetId") == subnet_id), None)
-    return next((r for r in plan if r.type == ROUTE_TABLE and id_of(r.name) == table_id), None)
+def route_table_of(plan: list[Any], subnet: str, ids: Ids | None = None) -> Any | None:
+    """The route table explicitly associated with the subnet (None: the VPC's main table, which the plan does not show).
+
+    `subnet` is an identity of `ids` (behaviour.wiring): an id with the default ByValue, a resource with Wiring.
+    """
+    ids = ids or ByValue(plan)
+    for r in plan:
+        if r.type == ASSOCIATION and ids.target(r, "subnetId") == subnet:
+            return ids.resource(ids.target(r, "routeTableId"), ROUTE_TABLE)
+    return None
 
 
-def s3_hop(plan: list[Any], subnet_id: str, region: str, id_of: Callable[[str], str] = planned_id) -> Hop:
+def routes_of(plan: list[Any], table: Any, ids: Ids) -> list[tuple[Any, Mapping[str, Any]]]:
+    """(resource the route is an input of, route) for every route of a table.
+
+    Its inline `routes`, and standalone Route resources on it (terraform-provider-aws: a table's inline routes
+    and aws_route resources both write the same table).
+    """
+    out: list[tuple[Any, Mapping[str, Any]]] = [(table, route) for route in table.inputs.get("routes") or [] if isinstance(route, Mapping)]
+    me = ids.of(table)
+    out += [(r, r.inputs) for r in plan if r.type == ROUTE and ids.target(r, "routeTableId") == me]
+    return out
+
+
+def _target(ids: Ids, owner: Any, route: Mapping[str, Any], key: str) -> str:
+    """A route's target as a user reads it: the id, or (unknown during a first preview) the resource it comes from."""
+    if owner.type == ROUTE:
+        named = ids.target(owner, key)
+        return label(named) if named else str(route.get(key))
+    return ", ".join(label(t) for t in ids.targets(owner, "routes", [route.get(key)])) or str(route.get(key))
+
+
+def _routes_s3(plan: list[Any], endpoint: Any, table: Any, ids: Ids) -> bool:
+    """The gateway endpoint is associated with the table: its `routeTableIds`, or a VpcEndpointRouteTableAssociation."""
+    me = ids.of(table)
+    if ids.names(endpoint, "routeTableIds", me):
+        return True
+    return any(
+        a.type == ENDPOINT_TABLE_ASSOCIATION and ids.target(a, "routeTableId") == me and ids.target(a, "vpcEndpointId") == ids.of(endpoint)
+        for a in plan
+    )
+
+
+def s3_hop(plan: list[Any], subnet: str, region: str, ids: Ids | None = None) -> Hop:
     """Where S3 traffic (`com.amazonaws.<region>.s3`) from this subnet goes."""
-    table = route_table_of(plan, subnet_id, id_of)
+    ids = ids or ByValue(plan)
+    table = route_table_of(plan, subnet, ids)
     if table is None:
-        return Hop("none", f"no route table is associated with {subnet_id}", None)
-    table_id = id_of(table.name)
+        return Hop("none", f"no route table is associated with {label(subnet)}", None)
     service = f"com.amazonaws.{region}.s3"
     for r in plan:
         i = r.inputs
-        if (
-            r.type == VPC_ENDPOINT
-            and i.get("serviceName") == service
-            and i.get("vpcEndpointType") == "Gateway"
-            and table_id in (i.get("routeTableIds") or [])
-        ):
+        if r.type == VPC_ENDPOINT and i.get("serviceName") == service and i.get("vpcEndpointType") == "Gateway" and _routes_s3(plan, r, table, ids):
             return Hop("gateway-endpoint", r.name, table.name)
-    for route in table.inputs.get("routes") or []:
-        if route.get("cidrBlock") == "0.0.0.0/0":
-            if route.get("natGatewayId"):
-                return Hop("nat-gateway", str(route["natGatewayId"]), table.name)
-            if route.get("gatewayId"):
-                return Hop("internet-gateway", str(route["gatewayId"]), table.name)
+    for owner, route in routes_of(plan, table, ids):
+        if (route.get("cidrBlock") or route.get("destinationCidrBlock")) != "0.0.0.0/0":
+            continue
+        if route.get("natGatewayId"):
+            return Hop("nat-gateway", _target(ids, owner, route, "natGatewayId"), table.name)
+        if route.get("gatewayId"):
+            return Hop("internet-gateway", _target(ids, owner, route, "gatewayId"), table.name)
     return Hop("none", "no route matches S3's addresses", table.name)
 
 
+# An Availability Zone's name is its Region's code and a letter (us-east-1a); a Local Zone's or Wavelength
+# Zone's name puts a location between them (us-east-1-bos-1a, us-east-1-wl1-bos-wlz-1). EC2 User Guide,
+# "Regions and Zones" > "Availability Zones", "Local Zones".
+_REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d+")
+
+
+def region_of_zone(zone: str) -> str | None:
+    """The Region an Availability, Local or Wavelength Zone belongs to, or None for what is not a zone name."""
+    found = _REGION.match(zone)
+    return found.group(0) if found else None
+
+
 def resolve(plan: list[Any], vpc_id: str, hostname: str, region: str, id_of: Callable[[str], str] = planned_id) -> tuple[Any | None, str]:
-    """The interface endpoint a hostname resolves to inside the VPC, or (None, why it resolves publicly)."""
+    """The interface endpoint a hostname resolves to inside the VPC, or (None, why it resolves publicly).
+
+    Reads ids as text (the offline plan's journeys): no gate rule asks it.
+    """
     vpc = next((r for r in plan if r.type == VPC and id_of(r.name) == vpc_id), None)
     if vpc is not None and not (truthy(vpc.inputs.get("enableDnsSupport")) and truthy(vpc.inputs.get("enableDnsHostnames"))):
         return None, f"VPC {vpc.name} lacks enableDnsSupport and enableDnsHostnames, so private DNS names do not resolve"

@@ -40,7 +40,8 @@ class Outcome:
 
 
 def _resources(items: list[dict[str, Any]]) -> list[Resource]:
-    return [Resource(str(r["type"]), str(r["name"]), r.get("parent"), r.get("inputs") or {}, r.get("source")) for r in items]
+    # The base revision's plan (JSON from its own program) may predate `refs`: its joins then read ids as text.
+    return [Resource(str(r["type"]), str(r["name"]), r.get("parent"), r.get("inputs") or {}, r.get("source"), r.get("refs") or {}) for r in items]
 
 
 def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Outcome:
@@ -64,7 +65,7 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         job.cancel()
         raise
     base = job.result()
-    after = [{**r.to_json(), "source": r.source} for r in plan.resources]
+    after = [{**r.to_json(), "source": r.source, "refs": r.refs} for r in plan.resources]
     changes = diff_plans(by_key(base.resources), by_key(after))
     before_view, after_view = PlanView(_resources(base.resources)), PlanView(_resources(after))
     ctx = check.gate_context(spec, root)

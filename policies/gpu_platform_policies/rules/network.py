@@ -2,7 +2,8 @@
 
 Each rule follows the plan's real wiring (which security groups an interface carries, which rules
 name those groups, which route table a node subnet uses, which access entry carries a group) with
-the upstream behaviour in `gpu_platform.behaviour`, never by resource names.
+the upstream behaviour in `gpu_platform.behaviour`, never by resource names, and follows references
+by Pulumi's property dependencies (behaviour.wiring), never by the offline engine's ids.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from collections.abc import Iterator
 
 from gpu_platform.behaviour import eks_identity, rbac, vpc
 from gpu_platform.behaviour import security_groups as sg
-from gpu_platform.plan_ids import planned_id
+from gpu_platform.behaviour.wiring import UNKNOWN, Wiring, label
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
-from gpu_platform_policies.view import EKS_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, UNKNOWN, kind_of, namespace_of, pools, tenant_namespaces
+from gpu_platform_policies.view import EKS_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, kind_of, namespace_of, pools, tenant_namespaces
 
 ROLE_BINDING = "RoleBinding"
 SUBNET = "aws:ec2/subnet:Subnet"
@@ -27,23 +28,32 @@ SUBNET = "aws:ec2/subnet:Subnet"
     category="network",
 )
 def efa_group_self_rules(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """EC2 User Guide, "Prepare an EFA-enabled security group"; evaluated between two nodes of each launch template."""
-    rules = sg.rules_of(plan)
+    """EC2 User Guide, "Prepare an EFA-enabled security group"; evaluated between two nodes of each launch template.
+
+    Groups are followed by Pulumi's property dependencies (behaviour.wiring), so a deployed stack's ids and a
+    first preview's unknown ones are judged alike. On a first preview an interface whose groups are all unknown
+    is taken to carry every group the template's interfaces are built from; which interface carries which is
+    judged once the ids are known (a deployed stack's preview, the offline gate).
+    """
+    ids = Wiring(plan)
+    rules = sg.rules_of(plan, ids)
     for lt in plan.of_type(LAUNCH_TEMPLATE):
-        a = sg.launch_template_interfaces(lt, "node-a")
-        b = sg.launch_template_interfaces(lt, "node-b")
+        a = sg.launch_template_interfaces(lt, "node-a", ids)
+        b = sg.launch_template_interfaces(lt, "node-b", ids)
         for mine, peer in zip(a, b, strict=True):
             if not mine.efa:
                 continue
             verdict = sg.exchange_all(rules, mine, peer, efa=True)
-            if not verdict.allowed:
-                where = mine.name.split("/", 1)[1]
-                yield Finding(
-                    lt.name,
-                    f"EFA interface {where} carries {list(mine.groups)}, none with all-traffic ingress and egress rules referencing itself "
-                    f"({verdict.stage}: {verdict.reason}); add a group whose rules allow all traffic to and from itself",
-                )
-                break
+            if verdict.allowed and sg.self_group(rules, mine) is not None:
+                continue
+            where = mine.name.split("/", 1)[1]
+            why = f"{verdict.stage}: {verdict.reason}" if not verdict.allowed else "its ingress and egress self-rules sit on different groups"
+            yield Finding(
+                lt.name,
+                f"EFA interface {where} carries [{sg.groups_text(mine)}], none with all-traffic ingress and egress rules referencing "
+                f"itself ({why}); add a group whose rules allow all traffic to and from itself",
+            )
+            break
 
 
 @rule(
@@ -85,22 +95,28 @@ def tenant_groups_have_principals(plan: PlanView, ctx: Context) -> Iterator[Find
     category="network",
 )
 def training_s3_not_nat_only(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """Datasets and checkpoints through NAT are billed per GB (VPC "Route priority": the endpoint's prefix-list route wins)."""
+    """Datasets and checkpoints through NAT are billed per GB (VPC "Route priority": the endpoint's prefix-list route wins).
+
+    Subnets and route tables are followed by Pulumi's property dependencies (behaviour.wiring), so the rule
+    judges a real preview as it judges the offline plan.
+    """
     resources = list(plan)
+    ids = Wiring(resources)
     training = {p.resource for p in pools(plan, ctx.catalog) if p.workload_class == "training" and p.platform == "eks"}
-    zones = {planned_id(r.name): str(r.inputs.get("availabilityZone", "")) for r in plan.of_type(SUBNET)}
     for ng in plan.of_type(NODE_GROUP):
         if ng.name not in training:
             continue
-        for subnet in ng.inputs.get("subnetIds") or []:
-            if subnet not in zones:
+        for subnet in ids.targets(ng, "subnetIds"):
+            created = ids.resource(subnet, SUBNET)
+            region = vpc.region_of_zone(str(created.inputs.get("availabilityZone", ""))) if created is not None else None
+            if created is None or region is None:
                 continue  # an existing VPC's subnet: its routes are not in the plan
-            hop = vpc.s3_hop(resources, subnet, zones[subnet][:-1])
+            hop = vpc.s3_hop(resources, subnet, region, ids)
             if hop.kind in ("nat-gateway", "internet-gateway"):
                 yield Finding(
                     ng.name,
-                    f"S3 traffic from subnet {subnet} (route table {hop.route_table}) leaves through {hop.target}: no S3 gateway endpoint on that "
-                    "route table, so training data and checkpoints pay NAT per-GB charges",
+                    f"S3 traffic from subnet {label(subnet)} (route table {hop.route_table}) leaves through {hop.target}: no S3 gateway endpoint "
+                    "on that route table, so training data and checkpoints pay NAT per-GB charges",
                 )
                 break
 
@@ -114,18 +130,19 @@ def training_s3_not_nat_only(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 )
 def deployer_rule_off_node_groups(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """A group's rules apply to every interface carrying it (VPC "Security group rules"): on the cluster group they open every node."""
+    ids = Wiring(plan)
     carried: dict[str, str] = {}
     for lt in plan.of_type(LAUNCH_TEMPLATE):
-        for interface in sg.launch_template_interfaces(lt, lt.name):
+        for interface in sg.launch_template_interfaces(lt, lt.name, ids):
             for group in interface.groups:
                 carried.setdefault(group, lt.name)
-    for rule_ in sg.rules_of(plan):
-        # A group id unknown during a first preview identifies no group: every such value reads alike.
+    for rule_ in sg.rules_of(plan, ids):
+        # A group that cannot be followed (unknown and built from no resource) identifies no group.
         if rule_.direction != "ingress" or rule_.cidr is None or rule_.group_id == UNKNOWN or rule_.group_id not in carried:
             continue
         if rule_.all_traffic or (rule_.protocol == "6" and (rule_.from_port or 0) <= 443 <= (rule_.to_port or 65535)):
             yield Finding(
                 rule_.resource,
-                f"TCP 443 from {rule_.cidr} is opened on {rule_.group_id}, which {carried[rule_.group_id]}'s node interfaces carry; "
+                f"TCP 443 from {rule_.cidr} is opened on {label(rule_.group_id)}, which {carried[rule_.group_id]}'s node interfaces carry; "
                 "put the deployers' rule on the control-plane security group (EKS vpcConfig.securityGroupIds)",
             )

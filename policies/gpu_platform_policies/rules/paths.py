@@ -19,10 +19,11 @@ from gpu_platform.aws.storage import ADDON as EBS_ADDON
 from gpu_platform.aws.storage import POD_IDENTITY_AGENT_ADDON, POLICY_ARN, PROVISIONER, SERVICE_ACCOUNT
 from gpu_platform.behaviour.networkpolicy import Endpoint, connection, selecting
 from gpu_platform.behaviour.storage import FSX_PROVISIONER, claim_binds
+from gpu_platform.behaviour.wiring import UNKNOWN
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER, PREFIX_LIST_ANNOTATION
 from gpu_platform.plan_ids import PLANNED_S3_ADDRESS
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
-from gpu_platform_policies.view import UNKNOWN, get, helm_releases, is_provider_name_of, object_name, objects, tenant_namespaces, truthy
+from gpu_platform_policies.view import get, helm_releases, is_provider_name_of, object_name, objects, tenant_namespaces, truthy
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_ADDON = "aws:eks/addon:Addon"
