@@ -111,6 +111,28 @@ def drop(name: str) -> Edit:
     return edit
 
 
+def built_from(name: str, key: str, *refs: str) -> Edit:
+    """The resource's input `key` now built from `refs` (behaviour.wiring.ref_key), as a program that changed the input registers it."""
+
+    def edit(res: list[Resource]) -> list[Resource]:
+        r = next(r for r in res if r.name == name)
+        r.refs[key] = tuple(refs)  # type: ignore[index]
+        return res
+
+    return edit
+
+
+def chain(*edits: Edit) -> Edit:
+    """Several edits as one."""
+
+    def edit(res: list[Resource]) -> list[Resource]:
+        for e in edits:
+            res = e(res)
+        return res
+
+    return edit
+
+
 def add(resource: Resource) -> Edit:
     """Add a resource to the plan."""
     return lambda res: [*res, resource]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gpu_platform.behaviour.wiring import ref_key
 from gpu_platform_policies import Resource
-from tests.policies.builders import SG_INGRESS, Case, Edit, add, at, compliant, drop, fires, silent
+from tests.policies.builders import SG_INGRESS, Case, add, at, built_from, compliant, drop, fires, silent
 
 RESERVED_LT = "pool-train-h100-reserved-lt"
 RESERVED_NG = "pool-train-h100-reserved-ng"
@@ -27,17 +27,6 @@ def deployer_rule(group: str, *built_from: str) -> Resource:
         {"securityGroupId": group, "cidrIpv4": "10.200.0.0/16", "ipProtocol": "tcp", "fromPort": 443, "toPort": 443},
         refs={"securityGroupId": built_from} if built_from else {},
     )
-
-
-def built_from(name: str, key: str, *refs: str) -> Edit:
-    """The resource's input `key` now built from `refs` (what a program that changed the input registers)."""
-
-    def edit(res: list[Resource]) -> list[Resource]:
-        r = next(r for r in res if r.name == name)
-        r.refs[key] = tuple(refs)  # type: ignore[index]
-        return res
-
-    return edit
 
 
 def efa_interfaces_only_cluster_group(res: list[Resource]) -> list[Resource]:

@@ -213,7 +213,11 @@ def launch_template_interfaces(template: PlannedLike, node: str, ids: Ids | None
         return ids.targets(template, key, values if values is not None else [])
 
     out = []
-    for ni in template.inputs.get("networkInterfaces") or []:
+    interfaces = template.inputs.get("networkInterfaces")
+    # Wholly unknown during a preview (the list, or one interface): nothing to read of it.
+    for ni in interfaces if isinstance(interfaces, list) else []:
+        if not isinstance(ni, Mapping):
+            continue
         kind = str(ni.get("interfaceType") or "interface")
         where = f"{node}/card{int(ni.get('networkCardIndex') or 0)}-dev{int(ni.get('deviceIndex') or 0)}-{kind}"
         out.append(Interface(where, groups("networkInterfaces", ni.get("securityGroups")), kind=kind))

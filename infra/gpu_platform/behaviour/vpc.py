@@ -30,6 +30,8 @@ VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 VPC = "aws:ec2/vpc:Vpc"
 ROUTE = "aws:ec2/route:Route"
 ENDPOINT_TABLE_ASSOCIATION = "aws:ec2/vpcEndpointRouteTableAssociation:VpcEndpointRouteTableAssociation"
+# A route's target key by the type of the gateway resource it is built from.
+GATEWAY_KEYS = {"aws:ec2/natGateway:NatGateway": "natGatewayId", "aws:ec2/internetGateway:InternetGateway": "gatewayId"}
 
 
 def truthy(value: Any) -> bool:
@@ -73,7 +75,14 @@ def routes_of(plan: list[Any], table: Any, ids: Ids) -> list[tuple[Any, Mapping[
     Its inline `routes`, and standalone Route resources on it (terraform-provider-aws: a table's inline routes
     and aws_route resources both write the same table).
     """
-    out: list[tuple[Any, Mapping[str, Any]]] = [(table, route) for route in table.inputs.get("routes") or [] if isinstance(route, Mapping)]
+    inline = table.inputs.get("routes")
+    if isinstance(inline, list):
+        out: list[tuple[Any, Mapping[str, Any]]] = [(table, route) for route in inline if isinstance(route, Mapping)]
+    else:
+        # The whole set unknown (a first preview may show a block set so): the gateways it was built from are its routes'
+        # targets, and a route to a NAT or internet gateway in a private table is the default route.
+        targets = ids.targets(table, "routes") if inline is not None else ()
+        out = [(table, {"cidrBlock": "0.0.0.0/0", key: t}) for t in targets for typ, key in GATEWAY_KEYS.items() if t.startswith(f"{typ}::")]
     me = ids.of(table)
     out += [(r, r.inputs) for r in plan if r.type == ROUTE and ids.target(r, "routeTableId") == me]
     return out

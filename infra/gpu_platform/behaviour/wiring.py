@@ -107,7 +107,9 @@ class Wiring:
             return deps[0]
         if value == UNKNOWN:
             return None
-        return self._ids.get(str(value)) or str(value)
+        if str(value) in self._ids:
+            return self._ids[str(value)]  # None when two resources claim it, as targets() reads it
+        return str(value)
 
     def targets(self, r: Any, key: str, values: Any = None) -> tuple[str, ...]:
         """The identities a list input names (or `values`, a part of input `key`, like one interface's groups)."""

@@ -19,7 +19,7 @@ from gpu_platform.aws.storage import ADDON as EBS_ADDON
 from gpu_platform.aws.storage import POD_IDENTITY_AGENT_ADDON, POLICY_ARN, PROVISIONER, SERVICE_ACCOUNT
 from gpu_platform.behaviour.networkpolicy import Endpoint, connection, selecting
 from gpu_platform.behaviour.storage import FSX_PROVISIONER, claim_binds
-from gpu_platform.behaviour.wiring import UNKNOWN
+from gpu_platform.behaviour.wiring import UNKNOWN, Wiring
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER, PREFIX_LIST_ANNOTATION
 from gpu_platform.plan_ids import PLANNED_S3_ADDRESS
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
@@ -41,37 +41,52 @@ CSI_ADDONS = (
 )
 
 
-def _role_of(plan: PlanView, addon: Any, service_account: str) -> Any | None:
-    """The Role a Pod Identity association names, by the role name at the end of its ARN.
+def _role_of(plan: PlanView, ids: Wiring, addon: Any, service_account: str) -> Any | None:
+    """The Role a Pod Identity association gives the service account.
 
-    That name is the offline engine's or a real auto-name (`.../role/[path/]<name>`); unknown (a first
-    preview), the add-on's sibling role.
+    Followed by the association's property dependency (behaviour.wiring) where it names one Role; else by the
+    role name at the end of its ARN (the offline engine's or a real auto-name, `.../role/[path/]<name>`);
+    unknown and ambiguous, the add-on's sibling role.
     """
-    assoc = [a for a in get(addon.inputs, "podIdentityAssociations", default=[]) or [] if a.get("serviceAccount") == service_account]
+    assoc = [
+        a
+        for a in get(addon.inputs, "podIdentityAssociations", default=[]) or []
+        if isinstance(a, Mapping) and a.get("serviceAccount") == service_account
+    ]
     if not assoc:
         return None
-    arn = str(assoc[0].get("roleArn") or "")
-    name = arn.rsplit("/", 1)[-1] if ":role/" in arn else None
+    arn = assoc[0].get("roleArn")
+    followed = [r for t in ids.targets(addon, "podIdentityAssociations", [arn]) if (r := ids.resource(t, IAM_ROLE)) is not None]
+    if len(followed) == 1:
+        return followed[0]
+    text = str(arn or "")
+    name = text.rsplit("/", 1)[-1] if ":role/" in text else None
     roles = plan.of_type(IAM_ROLE)
     return next((r for r in roles if is_provider_name_of(name, r)), None) or next((r for r in roles if r.parent == addon.parent), None)
 
 
-def _attaches_to(attachment: Any, role: Any) -> bool:
-    """Whether a RolePolicyAttachment's `role` (the Role's name) is this role; unknown (first preview): the role's sibling."""
+def _attaches_to(ids: Wiring, attachment: Any, role: Any) -> bool:
+    """Whether a RolePolicyAttachment's `role` (the Role's name) is this role.
+
+    By its property dependency where it names a Role; else by the name; unknown (a first preview), the role's sibling.
+    """
+    followed = ids.resource(ids.target(attachment, "role"), IAM_ROLE)
+    if followed is not None:
+        return followed is role
     value = attachment.inputs.get("role")
     if value == UNKNOWN:
         return attachment.parent == role.parent
     return is_provider_name_of(value, role)
 
 
-def _driver_lacks(plan: PlanView, addon: Any, has_agent: bool, service_account: str, policy_arn: str) -> str | None:
+def _driver_lacks(plan: PlanView, ids: Wiring, addon: Any, has_agent: bool, service_account: str, policy_arn: str) -> str | None:
     """What a CSI add-on's controller lacks to call AWS (agent, association, policy on its role), or None."""
     if not has_agent:
         return f"the {POD_IDENTITY_AGENT_ADDON} add-on is missing, so the controller gets no credentials"
-    role = _role_of(plan, addon, service_account)
+    role = _role_of(plan, ids, addon, service_account)
     if role is None:
         return f"no Pod Identity association gives {service_account} an IAM role"
-    attached = any(a.inputs.get("policyArn") == policy_arn and _attaches_to(a, role) for a in plan.of_type(POLICY_ATTACHMENT))
+    attached = any(a.inputs.get("policyArn") == policy_arn and _attaches_to(ids, a, role) for a in plan.of_type(POLICY_ATTACHMENT))
     return None if attached else f"its IAM role {role.name} lacks {policy_arn.rsplit('/', 1)[-1]}"
 
 
@@ -84,8 +99,11 @@ def installed_drivers(plan: PlanView) -> dict[str, str | None] | None:
         return None
     addons = {str(a.inputs.get("addonName")): a for a in plan.of_type(EKS_ADDON)}
     agent = POD_IDENTITY_AGENT_ADDON in addons
+    ids = Wiring(plan)
     return {
-        provisioner: _driver_lacks(plan, addons[name], agent, account, policy) for name, provisioner, account, policy in CSI_ADDONS if name in addons
+        provisioner: _driver_lacks(plan, ids, addons[name], agent, account, policy)
+        for name, provisioner, account, policy in CSI_ADDONS
+        if name in addons
     }
 
 
