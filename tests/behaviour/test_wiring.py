@@ -80,6 +80,18 @@ def test_a_scalar_input_names_its_one_dependency_even_when_unknown() -> None:
     assert ids.resource(A, SG) is res[0] and ids.resource(A, TABLE) is None
 
 
+def test_a_group_read_from_another_cluster_output_is_not_the_cluster_group() -> None:
+    """Once deployed, the cluster's state shows its group's id: a rule on another group read from the cluster is on that group."""
+    cluster = ref_key("aws:eks/cluster:Cluster", "cluster-eks")
+    deployed = Resource("aws:eks/cluster:Cluster", "cluster-eks", None, {"vpcConfig": {"clusterSecurityGroupId": "sg-0cluster"}})
+    first = Resource("aws:eks/cluster:Cluster", "cluster-eks", None, {"vpcConfig": {"clusterSecurityGroupId": UNKNOWN}})
+    on_group = Resource(RULE, "deployers", None, {"securityGroupId": "sg-0cp"}, refs={"securityGroupId": (cluster,)})
+    on_cluster = Resource(RULE, "nodes", None, {"securityGroupId": "sg-0cluster"}, refs={"securityGroupId": (cluster,)})
+    assert Wiring([deployed, on_group]).target(on_group, "securityGroupId") == "sg-0cp"
+    assert Wiring([deployed, on_cluster]).target(on_cluster, "securityGroupId") == cluster
+    assert Wiring([first, on_group]).target(on_group, "securityGroupId") == cluster, "not comparable on a first preview"
+
+
 def network(mode: str, *, inline: bool | None = True, endpoint_assoc: bool = False) -> list[Resource]:
     """One private subnet, its table (default route to a NAT gateway), and an S3 gateway endpoint, as `mode` shows ids.
 

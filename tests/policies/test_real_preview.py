@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 import pytest
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from gpu_platform.behaviour.wiring import ref_key
 from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP
@@ -29,6 +30,7 @@ from gpu_platform_policies.view import UNKNOWN
 from tests.conftest import spec_for
 from tests.policies.builders import at, built_from, chain, drop
 from tests.policies.cases import CASES, context, resources
+from tests.policies.test_crossguard import crossguard_findings
 
 ID_PREFIX = {
     "aws:ec2/subnet:Subnet": "subnet-",
@@ -83,8 +85,14 @@ def as_previewed(plan: list[Resource], mode: str) -> list[Resource]:
             return UNKNOWN if mode == "first" else f"{auto[1]}-{_hex(value, 7)}"
         return value
 
-    # Property dependencies are what a real preview does carry (the engine's state, PolicyResource.property_dependencies).
-    return [Resource(r.type, r.name, r.parent, {k: real(v, r.refs.get(k, ())) for k, v in r.inputs.items()}, None, dict(r.refs)) for r in plan]
+    out = []
+    for r in plan:
+        inputs = {k: real(v, r.refs.get(k, ())) for k, v in r.inputs.items()}
+        if r.type == "aws:eks/cluster:Cluster":  # a stack policy sees outputs: the group EKS made for the cluster among them
+            inputs["vpcConfig"] = {**(inputs.get("vpcConfig") or {}), "clusterSecurityGroupId": real(CLUSTER_SECURITY_GROUP, ())}
+        # Property dependencies are what a real preview does carry (the engine's state, PolicyResource.property_dependencies).
+        out.append(Resource(r.type, r.name, r.parent, inputs, None, dict(r.refs)))
+    return out
 
 
 def mandatory(plan: list[Resource], stack: str) -> list[str]:
@@ -150,3 +158,22 @@ def test_a_broken_path_still_fires_on_a_real_preview(case: Any, mode: str) -> No
 def test_the_joining_rules_have_violating_cases() -> None:
     """So the test above cannot pass by having nothing to run."""
     assert {c.rule for c in JOIN_CASES} == set(JOINING)
+
+
+def as_the_engine_sends(value: Any) -> Any:
+    """Unknowns as the engine serializes them to a policy pack (the wire's unknown sentinel, pulumi_policy.proxy)."""
+    if isinstance(value, dict):
+        return {k: as_the_engine_sends(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_the_engine_sends(v) for v in value]
+    return UNKNOWN_STRING_VALUE if value == UNKNOWN else value
+
+
+@pytest.mark.parametrize("case", JOIN_CASES, ids=[f"{c.rule}:{c.id}" for c in JOIN_CASES])
+def test_the_policy_pack_itself_fires_on_a_first_preview(case: Any) -> None:
+    """Through the CrossGuard wrapper: unknowns read through pulumi_policy's proxy, dependencies as PolicyResources (refs_of)."""
+    plan = resources(case.stack)
+    for edit in case.edits:
+        plan = edit(plan)
+    first = [Resource(r.type, r.name, r.parent, as_the_engine_sends(dict(r.inputs)), None, dict(r.refs)) for r in as_previewed(plan, "first")]
+    assert any(name == case.fires_on for name, _ in crossguard_findings(case, first)), case.id

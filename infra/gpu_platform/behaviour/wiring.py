@@ -15,6 +15,12 @@ the map Pulumi records for each input: the resources whose outputs it was built 
 A resource is named by `ref_key(type, logical name)`: a VPC's subnet, route table and association may share
 one logical name. The group EKS creates for a cluster is named by the cluster resource, whose output
 `vpcConfig.clusterSecurityGroupId` it is read from.
+
+Limits, both only where the ids are not known yet (a first preview): a scalar built from one resource names
+that resource, so a group id read from some other output of the cluster reads as the cluster's group (the
+program reads no other; once deployed, the cluster's state shows its group's id and the two differ); and an
+unknown element of a list stands for every dependency of the input no known element accounts for, so which
+of a template's interfaces carries which group is judged once ids are known.
 """
 
 from __future__ import annotations
@@ -76,13 +82,12 @@ class Wiring:
     """
 
     def __init__(self, plan: Iterable[Any]):
-        self.resources: dict[str, Any] = {}
+        self.resources: dict[str, Any] = {ref_key(r.type, r.name): r for r in plan}
         learned: dict[str, str | None] = {}
-        for r in plan:
-            self.resources[ref_key(r.type, r.name)] = r
+        for r in self.resources.values():
             for key, deps in _refs(r).items():
                 value = r.inputs.get(key)
-                if len(deps) != 1 or not isinstance(value, str) or value == UNKNOWN:
+                if len(deps) != 1 or not isinstance(value, str) or value == UNKNOWN or self._other_cluster_output(deps[0], value):
                     continue
                 if learned.setdefault(value, deps[0]) != deps[0]:
                     learned[value] = None  # two resources' inputs carry it: it names neither
@@ -103,13 +108,25 @@ class Wiring:
         if value is None:
             return None
         deps = _refs(r).get(key, ())
-        if len(deps) == 1:
+        if len(deps) == 1 and not self._other_cluster_output(deps[0], value):
             return deps[0]
         if value == UNKNOWN:
             return None
         if str(value) in self._ids:
             return self._ids[str(value)]  # None when two resources claim it, as targets() reads it
         return str(value)
+
+    def _other_cluster_output(self, dep: str, value: Any) -> bool:
+        """Whether a value built from an EKS cluster is known not to be its cluster security group.
+
+        A deployed cluster's state shows the group's id (`vpcConfig.clusterSecurityGroupId`, an output); a
+        different known value is some other output (a group listed in `vpcConfig.securityGroupIds`).
+        """
+        cluster = self.resources.get(dep)
+        if cluster is None or cluster.type != EKS_CLUSTER or value == UNKNOWN:
+            return False
+        group = (cluster.inputs.get("vpcConfig") or {}).get("clusterSecurityGroupId")
+        return isinstance(group, str) and group not in (UNKNOWN, value)
 
     def targets(self, r: Any, key: str, values: Any = None) -> tuple[str, ...]:
         """The identities a list input names (or `values`, a part of input `key`, like one interface's groups)."""
