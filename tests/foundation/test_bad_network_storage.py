@@ -32,6 +32,22 @@ CASES: list[tuple[str, str, Any, str, str]] = [
         "gpu-platform:tenants[0].network.egress[0].cidrs[0]",
         "not an IPv4 network",
     ),
+    # Kubernetes takes only an `except` strictly inside its ipBlock's cidr (ValidateIPBlock); one that covers the
+    # cidr was dropped, which opened the very range the stack excluded.
+    (
+        "egress-except-covers-the-cidr",
+        "prod",
+        lambda d: _tenant(d, 0).__setitem__("network", {"egress": [{"cidrs": ["10.20.0.0/24"], "except": ["10.0.0.0/8"], "ports": [443]}]}),
+        "gpu-platform:tenants[0].network.egress[0].except[0]",
+        "10.0.0.0/8 is not strictly inside any of cidrs",
+    ),
+    (
+        "egress-except-equals-the-cidr",
+        "prod",
+        lambda d: _tenant(d, 0).__setitem__("network", {"egress": [{"cidrs": ["10.20.0.0/24"], "except": ["10.20.0.0/24"], "ports": [443]}]}),
+        "gpu-platform:tenants[0].network.egress[0].except[0]",
+        "would exclude nothing",
+    ),
     (
         "egress-port-zero",
         "prod",

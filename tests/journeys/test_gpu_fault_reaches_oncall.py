@@ -135,9 +135,9 @@ def test_a_gpu_fault_reaches_oncall_on_prod(tmp_path: Path) -> None:
     alertmanager = next(o for o in kps if o["kind"] == "Alertmanager")
     mounted = alertmanager["spec"].get("secrets") or []
     stage("prometheus-operator mounts the receiver's Secret", declared.secret.name in mounted, f"alertmanagerSpec.secrets is {mounted}")
-    deploying = (ROOT / "docs" / "deploying.md").read_text()
     command = f"kubectl create secret generic {declared.secret.name} --namespace {spec.monitoring.namespace} --from-file={declared.secret.key}="
-    stage("the deploy guide says how to create the receiver's Secret", command in deploying, f"docs/deploying.md lacks `{command}...`")
+    for page in ("README.md", "docs/deploying.md"):
+        stage(f"{page} says how to create the receiver's Secret", command in (ROOT / page).read_text(), f"{page} lacks `{command}...`")
 
 
 def test_a_gpu_fault_reaches_the_clusters_prometheus_on_onprem(tmp_path: Path) -> None:
@@ -158,3 +158,24 @@ def test_a_gpu_fault_reaches_the_clusters_prometheus_on_onprem(tmp_path: Path) -
     _scrape_allowed(stack, spec.monitoring.namespace)
     alert = _xid_fires(stack, tmp_path)
     stage("the alert is critical (the cluster's Alertmanager pages on severity)", alert.get("severity") == "critical", str(alert))
+
+
+def _default_deny(namespace: str, direction: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "default-deny", "namespace": namespace},
+        "spec": {"podSelector": {}, "policyTypes": [direction]},
+    }
+
+
+@pytest.mark.parametrize("stack", ["prod", "onprem"])
+@pytest.mark.parametrize("side", ["exporter", "prometheus"])
+def test_the_scrape_stage_stops_at_a_default_deny_on_either_side(stack: str, side: str) -> None:
+    """The stacks put no NetworkPolicy in the operator's or monitoring namespace, so the scrape stage above passes on
+    every stack; a cluster's own default-deny on either side (ingress to the exporter, egress from Prometheus) stops it."""
+    monitoring = spec_for(stack).monitoring.namespace
+    deny = _default_deny(GPU_OPERATOR_NAMESPACE, "Ingress") if side == "exporter" else _default_deny(monitoring, "Egress")
+    _scrape_allowed(stack, monitoring)
+    with pytest.raises(AssertionError, match="reaches the exporter on 9400"):
+        _scrape_allowed(stack, monitoring, (deny,))

@@ -1,7 +1,8 @@
 """Journeys of a tenant's identity on EKS: its people act in its namespace, its workloads reach its buckets.
 
 Upstream behaviour relied on, all in `gpu_platform.behaviour`:
-- EKS access entries map an IAM role session to Kubernetes groups (`eks_identity.authenticate_role`);
+- EKS access entries map an IAM role session to Kubernetes groups (`eks_identity.authenticate_role`), and an
+  associated access policy authorizes it besides RBAC (`eks_identity.access_policies`: AssociateAccessPolicy);
 - the RBAC authorizer's subject match (`rbac.applies_to_user`, kubernetes
   pkg/registry/rbac/validation/rule.go appliesToUser);
 - EKS Pod Identity: (cluster, namespace, service account) -> association -> role, served by the Pod
@@ -77,6 +78,29 @@ def test_a_tenants_sso_role_acts_in_its_namespace_only(stack: str) -> None:
             leaked = sorted({rb["metadata"]["namespace"] for rb in rbac.bindings_for(user, bindings(plan))} & others)
             if leaked:
                 fail("isolation", f"tenant {t.name}: {arn} is also bound in other tenants' namespaces {leaked}")
+
+
+@pytest.mark.parametrize("stack", EKS_STACKS)
+def test_a_platform_admin_administers_the_whole_cluster_and_a_tenant_does_not(stack: str) -> None:
+    """An admin role's sessions authenticate and hold AmazonEKSClusterAdminPolicy at cluster scope; tenants' roles hold no access policy."""
+    spec, plan = spec_for(stack), plan_for(stack).resources
+    entries = eks_identity.entries(plan)
+    admins = list(spec.cluster.admin_role_arns)
+    if not admins:
+        fail("admins", f"{stack} lists no cluster.adminRoleArns: only the cluster's creator can administer it")
+    for arn in admins:
+        if eks_identity.authenticate_role(arn, "ops@example.com", entries) is None:
+            fail("access entry", f"admin {arn} has no access entry; its sessions cannot authenticate")
+        policies = eks_identity.access_policies(plan, arn)
+        if (eks_identity.CLUSTER_ADMIN_POLICY, "cluster", ()) not in policies:
+            fail("access policy", f"admin {arn} holds {policies}, not AmazonEKSClusterAdminPolicy at cluster scope")
+    for t in spec.tenants:
+        for arn in getattr(t, "access_role_arns", ()):
+            if arn not in admins and eks_identity.access_policies(plan, arn):
+                fail(
+                    "access policy",
+                    f"tenant {t.name}'s role {arn} holds access policies {eks_identity.access_policies(plan, arn)}; RBAC alone should scope it",
+                )
 
 
 def _role_behind(plan: list[Any], association: dict[str, Any]) -> Any:

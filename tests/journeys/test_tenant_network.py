@@ -21,8 +21,10 @@ from itertools import permutations
 import pytest
 
 from gpu_platform.behaviour.networkpolicy import Endpoint, connection, vpc_cni_service_connection
+from gpu_platform.engine import run_program
 from gpu_platform.plan_ids import PLANNED_S3_ADDRESS, PLANNED_S3_PREFIX_LIST
-from tests.conftest import spec_for
+from gpu_platform.spec.loader import read_stack_config
+from tests.conftest import spec_for, stack_path
 from tests.journeys.helpers import kube_dns_service, kubernetes_service, manifests, stage
 
 STACKS = ("prod", "onprem")
@@ -194,3 +196,29 @@ def test_the_serving_namespace_accepts_traffic_from_the_ingress_namespace(stack:
             other = next(j for j in range(len(spec.tenants)) if j != i)
             d = connection(objs, tenant_pod(stack, other), tenant_pod(stack, i), (tenant.network.ingress.ports or (8080,))[0])
             stage(f"{spec.tenants[other].ns} -> {tenant.ns} stays refused", not d.allowed, d.reason)
+
+
+def test_a_load_balancer_in_the_vpc_reaches_a_tenant_that_admits_the_vpc() -> None:
+    """`network.ingress.vpc` (EKS): an ALB or NLB with IP targets connects from its ENIs in the VPC straight to the pods
+    (AWS Load Balancer Controller, "IP mode"), so the tenant's policy admits the VPC CIDR on the ports the stack lists;
+    a tenant that does not set it still refuses the same source. Evaluated on a prod variant whose serving tenant sets it."""
+    config = read_stack_config(stack_path("prod"))
+    tenants = config["gpu-platform:tenants"]
+    i = next(j for j, t in enumerate(tenants) if (t.get("network") or {}).get("ingress"))
+    ingress = tenants[i]["network"]["ingress"]
+    tenants[i]["network"]["ingress"] = {**ingress, "vpc": True, "ports": [8080]}
+    plan = run_program(config, "prod-lb")
+    objs = [dict(r.inputs) for r in plan.resources if r.type.startswith("kubernetes:") and "apiVersion" in r.inputs]
+    spec = spec_for("prod")
+    balancer = Endpoint(None, ip=str(pod_network("prod").network_address + 77))  # an ALB ENI in a VPC subnet
+    served = tenant_pod("prod", i, {"app": "model-server"})
+    d = connection(objs, balancer, served, 8080)
+    stage(f"a load balancer in the VPC -> {served.namespace}:8080", d.allowed, d.reason)
+    d = connection(objs, balancer, served, 9090)
+    stage(f"a load balancer in the VPC -> {served.namespace}:9090 (not listed) is refused", not d.allowed, d.reason)
+    outside = Endpoint(None, ip="192.168.7.7")
+    d = connection(objs, outside, served, 8080)
+    stage(f"an address outside the VPC -> {served.namespace}:8080 is refused", not d.allowed, d.reason)
+    other = next(j for j, t in enumerate(spec.tenants) if j != i and not t.network.ingress.vpc)
+    d = connection(objs, balancer, tenant_pod("prod", other), 8080)
+    stage(f"a load balancer in the VPC -> {spec.tenants[other].ns} (no ingress.vpc) is refused", not d.allowed, d.reason)

@@ -62,6 +62,27 @@ def authenticate_role(role_arn: str, session: str, plan_entries: Iterable[Entry]
     return UserInfo(f"arn:aws:sts::{account}:assumed-role/{role_name}/{session}", (*groups, AUTHENTICATED))
 
 
+# EKS user guide, "Review access policy permissions": full access to every resource of the cluster.
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+
+
+def access_policies(plan: Iterable[Any], principal_arn: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(policy ARN, scope type, namespaces) of every access policy associated with the principal's access entry.
+
+    EKS API AssociateAccessPolicy: the principal must already have an access entry; the scope is `cluster`
+    (every namespace) or `namespace` (only those listed). Without an entry, no association authorizes anything.
+    """
+    if not any(e.principal_arn == principal_arn for e in entries(plan)):
+        return []
+    out = []
+    for r in plan:
+        i = r.inputs
+        if r.type == ACCESS_POLICY_ASSOCIATION and i.get("principalArn") == principal_arn:
+            scope = i.get("accessScope") or {}
+            out.append((str(i.get("policyArn")), str(scope.get("type")), tuple(scope.get("namespaces") or ())))
+    return out
+
+
 def pod_role(plan: Iterable[Any], cluster_name: str, namespace: str, service_account: str) -> Mapping[str, Any] | None:
     """The PodIdentityAssociation that gives pods of (namespace, service account) in the cluster their role, if any."""
     for r in plan:

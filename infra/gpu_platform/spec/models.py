@@ -219,7 +219,7 @@ class EgressRule(Model):
     cidrs: tuple[AnyCidr, ...] = ()
     """Destination networks, e.g. `[0.0.0.0/0]` or a partner's range."""
     except_: tuple[AnyCidr, ...] = Field(default=(), alias="except")
-    """Networks carved out of `cidrs` (NetworkPolicy ipBlock `except`), e.g. the private ranges so `0.0.0.0/0` does not open other tenants' pods."""
+    """Networks carved out of `cidrs` (ipBlock `except`; each strictly inside one of them), e.g. the private ranges, so 0.0.0.0/0 spares tenants."""
     ports: tuple[Port, ...] = ()
     """Destination ports (1..65535)."""
     protocol: Literal["TCP", "UDP"] = "TCP"
