@@ -90,6 +90,10 @@ def test_a_group_read_from_another_cluster_output_is_not_the_cluster_group() -> 
     assert Wiring([deployed, on_group]).target(on_group, "securityGroupId") == "sg-0cp"
     assert Wiring([deployed, on_cluster]).target(on_cluster, "securityGroupId") == cluster
     assert Wiring([first, on_group]).target(on_group, "securityGroupId") == cluster, "not comparable on a first preview"
+    template = Resource(LT, "lt", None, {"vpcSecurityGroupIds": ["sg-0cp"]}, refs={"vpcSecurityGroupIds": (cluster,)})
+    assert Wiring([deployed, template]).targets(template, "vpcSecurityGroupIds") == ("sg-0cp",), "a list reads it alike"
+    node_group = Resource("aws:eks/nodeGroup:NodeGroup", "ng", None, {"clusterName": "gpu-prod"}, refs={"clusterName": (cluster,)})
+    assert Wiring([deployed, node_group]).target(node_group, "clusterName") == cluster, "only group inputs are compared"
 
 
 def network(mode: str, *, inline: bool | None = True, endpoint_assoc: bool = False) -> list[Resource]:

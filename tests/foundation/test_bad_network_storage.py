@@ -46,7 +46,16 @@ CASES: list[tuple[str, str, Any, str, str]] = [
         "prod",
         lambda d: _tenant(d, 0).__setitem__("network", {"egress": [{"cidrs": ["10.20.0.0/24"], "except": ["10.20.0.0/24"], "ports": [443]}]}),
         "gpu-platform:tenants[0].network.egress[0].except[0]",
-        "would exclude nothing",
+        "10.20.0.0/24 is also one of cidrs, which opens it whole",
+    ),
+    (
+        "egress-except-is-another-cidr",
+        "prod",
+        lambda d: _tenant(d, 0).__setitem__(
+            "network", {"egress": [{"cidrs": ["0.0.0.0/0", "10.1.0.0/16"], "except": ["10.1.0.0/16"], "ports": [443]}]}
+        ),
+        "gpu-platform:tenants[0].network.egress[0].except[0]",
+        "10.1.0.0/16 is also one of cidrs, which opens it whole",
     ),
     (
         "egress-port-zero",

@@ -95,7 +95,7 @@ def test_a_platform_admin_administers_the_whole_cluster_and_a_tenant_does_not(st
         if (eks_identity.CLUSTER_ADMIN_POLICY, "cluster", ()) not in policies:
             fail("access policy", f"admin {arn} holds {policies}, not AmazonEKSClusterAdminPolicy at cluster scope")
     for t in spec.tenants:
-        for arn in getattr(t, "access_role_arns", ()):
+        for arn in t.access_role_arns:
             if arn not in admins and eks_identity.access_policies(plan, arn):
                 fail(
                     "access policy",

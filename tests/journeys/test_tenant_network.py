@@ -217,6 +217,7 @@ def test_a_load_balancer_in_the_vpc_reaches_a_tenant_that_admits_the_vpc() -> No
     d = connection(objs, balancer, served, 9090)
     stage(f"a load balancer in the VPC -> {served.namespace}:9090 (not listed) is refused", not d.allowed, d.reason)
     outside = Endpoint(None, ip="192.168.7.7")
+    assert ipaddress.ip_address("192.168.7.7") not in pod_network("prod")
     d = connection(objs, outside, served, 8080)
     stage(f"an address outside the VPC -> {served.namespace}:8080 is refused", not d.allowed, d.reason)
     other = next(j for j, t in enumerate(spec.tenants) if j != i and not t.network.ingress.vpc)

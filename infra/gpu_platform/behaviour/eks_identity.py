@@ -72,6 +72,7 @@ def access_policies(plan: Iterable[Any], principal_arn: str) -> list[tuple[str, 
     EKS API AssociateAccessPolicy: the principal must already have an access entry; the scope is `cluster`
     (every namespace) or `namespace` (only those listed). Without an entry, no association authorizes anything.
     """
+    plan = list(plan)
     if not any(e.principal_arn == principal_arn for e in entries(plan)):
         return []
     out = []

@@ -47,6 +47,11 @@ def urn_ref(urn: str) -> str:
 
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
+# Inputs that hold security-group ids (rules, launch templates): the only ones where a value built from the
+# cluster may be its cluster security group.
+GROUP_INPUTS = frozenset(
+    {"securityGroupId", "referencedSecurityGroupId", "sourceSecurityGroupId", "vpcSecurityGroupIds", "securityGroupIds", "networkInterfaces"}
+)
 
 
 def label(identity: str) -> str:
@@ -82,12 +87,13 @@ class Wiring:
     """
 
     def __init__(self, plan: Iterable[Any]):
+        plan = list(plan)
         self.resources: dict[str, Any] = {ref_key(r.type, r.name): r for r in plan}
         learned: dict[str, str | None] = {}
-        for r in self.resources.values():
+        for r in plan:
             for key, deps in _refs(r).items():
                 value = r.inputs.get(key)
-                if len(deps) != 1 or not isinstance(value, str) or value == UNKNOWN or self._other_cluster_output(deps[0], value):
+                if len(deps) != 1 or not isinstance(value, str) or value == UNKNOWN or self._other_cluster_output(key, deps[0], value):
                     continue
                 if learned.setdefault(value, deps[0]) != deps[0]:
                     learned[value] = None  # two resources' inputs carry it: it names neither
@@ -108,7 +114,7 @@ class Wiring:
         if value is None:
             return None
         deps = _refs(r).get(key, ())
-        if len(deps) == 1 and not self._other_cluster_output(deps[0], value):
+        if len(deps) == 1 and not self._other_cluster_output(key, deps[0], value):
             return deps[0]
         if value == UNKNOWN:
             return None
@@ -116,14 +122,14 @@ class Wiring:
             return self._ids[str(value)]  # None when two resources claim it, as targets() reads it
         return str(value)
 
-    def _other_cluster_output(self, dep: str, value: Any) -> bool:
-        """Whether a value built from an EKS cluster is known not to be its cluster security group.
+    def _other_cluster_output(self, key: str, dep: str, value: Any) -> bool:
+        """Whether a security-group input built from an EKS cluster is known not to be its cluster security group.
 
         A deployed cluster's state shows the group's id (`vpcConfig.clusterSecurityGroupId`, an output); a
         different known value is some other output (a group listed in `vpcConfig.securityGroupIds`).
         """
         cluster = self.resources.get(dep)
-        if cluster is None or cluster.type != EKS_CLUSTER or value == UNKNOWN:
+        if key not in GROUP_INPUTS or cluster is None or cluster.type != EKS_CLUSTER or value == UNKNOWN:
             return False
         group = (cluster.inputs.get("vpcConfig") or {}).get("clusterSecurityGroupId")
         return isinstance(group, str) and group not in (UNKNOWN, value)
@@ -140,7 +146,7 @@ class Wiring:
                 out.append(named)
             elif item == UNKNOWN or str(item) in self._ids:  # unknown, or an id two resources claim
                 open_ = True
-            elif deps and len(items) == 1 and len(deps) == 1:
+            elif deps and len(items) == 1 and len(deps) == 1 and not self._other_cluster_output(key, deps[0], item):
                 out.append(deps[0])
             else:
                 out.append(str(item))  # an id the plan does not create

@@ -19,18 +19,15 @@ def _stray_excepts(cidrs: tuple[str, ...], excepted: tuple[str, ...]) -> list[tu
     blocks it lies inside (k8s.tenant_network._block). A range inside none of them would be dropped, and the
     destinations it was meant to exclude opened.
     """
-    nets = [ipaddress.ip_network(c, strict=False) for c in cidrs]
+    nets = [ipaddress.ip_network(c) for c in cidrs]
+    allowed = "allowed: ranges strictly inside one of cidrs; to open nothing there, remove the cidr"
     out = []
     for k, text in enumerate(excepted):
-        ex = ipaddress.ip_network(text, strict=False)
-        if not any(ex.version == n.version and ex != n and ex.subnet_of(n) for n in nets):  # type: ignore[arg-type]
-            out.append(
-                (
-                    k,
-                    f"{text} is not strictly inside any of cidrs {list(cidrs)}, so it would exclude nothing",
-                    "allowed: ranges strictly inside one of cidrs; to open nothing there, remove the cidr",
-                )
-            )
+        ex = ipaddress.ip_network(text)
+        if ex in nets:  # its own block opens it whole: a rule's peers are ORed (NetworkPolicyEgressRule `to`)
+            out.append((k, f"{text} is also one of cidrs, which opens it whole", allowed))
+        elif not any(ex != n and ex.subnet_of(n) for n in nets):  # type: ignore[arg-type]
+            out.append((k, f"{text} is not strictly inside any of cidrs {list(cidrs)}, so it would exclude nothing", allowed))
     return out
 
 
@@ -57,7 +54,8 @@ def check_network_and_storage(spec: PlatformSpec, file: str) -> list[Problem]:
                 out.append(Problem(file, f"{at}.egress[{j}].cidrs", "no destination", "allowed: one or more CIDRs, e.g. [0.0.0.0/0]"))
             if not e.ports:
                 out.append(Problem(file, f"{at}.egress[{j}].ports", "no ports", "allowed: one or more of 1..65535"))
-            out += [Problem(file, f"{at}.egress[{j}].except[{k}]", why, allowed) for k, why, allowed in _stray_excepts(e.cidrs, e.except_)]
+            if e.cidrs:
+                out += [Problem(file, f"{at}.egress[{j}].except[{k}]", why, allowed) for k, why, allowed in _stray_excepts(e.cidrs, e.except_)]
         if not spec.is_eks and t.network.ingress.vpc:
             out.append(Problem(file, f"{at}.ingress.vpc", "a VPC CIDR exists only on EKS stacks", "allowed: false; use namespaces"))
         if t.network.ingress.ports and not (t.network.ingress.namespaces or t.network.ingress.vpc):
