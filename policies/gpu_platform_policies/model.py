@@ -11,9 +11,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from gpu_platform.behaviour.wiring import Wiring
 from gpu_platform.catalog import Catalog
 from gpu_platform.versions import Lockfile
 
@@ -215,6 +217,11 @@ class PlanView:
         for r in self.resources:
             self._by_type.setdefault(r.type, []).append(r)
             self._by_name.setdefault(r.name, r)
+
+    @cached_property
+    def wiring(self) -> Wiring:
+        """Which resource each reference input names (behaviour.wiring), built once for every rule that follows references."""
+        return Wiring(self.resources)
 
     def of_type(self, *types: str) -> list[Resource]:
         """Resources of any of these type tokens."""

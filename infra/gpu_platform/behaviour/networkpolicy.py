@@ -109,6 +109,15 @@ def selecting(objects: Sequence[Mapping[str, Any]], pod: Endpoint, direction: Di
     ]
 
 
+def carves(excepted: str, cidr: str) -> bool:
+    """Whether `excepted` may be an `except` of an ipBlock on `cidr`: a strict subset of it, same IP family.
+
+    pkg/apis/networking/validation/validation.go `ValidateIPBlock` ("must be a strict subset of `cidr`").
+    """
+    inner, outer = ipaddress.ip_network(excepted, strict=False), ipaddress.ip_network(cidr, strict=False)
+    return inner.version == outer.version and inner != outer and inner.subnet_of(outer)  # type: ignore[arg-type]
+
+
 def _in_block(block: Mapping[str, Any], ip: str | None) -> bool:
     """types.go `IPBlock`: inside `cidr` and in none of `except`."""
     if ip is None:

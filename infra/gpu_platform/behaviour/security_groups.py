@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gpu_platform.behaviour.wiring import UNKNOWN, Ids, label
+from gpu_platform.behaviour.wiring import UNKNOWN, ByValue, Ids, label
 
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
@@ -96,14 +96,12 @@ def _port(value: Any) -> int | None:
 def rules_of(plan: Iterable[PlannedLike], ids: Ids | None = None) -> list[Rule]:
     """Every security-group rule of the plan: standalone ingress/egress rule resources and legacy SecurityGroupRules.
 
-    Groups are the ids the inputs hold, or with `ids` (behaviour.wiring) the groups those inputs name.
+    Groups are the ids the inputs hold (behaviour.wiring.ByValue), or with Wiring the groups those inputs name.
     """
+    follow = ids or ByValue(())
 
     def group(r: PlannedLike, key: str) -> str | None:
-        if ids is None:
-            value = r.inputs.get(key)
-            return None if value is None else str(value)
-        return ids.target(r, key) or (UNKNOWN if r.inputs.get(key) is not None else None)
+        return follow.target(r, key) or (UNKNOWN if r.inputs.get(key) is not None else None)
 
     out: list[Rule] = []
     for r in plan:
@@ -204,13 +202,12 @@ def launch_template_interfaces(template: PlannedLike, node: str, ids: Ids | None
 
     EC2 CreateLaunchTemplate: NetworkInterfaces[].Groups per interface, else the template's
     SecurityGroupIds on the primary interface. Addresses are left to the caller. Groups are the ids the
-    inputs hold, or with `ids` (behaviour.wiring) the groups those inputs name.
+    inputs hold (behaviour.wiring.ByValue), or with Wiring the groups those inputs name.
     """
+    follow = ids or ByValue(())
 
     def groups(key: str, values: Any) -> tuple[str, ...]:
-        if ids is None:
-            return tuple(str(g) for g in ([values] if isinstance(values, str) else values or ()))
-        return ids.targets(template, key, values if values is not None else [])
+        return follow.targets(template, key, values if values is not None else [])
 
     out = []
     interfaces = template.inputs.get("networkInterfaces")

@@ -76,7 +76,26 @@ def _refs(r: Any) -> Mapping[str, tuple[str, ...]]:
     return getattr(r, "refs", None) or {}
 
 
-class Wiring:
+class _Follows:
+    """What Wiring and ByValue share: whether an input, scalar or list, names an identity."""
+
+    def target(self, r: Any, key: str) -> str | None:
+        """The identity a scalar reference input names."""
+        raise NotImplementedError
+
+    def targets(self, r: Any, key: str, values: Any = None) -> tuple[str, ...]:
+        """The identities a list input names."""
+        raise NotImplementedError
+
+    def names(self, r: Any, key: str, identity: str) -> bool:
+        """Whether reference input `key` (scalar or list) names `identity`."""
+        value = r.inputs.get(key)
+        if isinstance(value, (list, tuple)):
+            return identity in self.targets(r, key)
+        return self.target(r, key) == identity
+
+
+class Wiring(_Follows):
     """Follows reference inputs to the resources they name, for any runner's plan.
 
     An identity is a resource's ref_key, or, for an id the plan does not create (an existing VPC's
@@ -154,15 +173,8 @@ class Wiring:
             out += [d for d in deps if d not in out]
         return tuple(dict.fromkeys(out))
 
-    def names(self, r: Any, key: str, identity: str) -> bool:
-        """Whether reference input `key` (scalar or list) names `identity`."""
-        value = r.inputs.get(key)
-        if isinstance(value, (list, tuple)):
-            return identity in self.targets(r, key)
-        return self.target(r, key) == identity
 
-
-class ByValue:
+class ByValue(_Follows):
     """The offline engine's ids followed as text (plan_ids.planned_id): what journeys over the offline plan use.
 
     Same questions as Wiring; an identity is an id string.
@@ -190,13 +202,6 @@ class ByValue:
     def targets(self, r: Any, key: str, values: Any = None) -> tuple[str, ...]:
         """The ids a list input holds (or `values`, a part of it)."""
         return tuple(str(v) for v in _items(r.inputs.get(key) if values is None else values))
-
-    def names(self, r: Any, key: str, identity: str) -> bool:
-        """Whether reference input `key` (scalar or list) holds `identity`."""
-        value = r.inputs.get(key)
-        if isinstance(value, (list, tuple)):
-            return identity in self.targets(r, key)
-        return self.target(r, key) == identity
 
 
 Ids = Wiring | ByValue

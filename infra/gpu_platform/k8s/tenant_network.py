@@ -18,7 +18,7 @@ import ipaddress
 from collections.abc import Sequence
 from typing import Any
 
-from gpu_platform.behaviour.networkpolicy import Endpoint, Service, ServicePort
+from gpu_platform.behaviour.networkpolicy import Endpoint, Service, ServicePort, carves
 from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
 from gpu_platform.plan_ids import PLANNED_S3_ADDRESS, s3_prefix_list_name
 from gpu_platform.pools import DOMAIN
@@ -109,8 +109,7 @@ def s3_policy_body(peers: Any) -> dict[str, Any]:
 
 def _block(cidr: str, excepted: tuple[str, ...]) -> dict[str, Any]:
     """An ipBlock peer; `except` keeps only the carve-outs inside `cidr` (the API server rejects others)."""
-    net = ipaddress.ip_network(cidr)
-    inside = [e for e in excepted if ipaddress.ip_network(e).subnet_of(net) and ipaddress.ip_network(e) != net]  # type: ignore[arg-type]
+    inside = [e for e in excepted if carves(e, cidr)]
     return {"ipBlock": {"cidr": cidr, "except": inside}} if inside else {"ipBlock": {"cidr": cidr}}
 
 

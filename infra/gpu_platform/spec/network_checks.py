@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from gpu_platform.behaviour.networkpolicy import carves
 from gpu_platform.behaviour.storage import fsx_lustre_parameter_problems
 from gpu_platform.errors import Problem
 from gpu_platform.spec.models import PlatformSpec
@@ -14,19 +15,17 @@ P = "gpu-platform:"
 def _stray_excepts(cidrs: tuple[str, ...], excepted: tuple[str, ...]) -> list[tuple[int, str, str]]:
     """(index, why, allowed) for each `except` range that carves nothing out of `cidrs`.
 
-    Kubernetes validates each ipBlock's `except` as a strict subset of its `cidr` (pkg/apis/networking/validation
-    validation.go, ValidateIPBlock: "must be a strict subset of `cidr`"); the program puts each range only into the
-    blocks it lies inside (k8s.tenant_network._block). A range inside none of them would be dropped, and the
-    destinations it was meant to exclude opened.
+    Kubernetes takes an ipBlock's `except` only as a strict subset of its `cidr` (behaviour.networkpolicy.carves,
+    ValidateIPBlock); the program puts each range only into the blocks it carves (k8s.tenant_network._block). A
+    range that carves none of them would be dropped, and the destinations it was meant to exclude opened.
     """
     nets = [ipaddress.ip_network(c) for c in cidrs]
     allowed = "allowed: ranges strictly inside one of cidrs; to open nothing there, remove the cidr"
     out = []
     for k, text in enumerate(excepted):
-        ex = ipaddress.ip_network(text)
-        if ex in nets:  # its own block opens it whole: a rule's peers are ORed (NetworkPolicyEgressRule `to`)
+        if ipaddress.ip_network(text) in nets:  # its own block opens it whole: a rule's peers are ORed (NetworkPolicyEgressRule `to`)
             out.append((k, f"{text} is also one of cidrs, which opens it whole", allowed))
-        elif not any(ex != n and ex.subnet_of(n) for n in nets):  # type: ignore[arg-type]
+        elif not any(carves(text, c) for c in cidrs):
             out.append((k, f"{text} is not strictly inside any of cidrs {list(cidrs)}, so it would exclude nothing", allowed))
     return out
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from gpu_platform.behaviour import eks_identity, rbac, vpc
 from gpu_platform.behaviour import security_groups as sg
-from gpu_platform.behaviour.wiring import UNKNOWN, Wiring, label
+from gpu_platform.behaviour.wiring import UNKNOWN, label
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
 from gpu_platform_policies.view import EKS_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, kind_of, namespace_of, pools, tenant_namespaces
 
@@ -35,7 +35,7 @@ def efa_group_self_rules(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     is taken to carry every group the template's interfaces are built from; which interface carries which is
     judged once the ids are known (a deployed stack's preview, the offline gate).
     """
-    ids = Wiring(plan)
+    ids = plan.wiring
     rules = sg.rules_of(plan, ids)
     for lt in plan.of_type(LAUNCH_TEMPLATE):
         a = sg.launch_template_interfaces(lt, "node-a", ids)
@@ -101,7 +101,7 @@ def training_s3_not_nat_only(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     judges a real preview as it judges the offline plan.
     """
     resources = list(plan)
-    ids = Wiring(resources)
+    ids = plan.wiring
     training = {p.resource for p in pools(plan, ctx.catalog) if p.workload_class == "training" and p.platform == "eks"}
     for ng in plan.of_type(NODE_GROUP):
         if ng.name not in training:
@@ -130,7 +130,7 @@ def training_s3_not_nat_only(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 )
 def deployer_rule_off_node_groups(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """A group's rules apply to every interface carrying it (VPC "Security group rules"): on the cluster group they open every node."""
-    ids = Wiring(plan)
+    ids = plan.wiring
     carried: dict[str, str] = {}
     for lt in plan.of_type(LAUNCH_TEMPLATE):
         for interface in sg.launch_template_interfaces(lt, lt.name, ids):

@@ -99,7 +99,7 @@ def installed_drivers(plan: PlanView) -> dict[str, str | None] | None:
         return None
     addons = {str(a.inputs.get("addonName")): a for a in plan.of_type(EKS_ADDON)}
     agent = POD_IDENTITY_AGENT_ADDON in addons
-    ids = Wiring(plan)
+    ids = plan.wiring
     return {
         provisioner: _driver_lacks(plan, ids, addons[name], agent, account, policy)
         for name, provisioner, account, policy in CSI_ADDONS

@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpu_platform.behaviour.wiring import Wiring
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, default_production, rule
 from gpu_platform_policies.view import (
     EKS_ADDON,
@@ -244,7 +243,7 @@ def eks_api_reachable(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     creates_vpc = any(r.type == "aws:ec2/vpc:Vpc" for r in plan)
     # A rule on an interface VPC endpoint's group (HTTPS from the VPC to ECR/STS) does not front the API.
     # Groups followed by Pulumi's property dependencies (behaviour.wiring): unknown ids on a first preview read alike.
-    ids = Wiring(plan)
+    ids = plan.wiring
     endpoint_groups = {g for r in plan.of_type("aws:ec2/vpcEndpoint:VpcEndpoint") for g in ids.targets(r, "securityGroupIds")}
     opened = any(r.type == SG_INGRESS_RULE and _opens_api(r) and ids.target(r, "securityGroupId") not in endpoint_groups for r in plan)
     for r in plan:
