@@ -263,8 +263,17 @@ def minor(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts[:2])
 
 
-REQUIRED_CHARTS = ("gpu-operator", "kueue", "volcano", "cluster-autoscaler", "kube-prometheus-stack")
-REQUIRED_IMAGES = ("driver", "device-plugin", "mig-manager", "dcgm-exporter", "cluster-autoscaler")
+REQUIRED_CHARTS = (
+    "gpu-operator",
+    "kueue",
+    "volcano",
+    "cluster-autoscaler",
+    "kube-prometheus-stack",
+    "jobset",
+    "kubeflow-trainer",
+    "kuberay-operator",
+)
+REQUIRED_IMAGES = ("driver", "device-plugin", "mig-manager", "dcgm-exporter", "cluster-autoscaler", "trainer-torch-runtime")
 
 
 def check_compatibility(lock: Lockfile, file: str = LOCKFILE, prefix: str = "") -> list[Problem]:

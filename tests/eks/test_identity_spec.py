@@ -140,6 +140,19 @@ def test_bucket_policy_is_least_privilege() -> None:
     assert bucket_policy(("acme-data",), "cn-north-1")["Statement"][0]["Resource"] == ["arn:aws-cn:s3:::acme-data"]
 
 
+def test_a_multipart_writer_can_abort_resume_and_clean_up() -> None:
+    """S3 User Guide, "Multipart upload API and permissions": Create/UploadPart/Complete are s3:PutObject; an SDK's
+    transfer manager also aborts failed uploads (AbortMultipartUpload), lists parts to resume (ListParts:
+    s3:ListMultipartUploadParts) and lists incomplete uploads (s3:ListBucketMultipartUploads, a bucket action)."""
+    doc = bucket_policy(("acme-ckpt",), "us-east-1")
+    obj, bucket = "arn:aws:s3:::acme-ckpt/run-7/step-1000.pt", "arn:aws:s3:::acme-ckpt"
+    for action in ("s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"):
+        assert iam_policy.decide([doc], action, obj) == iam_policy.ALLOW, action
+        assert iam_policy.decide([doc], action, bucket) == iam_policy.IMPLICIT_DENY, action
+    assert iam_policy.decide([doc], "s3:ListBucketMultipartUploads", bucket) == iam_policy.ALLOW
+    assert iam_policy.decide([doc], "s3:ListBucketMultipartUploads", "arn:aws:s3:::other") == iam_policy.IMPLICIT_DENY
+
+
 def test_iam_explicit_deny_wins_and_wildcards_follow_iam() -> None:
     """IAM "Policy evaluation logic": an explicit Deny beats any Allow; `?` is one character, resources are case-sensitive."""
     allow = {"Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "arn:aws:s3:::acme-?/*"}]}

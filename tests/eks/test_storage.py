@@ -7,9 +7,10 @@ import json
 import pytest
 
 from gpu_platform.aws.storage import ADDON, POLICY_ARN, PROVISIONER, SERVICE_ACCOUNT
+from gpu_platform.behaviour.storage import default_class, on_claim_deleted
 from gpu_platform.engine import auto_name
 from gpu_platform.versions import load_lockfile
-from tests.conftest import plan_for
+from tests.conftest import plan_for, spec_for
 
 EKS_STACKS = ("dev", "staging", "prod")
 
@@ -38,12 +39,22 @@ def test_ebs_csi_addon_with_its_pod_identity_role(stack: str) -> None:
 
 
 @pytest.mark.parametrize("stack", EKS_STACKS)
-def test_gp3_class_is_default_encrypted_and_waits_for_the_pod(stack: str) -> None:
-    (sc,) = [r.inputs for r in plan_for(stack).of_type("kubernetes:storage.k8s.io/v1:StorageClass") if r.inputs["provisioner"] == PROVISIONER]
-    assert sc["provisioner"] == PROVISIONER
-    assert sc["parameters"]["type"] == "gp3" and sc["parameters"]["encrypted"] == "true"
-    assert sc["volumeBindingMode"] == "WaitForFirstConsumer" and sc["allowVolumeExpansion"] is True
-    assert sc["metadata"]["annotations"] == {"storageclass.kubernetes.io/is-default-class": "true"}
+def test_gp3_classes_are_encrypted_wait_for_the_pod_and_only_the_default_deletes_data(stack: str) -> None:
+    """gp3 (default, scratch) deletes its volume with the claim; gp3-retain keeps it (pv_controller.go reclaimVolume)."""
+    spec = spec_for(stack)
+    classes = [dict(r.inputs) for r in plan_for(stack).of_type("kubernetes:storage.k8s.io/v1:StorageClass")]
+    ebs = {c["metadata"]["name"]: c for c in classes if c["provisioner"] == PROVISIONER}
+    assert set(ebs) == {"gp3", "gp3-retain"} == {spec.storage_class, spec.retain_storage_class}
+    for sc in ebs.values():
+        assert sc["parameters"]["type"] == "gp3" and sc["parameters"]["encrypted"] == "true"
+        assert sc["volumeBindingMode"] == "WaitForFirstConsumer" and sc["allowVolumeExpansion"] is True
+    assert ebs["gp3"]["metadata"]["annotations"] == {"storageclass.kubernetes.io/is-default-class": "true"}
+    assert "annotations" not in ebs["gp3-retain"]["metadata"], "two default classes: the newest wins (GetDefaultClass)"
+    assert default_class(classes) == "gp3"
+    assert on_claim_deleted({"resources": {"requests": {"storage": "100Gi"}}}, classes) == "deleted"
+    assert on_claim_deleted({"storageClassName": "gp3-retain"}, classes) == "kept"
+    if spec.storage.fsx_lustre.enabled:
+        assert on_claim_deleted({"storageClassName": spec.storage.fsx_lustre.class_name}, classes) == "kept", "FSx keeps its file system"
 
 
 def test_onprem_creates_no_class() -> None:

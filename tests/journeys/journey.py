@@ -71,18 +71,26 @@ def pod_spec(pool: NodePool, limits: dict[str, Any], **extra: Any) -> dict[str, 
 
 
 def efa_training(spec: PlatformSpec) -> dict[str, Any]:
-    """A 2-node, 16-GPU PyTorchJob on an EFA pool: all GPUs, EFA devices and hugepages of each node."""
+    """A 2-node, 16-GPU TrainJob (torch-distributed) on an EFA pool: all GPUs, EFA devices and hugepages of each node."""
     catalog = load_catalog()
     tenant, pool = find(spec, lambda p, gpus: p.efa and gpus_per_node(p, catalog) == 8 and gpus >= 16)
     limits = {"nvidia.com/gpu": "8", **efa_node_resources(pool, catalog)}
     limits["hugepages-2Mi"] = "5120Mi"
-    template = {"spec": pod_spec(pool, limits, priorityClassName=f"gpu-{tenant.priority}")}
-    template["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "100Gi"
+    node = pod_spec(pool, limits)
+    patch = {"manager": "example.com/ml-team", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": node["nodeSelector"]}}}}}
+    ]}}}}  # fmt: skip
+    resources = node["containers"][0]["resources"]
+    resources["requests"]["ephemeral-storage"] = "100Gi"
     return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "pretrain", "namespace": tenant.ns},
-        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": template}, "Worker": {"replicas": 1, "template": template}}},
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "pretrain", "namespace": tenant.ns, "labels": {"kueue.x-k8s.io/priority-class": tenant.priority}},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2, "image": "registry.example.com/llm/train:2026.11", "resourcesPerNode": resources},
+            "runtimePatches": [patch],
+        },
     }
 
 

@@ -49,7 +49,7 @@ def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["workload"] == {"kind": "Job", "name": "embeddings-backfill", "namespace": "data-platform"}
     assert out["verdict"] == "runs" and out["clusterQueue"] == "data-platform" and out["flavor"] == "batch-l40s-spot"
-    assert [s["stage"] for s in out["steps"]][:4] == ["namespace", "admission-policy", "kueue-managed", "local-queue"]
+    assert [s["stage"] for s in out["steps"]][:5] == ["namespace", "api", "admission-policy", "kueue-managed", "local-queue"]
     assert all(set(s) == {"stage", "result", "detail", "source"} and s["result"] in ("ok", "blocked", "warning") for s in out["steps"])
 
 

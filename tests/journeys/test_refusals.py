@@ -33,8 +33,8 @@ def above_tier(kind: str, ns: str) -> dict[str, Any]:
         "Deployment": ("apps/v1", {"replicas": 1, "template": t}),
         "StatefulSet": ("apps/v1", {"replicas": 1, "serviceName": "s", "template": t}),
         "JobSet": ("jobset.x-k8s.io/v1alpha2", {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": t}}}]}),
-        "PyTorchJob": ("kubeflow.org/v1", {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": t}}}),
-        "MPIJob": ("kubeflow.org/v2beta1", {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": t}}}),
+        # A TrainJob has no pod template of its own (its runtime's); Kueue reads its priority from the label.
+        "TrainJob": ("trainer.kubeflow.org/v1alpha1", {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 1}}),
         "RayJob": (
             "ray.io/v1",
             {"rayClusterSpec": {"headGroupSpec": {"template": t}, "workerGroupSpecs": [{"groupName": "g", "replicas": 1, "template": t}]}},
@@ -45,10 +45,12 @@ def above_tier(kind: str, ns: str) -> dict[str, Any]:
         ),
     }
     api, spec = specs[kind]
+    if kind == "TrainJob":
+        meta["labels"] = {"kueue.x-k8s.io/priority-class": TOP}
     return {"apiVersion": api, "kind": kind, "metadata": meta, "spec": spec}
 
 
-@pytest.mark.parametrize("kind", ["Job", "Deployment", "StatefulSet", "JobSet", "PyTorchJob", "MPIJob", "RayJob", "RayCluster"])
+@pytest.mark.parametrize("kind", ["Job", "Deployment", "StatefulSet", "JobSet", "TrainJob", "RayJob", "RayCluster"])
 def test_a_job_above_the_tenants_tier_is_refused_at_submission(stack: str, kind: str) -> None:
     """Kueue takes the Workload's priority from the pod template (jobframework ExtractPriority): the template is checked."""
     low = [t for t in spec_for(stack).tenants if PRIORITY_VALUES[t.priority] < PRIORITY_VALUES[TOP]]
@@ -60,9 +62,9 @@ def test_a_job_above_the_tenants_tier_is_refused_at_submission(stack: str, kind:
 def test_the_tenants_own_tier_is_accepted_on_every_kind(stack: str) -> None:
     """The same kinds at the tenant's own tier pass the policy (the check is not a blanket refusal)."""
     tenant = spec_for(stack).tenants[0]
-    for kind in ("Job", "JobSet", "PyTorchJob", "RayJob"):
+    for kind in ("Job", "JobSet", "TrainJob", "RayJob"):
         manifest = above_tier(kind, tenant.ns)
-        text = str(manifest).replace(f"gpu-{TOP}", f"gpu-{tenant.priority}")
+        text = str(manifest).replace(f"gpu-{TOP}", f"gpu-{tenant.priority}").replace(f"'{TOP}'", f"'{tenant.priority}'")
         e = walk(stack, eval(text))  # the same manifest, its priority lowered to the tenant's own
         step = e.step("admission-policy")
         assert step is not None and step.result == "ok", f"stage admission-policy: {kind}: {step}"

@@ -15,11 +15,14 @@ Stages, each judged by gpu_platform.behaviour (which cites upstream):
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gpu_platform.aws.fsx import LUSTRE_PORTS
+from gpu_platform.behaviour import resourcequota
 from gpu_platform.behaviour import security_groups as sg
-from gpu_platform.behaviour.storage import FSX_PROVISIONER, claim_binds
+from gpu_platform.behaviour.storage import FSX_PROVISIONER, claim_binds, claim_class, on_claim_deleted
 from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, planned_id
 from gpu_platform_policies import PlanView, Resource
 from gpu_platform_policies.rules.paths import installed_drivers
@@ -36,6 +39,10 @@ def test_a_training_dataset_claim_on_fsx_binds_and_the_nodes_mount_it() -> None:
     claim = {"storageClassName": fsx.class_name, "accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "2400Gi"}}}
     classes = [dict(r.inputs) for r in plan if r.type == "kubernetes:storage.k8s.io/v1:StorageClass"]
     drivers = installed_drivers(PlanView(Resource(r.type, r.name, r.parent, r.inputs) for r in plan)) or {}
+    tenant = next(t for t in spec.tenants if t.priority == "production-training")
+    quotas = [dict(r.inputs) for r in plan if r.type == "kubernetes:core/v1:ResourceQuota" and r.inputs["metadata"]["namespace"] == tenant.ns]
+    refusal = resourcequota.admit_claim(quotas, claim, claim_class(claim, classes))
+    stage("quota", refusal is None, f"the claim in {tenant.ns} is refused at admission: {refusal}")
     binding = claim_binds(claim, classes, drivers)
     stage(binding.reason.split(":", 1)[0] if not binding.binds else "parameters", binding.binds, binding.reason)
 
@@ -68,3 +75,21 @@ def test_a_missing_lustre_rule_is_caught_at_the_ports_stage(dropped: str) -> Non
     eni = sg.Interface("fsx/eni", (planned_id("fsx-lustre-sg"),), address="10.40.1.50")
     port = int(dropped.rsplit("-", 1)[1])
     assert not (sg.flow(rules, node, eni, "tcp", port).allowed and sg.flow(rules, eni, node, "tcp", port).allowed)
+
+
+def test_deleting_a_dataset_claim_keeps_its_file_system_and_a_second_file_system_needs_quota() -> None:
+    """FSx spend and data are bounded: the class keeps the file system when the claim goes (pv_controller.go
+    reclaimVolume, Retain), and each tenant holds `fsxClaims` file systems at most (persistent_volume_claims.go Usage)."""
+    spec, plan = spec_for(STACK), plan_for(STACK).resources
+    fsx = spec.storage.fsx_lustre
+    classes = [dict(r.inputs) for r in plan if r.type == "kubernetes:storage.k8s.io/v1:StorageClass"]
+    claim = {"storageClassName": fsx.class_name, "resources": {"requests": {"storage": "1200Gi"}}}
+    stage("reclaim", on_claim_deleted(claim, classes) == "kept", f"deleting the claim deletes the {fsx.class_name} file system and its data")
+    for tenant in spec.tenants:
+        quotas = [dict(r.inputs) for r in plan if r.type == "kubernetes:core/v1:ResourceQuota" and r.inputs["metadata"]["namespace"] == tenant.ns]
+        used: dict[str, Any] = {}
+        for _ in range(tenant.resources.fsx_claims):
+            assert resourcequota.admit_claim(quotas, claim, fsx.class_name, used) is None
+            used = resourcequota.add(used, resourcequota.claim_usage(claim, fsx.class_name))
+        refusal = resourcequota.admit_claim(quotas, claim, fsx.class_name, used)
+        stage("quota", refusal is not None, f"{tenant.ns} can create file system {tenant.resources.fsx_claims + 1}: nothing bounds FSx spend")

@@ -177,6 +177,18 @@ def _template(
     return Rendered(release, folder, docs)
 
 
+def dependencies(plan: Plan, name: str) -> set[str]:
+    """The resources `name` dependsOn in the plan, followed transitively (what Pulumi creates before it)."""
+    deps: set[str] = set()
+    todo = [name]
+    while todo:
+        for d in plan.named(todo.pop()).depends_on:
+            if d not in deps:
+                deps.add(d)
+                todo.append(d)
+    return deps
+
+
 def crd_groups(objects: Iterator[dict[str, Any]] | tuple[dict[str, Any], ...]) -> set[str]:
     """API versions (`group/version`) served by the CustomResourceDefinitions among these objects."""
     out = set()
@@ -210,6 +222,9 @@ def unread_value_keys(folder: Path, values: dict[str, Any]) -> list[str]:
     text = template_text(folder)
     subcharts = {p.name: p for p in (folder / "charts").iterdir()} if (folder / "charts").is_dir() else {}
     aliases = {d.get("alias", d["name"]): d["name"] for d in _dependencies(folder)}
+    # Helm reads each dependency's `condition` paths in the parent's values (pkg/chartutil/dependencies.go
+    # processDependencyConditions), e.g. Kubeflow Trainer's `jobset.install`.
+    conditions = {c.strip() for d in _dependencies(folder) for c in str(d.get("condition") or "").split(",") if c.strip()}
     out: list[str] = []
 
     def walk(node: Any, default: Any, path: list[str]) -> None:
@@ -218,7 +233,8 @@ def unread_value_keys(folder: Path, values: dict[str, Any]) -> list[str]:
         for key, value in node.items():
             here = [*path, str(key)]
             if not path and key in aliases and aliases[key] in subcharts:
-                out.extend(f"{key}.{p}" for p in unread_value_keys(subcharts[aliases[key]], value if isinstance(value, dict) else {}))
+                below = {k: v for k, v in (value if isinstance(value, dict) else {}).items() if f"{key}.{k}" not in conditions}
+                out.extend(f"{key}.{p}" for p in unread_value_keys(subcharts[aliases[key]], below))
                 continue
             declared = isinstance(default, dict) and key in default
             sub = default.get(key) if isinstance(default, dict) else None

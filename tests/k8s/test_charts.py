@@ -20,6 +20,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gpu_platform.behaviour import pod_security
 from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s.monitoring import prometheus_stack_values
 from gpu_platform.k8s.objects import NODE_EXPORTER_NAMESPACE
@@ -28,8 +29,7 @@ from gpu_platform.k8s.releases import CRD_GROUPS, crd_needs, install_order, rele
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies.rules.observability import route_receiver
 from tests.conftest import plan_for, shared_crds, spec_for
-from tests.k8s import pod_security
-from tests.k8s.charts import ChartMissing, Release, Rendered, chart_dir, crd_groups, releases, require_helm, template, unread_value_keys
+from tests.k8s.charts import ChartMissing, Release, Rendered, chart_dir, crd_groups, dependencies, releases, require_helm, template, unread_value_keys
 from tests.k8s.helpers import crd_schemas, strict_schema
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
@@ -167,13 +167,7 @@ def test_releases_install_after_the_crds_they_use(stack: str) -> None:
     for name, o in out.items():
         own = {g.split("/")[0] for g in crd_groups(o.objects)}
         used = {_api_group(obj["apiVersion"]) for obj in o.objects if not is_builtin(obj["apiVersion"])} - own - existing
-        # The Pulumi dependsOn the plan records, followed transitively.
-        deps, todo = set(), [name]
-        while todo:
-            for d in plan.named(todo.pop()).depends_on:
-                if d not in deps:
-                    deps.add(d)
-                    todo.append(d)
+        deps = dependencies(plan, name)  # the Pulumi dependsOn the plan records, followed transitively
         for group in used:
             if group not in provider_of and _MISSING.get(stack):
                 pytest.skip(f"{name} uses {group}, whose release could not be rendered here: {_MISSING[stack]}")

@@ -198,3 +198,23 @@ CONTROLLER_CASES += [
         says="lacks gpu-platform.io/owner=platform",
     ),
 ]
+
+TENANT_ROLE = "platform-tenant-role"
+LEGACY_RULE = {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs", "mpijobs"], "verbs": ["create", "get"]}
+CONTROLLER_CASES += [
+    *compliant("job-apis-served", "prod", "staging", "dev", "onprem"),
+    fires(
+        "job-apis-served",
+        "jobset-release-dropped",
+        drop("job-apis-jobset-release"),
+        on="kueue-release",
+        says="Kueue manages jobset.x-k8s.io/jobset but no release of the stack installs the jobset.x-k8s.io CRDs",
+    ),
+    fires(
+        "job-apis-served",
+        "role-grants-legacy-pytorchjobs",
+        at(TENANT_ROLE, {"rules.0": LEGACY_RULE}),
+        on=TENANT_ROLE,
+        says="names kubeflow.org kinds, which no release of the stack serves",
+    ),
+]

@@ -26,8 +26,13 @@ from gpu_platform.spec.models import PlatformSpec, Tenant
 
 # EKS user guide, "Review access policy permissions": the cluster-wide admin access policy.
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-BUCKET_ACTIONS = ("s3:ListBucket",)
-OBJECT_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:DeleteObject")
+# Multipart writers (every SDK's transfer manager above ~8 MiB: boto3 TransferConfig multipart_threshold, the AWS
+# CLI, s5cmd) need more than PutObject: AbortMultipartUpload when an upload fails, ListParts (IAM action
+# s3:ListMultipartUploadParts) to resume, ListMultipartUploads (s3:ListBucketMultipartUploads, a bucket action)
+# to find and clean up incomplete uploads. CreateMultipartUpload, UploadPart and CompleteMultipartUpload are
+# authorised as s3:PutObject (S3 User Guide, "Multipart upload API and permissions").
+BUCKET_ACTIONS = ("s3:ListBucket", "s3:ListBucketMultipartUploads")
+OBJECT_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 
 

@@ -26,6 +26,7 @@ RESOURCES: dict[str, tuple[str, str, str]] = {
     "Deployment": ("apps", "v1", "deployments"),
     "StatefulSet": ("apps", "v1", "statefulsets"),
     "JobSet": ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+    "TrainJob": ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
     "PyTorchJob": ("kubeflow.org", "v1", "pytorchjobs"),
     "MPIJob": ("kubeflow.org", "v2beta1", "mpijobs"),
     "RayJob": ("ray.io", "v1", "rayjobs"),

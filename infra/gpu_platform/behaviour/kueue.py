@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpu_platform.behaviour.apimachinery import parse_quantity, selector_matches
+from gpu_platform.behaviour.limitrange import container_items
 from gpu_platform.behaviour.scheduler import affinity_matches, untolerated_taint
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -50,6 +51,7 @@ KIND_FRAMEWORK = {
     "StatefulSet": "statefulset",
     "Pod": "pod",
     "JobSet": "jobset.x-k8s.io/jobset",
+    "TrainJob": "trainer.kubeflow.org/trainjob",
     "PyTorchJob": "kubeflow.org/pytorchjob",
     "MPIJob": "kubeflow.org/mpijob",
     "RayJob": "ray.io/rayjob",
@@ -131,14 +133,18 @@ def _job_pods(job_spec: Mapping[str, Any]) -> int:
     return min(n, int(completions)) if completions is not None else n
 
 
-def pod_sets(obj: Mapping[str, Any]) -> list[PodSet]:
+def pod_sets(obj: Mapping[str, Any], runtimes: Sequence[Mapping[str, Any]] = ()) -> list[PodSet]:
     """The Workload's pod sets, per integration's `PodSets` (kueue pkg/controller/jobs/...).
+
+    `runtimes`: the Kubeflow Trainer (Cluster)TrainingRuntimes a TrainJob may name.
 
     - Pod: pod/pod_controller.go `constructPodSets`, one pod set `main` of 1.
     - Job: job/job_controller.go `PodSets`, `main` x podsCount.
     - Deployment: deployment_webhook.go labels the template; every pod is its own single-pod Workload.
     - StatefulSet: statefulset_webhook.go `Default` groups the pods: one pod set x replicas.
     - JobSet: jobset/jobset_controller.go `PodSets`, one per replicatedJob x replicas x podsCount.
+    - TrainJob: trainjob/trainjob_controller.go `PodSets` -> `getChildJobSet`: the JobSet Trainer builds from
+      the runtime (`trainjob_pod_sets`), then the JobSet's pod sets.
     - PyTorchJob / MPIJob: kubeflowjob_controller.go `PodSets`, one per replica type in order.
     - RayJob / RayCluster: raycluster `BuildPodSets`, head (1) then each worker group x replicas.
     """
@@ -158,6 +164,8 @@ def pod_sets(obj: Mapping[str, Any]) -> list[PodSet]:
             job = (rj.get("template") or {}).get("spec") or {}
             out.append(PodSet(str(rj.get("name")), _int(rj.get("replicas"), 1) * _job_pods(job), (job.get("template") or {}).get("spec") or {}))
         return out
+    if kind == "TrainJob":
+        return trainjob_pod_sets(obj, runtimes)
     if kind in ("PyTorchJob", "MPIJob"):
         key = "pytorchReplicaSpecs" if kind == "PyTorchJob" else "mpiReplicaSpecs"
         order = ("Master", "Worker") if kind == "PyTorchJob" else ("Launcher", "Worker")
@@ -175,6 +183,69 @@ def pod_sets(obj: Mapping[str, Any]) -> list[PodSet]:
     raise ValueError(f"kind {kind!r} has no Kueue integration here; allowed: {', '.join(sorted(KIND_FRAMEWORK))}")
 
 
+TRAINER_STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def find_runtime(obj: Mapping[str, Any], runtimes: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The runtime a TrainJob's `spec.runtimeRef` names (kind defaults to ClusterTrainingRuntime; a TrainingRuntime is namespaced).
+
+    kueue trainjob_controller.go `getRuntimeSpec`; no such runtime: "runtime '<name>' not found" and no Workload.
+    """
+    ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+    kind = ref.get("kind") or "ClusterTrainingRuntime"
+    namespace = None if kind == "ClusterTrainingRuntime" else (obj.get("metadata") or {}).get("namespace")
+    for r in runtimes:
+        meta = r.get("metadata") or {}
+        if r.get("kind") == kind and meta.get("name") == ref.get("name") and meta.get("namespace") == namespace:
+            return r
+    return None
+
+
+def trainjob_pod_sets(obj: Mapping[str, Any], runtimes: Sequence[Mapping[str, Any]]) -> list[PodSet]:
+    """The pod sets of the JobSet Kubeflow Trainer builds for a TrainJob, as Kueue's TrainJob integration counts them.
+
+    trainer (the release the lockfile's Kueue vendors; unchanged at the lockfile's Trainer tag) pkg/runtime/core/trainingruntime.go `newRuntimeInfo`:
+    the replicated job labelled `trainjob-ancestor-step: trainer` runs `mlPolicy.numNodes` pods, which the
+    TrainJob's `trainer.numNodes` replaces (plugins/torch `EnforceMLPolicy`); its container `node` takes the
+    TrainJob's `trainer.image`, `command`, `args` and `resourcesPerNode`; plugins/jobset/builder.go `Trainer`
+    forces that job's replicas to 1. `runtimePatches` add nodeSelector, tolerations and the like per
+    replicated job. Then jobset_controller.go `PodSets`: one pod set per replicated job, replicas x pods.
+    """
+    runtime = find_runtime(obj, runtimes)
+    ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+    if runtime is None:
+        raise ValueError(f"runtime {ref.get('name')!r} not found")
+    spec = obj.get("spec") or {}
+    trainer = spec.get("trainer") or {}
+    rspec = runtime.get("spec") or {}
+    nodes = _int(trainer.get("numNodes"), _int((rspec.get("mlPolicy") or {}).get("numNodes"), 1))
+    patches: dict[str, dict[str, Any]] = {}
+    for patch in spec.get("runtimePatches") or []:
+        for rj in ((((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs")) or []:
+            pod = ((((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec")) or {}
+            patches.setdefault(str(rj.get("name")), {}).update(pod)
+    out = []
+    for rj in ((rspec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
+        job_template = rj.get("template") or {}
+        job = dict(job_template.get("spec") or {})
+        pod = dict((job.get("template") or {}).get("spec") or {})
+        replicas = _int(rj.get("replicas"), 1)
+        if ((job_template.get("metadata") or {}).get("labels") or {}).get(TRAINER_STEP_LABEL) == "trainer":
+            replicas, job["parallelism"], job["completions"] = 1, nodes, nodes
+            containers = []
+            for c in pod.get("containers") or []:
+                filled = dict(c)
+                if c.get("name") == "node":
+                    filled |= {key: trainer[key] for key in ("image", "command", "args") if key in trainer}
+                    if "resourcesPerNode" in trainer:
+                        filled["resources"] = trainer["resourcesPerNode"]
+                containers.append(filled)
+            pod["containers"] = containers
+        pod |= {k: v for k, v in patches.get(str(rj.get("name")), {}).items() if k != "containers"}
+        out.append(PodSet(str(rj.get("name")), replicas * _job_pods(job), pod))
+    return out
+
+
 def priority_class(obj: Mapping[str, Any], sets: Sequence[PodSet]) -> tuple[str, str] | None:
     """The priority class Kueue gives the Workload: the workload priority label, else a pod template's class.
 
@@ -190,10 +261,10 @@ def priority_class(obj: Mapping[str, Any], sets: Sequence[PodSet]) -> tuple[str,
     return None
 
 
-def workload_for(obj: Mapping[str, Any]) -> Workload:
+def workload_for(obj: Mapping[str, Any], runtimes: Sequence[Mapping[str, Any]] = ()) -> Workload:
     """The Workload Kueue constructs for a job (jobframework reconciler.go `ConstructWorkload`)."""
     meta = obj.get("metadata") or {}
-    sets = pod_sets(obj)
+    sets = pod_sets(obj, runtimes)
     labels = meta.get("labels") or {}
     kind = str(obj.get("kind"))
     if kind in POD_BASED and kind != "Pod":
@@ -215,6 +286,84 @@ def workload_for(obj: Mapping[str, Any]) -> Workload:
         priority_class(obj, sets),
         tuple(notes),
     )
+
+
+def _summary(limit_ranges: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Kueue pkg/util/limitrange/limitrange.go `Summarize` of the Container items (stored form, limitrange.stored_item).
+
+    default / defaultRequest: the first value seen wins; max: the smallest; min: the largest.
+    """
+    out: dict[str, dict[str, Any]] = {"default": {}, "defaultRequest": {}, "max": {}, "min": {}}
+    for item in container_items(limit_ranges):
+        for key in ("default", "defaultRequest"):
+            for k, v in (item.get(key) or {}).items():
+                out[key].setdefault(k, v)
+        for k, v in (item.get("max") or {}).items():
+            out["max"][k] = v if k not in out["max"] else min(out["max"][k], v, key=parse_quantity)
+        for k, v in (item.get("min") or {}).items():
+            out["min"][k] = v if k not in out["min"] else max(out["min"][k], v, key=parse_quantity)
+    return out
+
+
+def adjusted_pod_spec(spec: Mapping[str, Any], limit_ranges: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The pod spec Kueue counts: kueue pkg/workload/resources.go `AdjustResources`.
+
+    `handlePodLimitRange` first (the namespace's Container `default` fills missing limits, `defaultRequest`
+    missing requests), then `handleLimitsToRequests` (UseLimitsAsMissingRequestsInPod: a limit fills a request
+    still missing). The order matters: a container with only `limits: {memory: 512Mi}` gets a defaultRequest
+    above 512Mi if the LimitRange has one, where the API server (limits first, SetDefaults_Pod) would not.
+    """
+    summary = _summary(limit_ranges)
+    out = dict(spec)
+    for key in ("initContainers", "containers"):
+        if not spec.get(key):
+            continue
+        containers = []
+        for c in spec[key]:
+            res = dict(c.get("resources") or {})
+            limits = {**summary["default"], **(res.get("limits") or {})}
+            requests = {**summary["defaultRequest"], **(res.get("requests") or {})}
+            res["limits"], res["requests"] = limits, {**limits, **requests}
+            containers.append({**c, "resources": res})
+        out[key] = containers
+    return out
+
+
+def _greater(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """resource.go `GreaterKeys`: names present on both sides whose value in `a` is above `b`'s (sorted)."""
+    return sorted(k for k in a if k in b and parse_quantity(a[k]) > parse_quantity(b[k]))
+
+
+def admissibility_errors(workload: Workload, limit_ranges: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Kueue pkg/workload/resources.go `ValidateAdmissibility` on the adjusted pod sets: `ValidateResources`, then `ValidateLimitRange`.
+
+    The scheduler (pkg/scheduler/scheduler.go `nominate`) leaves a workload that fails either pending, QuotaReserved=False,
+    with this message; Kueue compares only names present on both sides and never checks maxLimitRequestRatio.
+    """
+    summary = _summary(limit_ranges)
+    invalid: list[str] = []
+    outside: list[str] = []
+    for i, ps in enumerate(workload.pod_sets):
+        spec = adjusted_pod_spec(ps.spec, limit_ranges)
+        for key in ("initContainers", "containers"):
+            for j, c in enumerate(spec.get(key) or []):
+                res = c.get("resources") or {}
+                requests, limits = res.get("requests") or {}, res.get("limits") or {}
+                at = f"spec.podSets[{i}].template.spec.{key}[{j}]"
+                names = _greater(requests, limits)
+                if names:
+                    invalid.append(f"{at}: Invalid value: {names}: requests must not exceed its limits")
+                highest = {k: max(v, limits.get(k, v), key=parse_quantity) for k, v in requests.items()}
+                lowest = {k: min(v, limits.get(k, v), key=parse_quantity) for k, v in requests.items()}
+                if names := _greater(highest, summary["max"]):
+                    outside.append(f"{at}: Invalid value: {names}: requests must not be above the limitRange max")
+                if names := _greater(summary["min"], lowest):
+                    outside.append(f"{at}: Invalid value: {names}: requests must not be below the limitRange min")
+    if invalid:
+        return ["resources validation failed: " + "; ".join(invalid)]
+    if outside:
+        return ["resources didn't satisfy LimitRange constraints: " + "; ".join(outside)]
+    return []
 
 
 def pod_requests(spec: Mapping[str, Any], excluded_prefixes: Sequence[str] = ()) -> dict[str, Decimal]:

@@ -15,6 +15,8 @@ Not reproduced: pruning fields a manager stops applying (merge/update.go `Update
 
 from __future__ import annotations
 
+import copy
+
 import json
 from collections.abc import Mapping
 from functools import cache
@@ -119,7 +121,8 @@ def apply(live: Mapping[str, Any], applied: Mapping[str, Any], schema: Mapping[s
     """The object after a forced apply of `applied` over `live` (typed/merge.go `mergingWalker.merge` with `ruleKeepRHS`).
 
     Separable maps merge key by key (live keys the apply does not name stay); an atomic list or map
-    and every scalar take the applied value whole; associative lists merge item by item.
+    and every scalar take the applied value whole; associative lists merge item by item. The result shares
+    no mutable part with `applied` (the API server returns a new object; callers edit it freely).
     """
     out: dict[str, Any] = dict(live)
     for key, value in applied.items():
@@ -138,10 +141,10 @@ def apply(live: Mapping[str, Any], applied: Mapping[str, Any], schema: Mapping[s
                 if k in mine:
                     new = mine.pop(k)
                     both_maps = isinstance(item, Mapping) and isinstance(new, Mapping)
-                    merged.append(apply(item, new, item_schema, defs) if both_maps else new)
+                    merged.append(apply(item, new, item_schema, defs) if both_maps else copy.deepcopy(new))
                 else:
                     merged.append(item)
-            out[key] = merged + list(mine.values())
+            out[key] = merged + copy.deepcopy(list(mine.values()))
         else:
-            out[key] = value
+            out[key] = copy.deepcopy(value)
     return out

@@ -142,3 +142,18 @@ def fsx_lustre_parameter_problems(parameters: Mapping[str, Any]) -> list[tuple[s
     elif allowed is None and throughput is not None and deployment in FSX_DEPLOYMENT_TYPES:
         out.append(("perUnitStorageThroughput", f"only PERSISTENT_1 and PERSISTENT_2 take it, not {deployment}; allowed: remove it"))
     return out
+
+
+def on_claim_deleted(claim_spec: Mapping[str, Any], classes: Sequence[Mapping[str, Any]]) -> str:
+    """What happens to a dynamically provisioned volume, and the data on it, when its claim is deleted: `kept` or `deleted`.
+
+    pv_controller.go `provisionClaimOperation` copies the class's `reclaimPolicy` (default Delete, the API's
+    defaulting of StorageClass) into the PersistentVolume it creates; when the claim goes, `reclaimVolume`
+    leaves a `Retain` volume Released with its data for an admin, and for `Delete` runs `deleteVolumeOperation`,
+    whose CSI DeleteVolume deletes the EBS volume or the FSx file system and everything on it.
+    """
+    name = claim_class(claim_spec, classes)
+    found = next((c for c in classes if c["metadata"]["name"] == name), None)
+    if found is None:
+        raise ValueError(f"the claim's class {name!r} is not among the classes given")
+    return "kept" if (found.get("reclaimPolicy") or "Delete") == "Retain" else "deleted"

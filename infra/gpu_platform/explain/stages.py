@@ -1,20 +1,20 @@
 """The stages a workload passes through, in order, each reproducing one component (gpu_platform.behaviour).
 
-namespace -> admission-policy -> kueue-managed -> local-queue -> priority -> kueue-flavor -> kueue-fallback
--> pod-admission -> node-pool -> network -> device-resources -> autoscaler -> volcano -> capacity. A
-blocked stage ends the walk: what follows it never happens. `network` asks the NetworkPolicy evaluator
-(gpu_platform.behaviour.networkpolicy) whether the pods reach DNS, the API server and their data; a path
-that is closed is a warning (the pods run, and fail at what they cannot reach).
+namespace -> api -> admission-policy -> pod-resources (a Pod) -> kueue-managed -> local-queue -> priority ->
+kueue-resources -> kueue-flavor -> kueue-fallback -> pod-admission -> pod-resources (a job's pods) -> node-pool ->
+network -> device-resources -> autoscaler -> volcano -> capacity. A blocked stage ends the walk: what follows
+it never happens. `network` asks the NetworkPolicy evaluator (gpu_platform.behaviour.networkpolicy) whether
+the pods reach DNS, the API server and their data; a path that is closed is a warning (the pods run, and fail at what they cannot reach).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Literal
 
-from gpu_platform.behaviour import admission, kueue, networkpolicy, scheduler, volcano
+from gpu_platform.behaviour import admission, kueue, limitrange, networkpolicy, pod_security, resourcequota, scheduler, volcano
 from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.explain.view import PoolView, StackView
 from gpu_platform.k8s.kueue import CPU_FLAVOR
@@ -104,10 +104,14 @@ class Walk:
         """Every stage in order, until one blocks."""
         try:
             self.namespace()
+            self.api()
             self.admission_policy()
+            if self.out.kind == "Pod":
+                self.pod_resources("pod-resources", [("main", 1, dict(self.obj.get("spec") or {}))])
             self.kueue_managed()
             self.local_queue()
             self.priority()
+            self.kueue_resources()
             self.flavor()
             self.fallback()
             self.pod_admission()
@@ -136,6 +140,16 @@ class Walk:
         self.ns = ns or {}
         self.add("namespace", "ok", f"tenant namespace {self.out.namespace}", "gpu_platform.k8s.tenants.namespace")
 
+    def api(self) -> None:
+        """The API server serves the object's kind: built-in kinds always, others only where a release brought their CRD."""
+        api = str(self.obj.get("apiVersion", ""))
+        served = self.view.served_versions(self.out.kind)
+        src = "apimachinery pkg/api/meta restmapper.go NoKindMatchError (kubectl: ensure CRDs are installed first)"
+        if api not in served:
+            have = f"; this stack serves {self.out.kind} as {', '.join(served)}" if served else ""
+            self.add("api", "blocked", f'no matches for kind "{self.out.kind}" in version "{api}"{have}', src)
+        self.add("api", "ok", f"{self.out.kind} {api} is served", src)
+
     def admission_policy(self) -> None:
         """ValidatingAdmissionPolicies on the object itself (priority, Volcano job kinds)."""
         req = admission.request_for(self.obj, self.ns)
@@ -156,16 +170,21 @@ class Walk:
             self.add(
                 "kueue-managed", "blocked", f"Kueue has no integration for {self.out.kind}; allowed: {', '.join(sorted(kueue.KIND_FRAMEWORK))}", src
             )
-        self.workload = kueue.workload_for(self.obj)
+        try:
+            workload = kueue.workload_for(self.obj, self.view.runtimes)
+        except ValueError as e:  # a TrainJob naming a runtime that does not exist
+            self.add("kueue-managed", "blocked", f"Kueue cannot build the Workload: {e}", src + "; trainjob_controller.go getRuntimeSpec")
+            return
+        self.workload = workload
         labels = ((self.ns.get("metadata") or {}).get("labels")) or {}
-        if not kueue.kueue_manages(config, self.out.kind, labels, self.workload.queue_name):
+        if not kueue.kueue_manages(config, self.out.kind, labels, workload.queue_name):
             self.add("kueue-managed", "warning", f"Kueue does not manage this {self.out.kind} here: it runs outside every quota", src)
             return
-        notes = "; ".join(self.workload.notes)
+        notes = "; ".join(workload.notes)
         self.add(
             "kueue-managed",
             "ok",
-            f"Kueue manages it as a Workload of {len(self.workload.pod_sets)} pod set(s)" + (f"; {notes}" if notes else ""),
+            f"Kueue manages it as a Workload of {len(workload.pod_sets)} pod set(s)" + (f"; {notes}" if notes else ""),
             src,
         )
 
@@ -217,6 +236,71 @@ class Walk:
             self.add("priority", "blocked", detail, src + "; apiserver validating admission policy on kueue.x-k8s.io workloads")
         what = f"{ref[0]} {ref[1]} (value {value})" if ref else "no priority class: priority 0"
         self.add("priority", "ok", f"Workload priority {what}", src)
+
+    def pod_resources(self, stage: str, sets: list[tuple[str, int, dict[str, Any]]]) -> None:
+        """The API server on each pod created: defaults, LimitRanger, request/limit validation, then the ResourceQuota.
+
+        behaviour.limitrange `admitted_pod` (SetDefaults_Pod, LimitRanger, validateResourceRequirements) and
+        behaviour.resourcequota `admit_pod` over an otherwise idle namespace: every pod of every set counts.
+        """
+        src = (
+            "kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Pod; plugin/pkg/admission/limitranger/admission.go; "
+            "pkg/apis/core/validation validateResourceRequirements; resourcequota controller.go checkRequest, evaluator/core/pods.go"
+        )
+        ns = self.out.namespace
+        ranges, quotas = self.view.of_kind("LimitRange", ns), self.view.of_kind("ResourceQuota", ns)
+        level = ((self.ns.get("metadata") or {}).get("labels") or {}).get(pod_security.LABEL, "privileged")
+        used: dict[str, Decimal] = {}
+        for name, count, spec in sets:
+            self._priority_admission(stage, name, spec)
+            refused_psa = pod_security.violations({"kind": "Pod", "metadata": {}, "spec": spec}, level)
+            if refused_psa:
+                detail = f"pod set {name}: Pod Security {level} of namespace {ns} refuses the pods: " + "; ".join(refused_psa)
+                self.add(stage, "blocked", detail, "k8s.io/pod-security-admission policy checks (gpu_platform.behaviour.pod_security)")
+            pod, refused = limitrange.admitted_pod(spec, ranges)
+            if refused:
+                self.add(stage, "blocked", f"pod set {name}: the API server refuses its pods: " + "; ".join(refused), src)
+            for _ in range(count):
+                refusal = resourcequota.admit_pod(quotas, pod, used)
+                if refusal:
+                    self.add(stage, "blocked", f'pod set {name}: pods "{self.out.name}" is forbidden: {refusal}', src)
+                used = resourcequota.add(used, resourcequota.pod_usage(pod))
+        counted = {k.removeprefix("requests."): v for k, v in used.items() if k.startswith("requests.")}
+        self.add(stage, "ok", f"the pods pass LimitRange defaults and the namespace's ResourceQuota, together requesting {_fmt(counted)}", src)
+
+    def _priority_admission(self, stage: str, name: str, spec: Mapping[str, Any]) -> None:
+        """The API server's Priority admission (kubernetes plugin/pkg/admission/priority/admission.go `admitPod`).
+
+        The class must exist, and a given `spec.priority` must equal the value computed from it (no class and no
+        global default: 0).
+        """
+        src = "kubernetes plugin/pkg/admission/priority/admission.go admitPod"
+        computed = 0
+        if spec.get("priorityClassName"):
+            found = self.view.find("PriorityClass", str(spec["priorityClassName"]))
+            if found is None:
+                self.add(stage, "blocked", f"pod set {name}: no PriorityClass with name {spec['priorityClassName']} was found", src)
+            computed = int((found or {}).get("value", 0))
+        given = spec.get("priority")
+        if given is not None and int(given) != computed:
+            detail = (
+                f"pod set {name}: the integer value of priority ({given}) must not be provided in pod spec; "
+                f"priority admission controller computed {computed} from the given PriorityClass name"
+            )
+            self.add(stage, "blocked", detail, src)
+
+    def kueue_resources(self) -> None:
+        """Kueue's own view of the pods' resources: LimitRange defaults, limits as missing requests, then its admissibility checks."""
+        if self.workload is None:
+            return
+        src = "kueue pkg/workload/resources.go AdjustResources, ValidateAdmissibility (ValidateResources, ValidateLimitRange)"
+        ranges = self.view.of_kind("LimitRange", self.out.namespace)
+        errors = kueue.admissibility_errors(self.workload, ranges)
+        if errors:
+            self.add("kueue-resources", "blocked", f"the Workload stays pending (QuotaReserved=False): {'; '.join(errors)}", src)
+        sets = tuple(kueue.PodSet(p.name, p.count, kueue.adjusted_pod_spec(p.spec, ranges)) for p in self.workload.pod_sets)
+        self.workload = replace(self.workload, pod_sets=sets)
+        self.add("kueue-resources", "ok", "requests after LimitRange defaults are within the containers' limits", src)
 
     # --- Kueue flavor assignment ---------------------------------------------------------------
     def flavor(self) -> None:
@@ -289,13 +373,15 @@ class Walk:
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {"name": f"{self.out.name}-{ps.name}", "namespace": self.out.namespace},
-                "spec": dict(ps.spec),
+                "spec": self.admitted_spec(ps),  # the template as Kueue left it on admission: flavor labels and tolerations
             }
             refused = admission.denials(self.view.objects, admission.request_for(pod, self.ns))
             if refused:
                 detail = "; ".join(f"{d.policy} refuses pod set {ps.name}'s pods: {d.message}" for d in refused)
                 self.add("pod-admission", "blocked", detail + " (the Workload is admitted and holds quota with nothing running)", src)
         self.add("pod-admission", "ok", "the pods pass every Deny-bound ValidatingAdmissionPolicy", src)
+        # The controller creates the pods from the job's own templates (not Kueue's adjusted copy).
+        self.pod_resources("pod-resources", [(p.name, p.count, dict(p.spec)) for p in kueue.workload_for(self.obj, self.view.runtimes).pod_sets])
 
     # --- placement ------------------------------------------------------------------------------
     def admitted_spec(self, ps: kueue.PodSet) -> dict[str, Any]:
@@ -319,7 +405,7 @@ class Walk:
     def pod_sets(self) -> list[tuple[str, int, dict[str, Any]]]:
         """(name, count, admitted pod spec) per pod set (the object's own spec without Kueue)."""
         if self.workload is None:
-            sets = kueue.pod_sets(self.obj)
+            sets = kueue.pod_sets(self.obj, self.view.runtimes)
             return [(p.name, p.count, dict(p.spec)) for p in sets]
         return [(p.name, p.count, self.admitted_spec(p)) for p in self.workload.pod_sets]
 
@@ -535,6 +621,37 @@ def _fmt(requests: Mapping[str, Decimal]) -> str:
     return "{" + ", ".join(f"{k}: {one(v)}" for k, v in sorted(requests.items())) + "}"
 
 
+def job_from_cronjob(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The Job a CronJob creates at each run (kubernetes pkg/controller/cronjob/utils.go `getJobFromTemplate2`).
+
+    The jobTemplate's labels, annotations and spec; the name is the CronJob's plus the scheduled time.
+    """
+    meta = obj.get("metadata") or {}
+    template = (obj.get("spec") or {}).get("jobTemplate") or {}
+    tmeta = template.get("metadata") or {}
+    job_meta = {"name": f"{meta.get('name', '')}-29000000", "namespace": meta.get("namespace") or "default"}
+    for key in ("labels", "annotations"):
+        if tmeta.get(key):
+            job_meta[key] = dict(tmeta[key])
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": dict(template.get("spec") or {})}
+
+
 def explain(view: StackView, obj: Mapping[str, Any]) -> Explanation:
-    """Walk one workload manifest through every stage over a stack's objects."""
+    """Walk one workload manifest through every stage over a stack's objects.
+
+    A CronJob runs nothing itself: each run's Job is what Kueue manages (its Job integration does not ask who
+    created the Job), so the walk follows the Job its jobTemplate makes.
+    """
+    if obj.get("kind") == "CronJob" and str(obj.get("apiVersion")) == "batch/v1":
+        e = Walk(view, job_from_cronjob(obj)).run()
+        meta = obj.get("metadata") or {}
+        e.kind, e.name = "CronJob", str(meta.get("name", ""))
+        first = Step(
+            "cronjob",
+            "ok",
+            "each scheduled run creates a Job from spec.jobTemplate; Kueue manages that Job, walked below",
+            "kubernetes pkg/controller/cronjob/cronjob_controllerv2.go syncCronJob, utils.go getJobFromTemplate2",
+        )
+        e.steps.insert(0, first)
+        return e
     return Walk(view, obj).run()

@@ -19,8 +19,15 @@ from gpu_platform.behaviour.autoscaler import TemplateNode, template_node
 from gpu_platform.behaviour.volcano import CHART_DEFAULT_ADMISSIONS
 from gpu_platform.catalog import Catalog
 from gpu_platform.efa import node_resources as efa_node_resources
-from gpu_platform.k8s import kueue, tenants, volcano
-from gpu_platform.k8s.isolation import owned_policy, owned_policy_binding, priority_policy, priority_policy_binding
+from gpu_platform.k8s import job_apis, kueue, tenants, volcano
+from gpu_platform.k8s.isolation import (
+    gpu_nodes_policy,
+    gpu_nodes_policy_binding,
+    owned_policy,
+    owned_policy_binding,
+    priority_policy,
+    priority_policy_binding,
+)
 from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_jobs_policy
 from gpu_platform.k8s.tenant_network import network_policies, s3_peers
 from gpu_platform.plan_ids import PLANNED_S3_PREFIX_LIST
@@ -28,6 +35,14 @@ from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_labels, 
 from gpu_platform.spec.models import NodePool, PlatformSpec
 
 Manifest = dict[str, Any]
+# Kinds every Kubernetes 1.35 API server serves, with their served versions (kubernetes-validate's bundled schema).
+BUILT_IN_KINDS: dict[str, tuple[str, ...]] = {
+    "Pod": ("v1",),
+    "Job": ("batch/v1",),
+    "CronJob": ("batch/v1",),
+    "Deployment": ("apps/v1",),
+    "StatefulSet": ("apps/v1",),
+}
 
 
 @dataclass(frozen=True)
@@ -76,8 +91,11 @@ class StackView:
         """Namespaces, admission policies, tenant NetworkPolicies, Kueue and Volcano objects, as the components render them."""
         spec, catalog = self.spec, self.catalog
         out: list[Manifest] = [tenants.namespace(spec, t) for t in spec.tenants]
+        out += [tenants.resource_quota(spec, catalog, t) for t in spec.tenants]
+        out += [tenants.limit_range(t) for t in spec.tenants]
         out += tenants.priority_classes()
-        out += [priority_policy(), priority_policy_binding()]
+        out += [priority_policy(spec), priority_policy_binding(), gpu_nodes_policy(), gpu_nodes_policy_binding()]
+        out += job_apis.runtimes(spec)
         if spec.tenants:
             out += [owned_policy(spec), owned_policy_binding()]
         s3 = s3_peers(PLANNED_S3_PREFIX_LIST)  # what the offline engine's plan names (plan_ids)
@@ -94,6 +112,27 @@ class StackView:
             if both_schedulers(spec):
                 out += volcano_jobs_policy()
         return out
+
+    @cached_property
+    def runtimes(self) -> list[Manifest]:
+        """The Kubeflow Trainer runtimes a TrainJob may name (the platform's ClusterTrainingRuntimes)."""
+        return [o for o in self.objects if o.get("kind") in ("ClusterTrainingRuntime", "TrainingRuntime")]
+
+    def served_versions(self, kind: str) -> list[str]:
+        """The apiVersions under which the cluster serves `kind`: built-in kinds, Kueue's, Volcano's and the installed job APIs'."""
+        served = dict(BUILT_IN_KINDS)
+        for k, _, group, version, _ in job_apis.kinds(self.spec):
+            served[k] = (*served.get(k, ()), f"{group}/{version}")
+        if self.spec.queueing.job_apis.ray:
+            # kuberay (the lockfile's tag) crds/ray.io_rayjobs.yaml, ray.io_rayclusters.yaml: v1alpha1 still served (deprecated)
+            served["RayJob"] = (*served["RayJob"], "ray.io/v1alpha1")
+            served["RayCluster"] = (*served["RayCluster"], "ray.io/v1alpha1")
+        if self.spec.queueing.kueue.enabled:
+            served["Workload"] = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
+        if self.spec.queueing.volcano.enabled:
+            served["PodGroup"] = ("scheduling.volcano.sh/v1beta1",)
+            served["Job"] = (*served["Job"], "batch.volcano.sh/v1alpha1")
+        return list(served.get(kind, ()))
 
     @cached_property
     def pools(self) -> list[PoolView]:
@@ -123,9 +162,9 @@ class StackView:
                 return o
         return None
 
-    def of_kind(self, kind: str) -> list[Manifest]:
-        """Every object of one kind."""
-        return [o for o in self.objects if o.get("kind") == kind]
+    def of_kind(self, kind: str, namespace: str | None = None) -> list[Manifest]:
+        """Every object of one kind (in that namespace, when given)."""
+        return [o for o in self.objects if o.get("kind") == kind and (namespace is None or (o.get("metadata") or {}).get("namespace") == namespace)]
 
     def gpu_model(self, pool: NodePool) -> str:
         """The pool's GPU model name."""

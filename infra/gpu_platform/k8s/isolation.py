@@ -21,13 +21,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpu_platform.k8s import job_apis
 from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
 from gpu_platform.k8s.tenants import PRIORITY_VALUES, TENANT_ROLE
-from gpu_platform.pools import DOMAIN
+from gpu_platform.pools import (
+    DOMAIN,
+    GPU_TAINT,
+    LABEL_EFA,
+    LABEL_GPU_MODEL,
+    LABEL_GPUS_PER_NODE,
+    LABEL_INTERRUPTIBLE,
+    LABEL_POOL,
+    LABEL_SHARING,
+    LABEL_SPOT_FALLBACK,
+    LABEL_TIER,
+    LABEL_WORKLOAD,
+)
 from gpu_platform.spec.models import PlatformSpec
 
 PRIORITY_POLICY = "gpu-platform-tenant-priority"
+GPU_NODES_POLICY = "gpu-platform-gpu-nodes-for-gpu-work"
 OWNED_POLICY = "gpu-platform-owned-objects"
 LABEL_PRIORITY = f"{DOMAIN}/priority"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -44,9 +58,6 @@ TENANT_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
     (("apps",), ("deployments", "statefulsets", "replicasets"), (*READ, *WRITE)),
     (("apps",), ("deployments/scale", "statefulsets/scale"), ("get", "patch", "update")),
     (("batch",), ("jobs", "cronjobs"), (*READ, *WRITE)),
-    (("jobset.x-k8s.io",), ("jobsets",), (*READ, *WRITE)),
-    (("kubeflow.org",), ("pytorchjobs", "mpijobs"), (*READ, *WRITE)),
-    (("ray.io",), ("rayjobs", "rayclusters"), (*READ, *WRITE)),
     (("batch.volcano.sh",), ("jobs",), (*READ, *WRITE)),
     (("kueue.x-k8s.io",), ("localqueues", "workloads"), tuple(READ)),
     # Tenants add their own policies (additive); the platform's, labelled, are guarded by OWNED_POLICY.
@@ -56,30 +67,45 @@ TENANT_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
     (("scheduling.volcano.sh",), ("podgroups",), (*READ, *WRITE)),
 )
 
-# Kinds tenants create that carry a priority (pods directly; jobs through Kueue's priority label).
+# Kinds tenants create that carry a priority (pods directly; jobs through Kueue's priority label); the job
+# APIs' kinds are added where the stack installs them (`priority_resources`).
 PRIORITY_RESOURCES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "v1", ("pods",)),
     ("batch", "v1", ("jobs",)),
     ("apps", "v1", ("deployments", "statefulsets")),
-    ("jobset.x-k8s.io", "*", ("jobsets",)),
-    ("kubeflow.org", "*", ("pytorchjobs", "mpijobs")),
-    ("ray.io", "*", ("rayjobs", "rayclusters")),
     ("kueue.x-k8s.io", "*", ("workloads",)),
 )
+
+
+def tenant_rules(spec: PlatformSpec) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
+    """TENANT_RULES plus read-write on each job kind the stack installs (and read on Trainer's namespaced runtimes)."""
+    rules = list(TENANT_RULES)
+    for _, _, group, _, plural in job_apis.kinds(spec):
+        rules.append(((group,), (plural,), (*READ, *WRITE)))
+    if spec.queueing.job_apis.trainer:
+        # A tenant's own TrainingRuntime could carry any pod template (priority, tolerations): the platform's
+        # ClusterTrainingRuntimes only, read through the TrainJob.
+        rules.append((("trainer.kubeflow.org",), ("trainingruntimes",), tuple(READ)))
+    return rules
+
+
+def priority_resources(spec: PlatformSpec) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The kinds the priority policy matches: the built-in ones and every job kind the stack installs."""
+    return [*PRIORITY_RESOURCES[:3], *((g, "*", (plural,)) for _, _, g, _, plural in job_apis.kinds(spec)), *PRIORITY_RESOURCES[3:]]
+
+
 # The pod specs Kueue reads a priority from, per kind (the PodSets of each integration, kueue
-# pkg/controller/jobs/*: Job/Deployment/StatefulSet template, JobSet replicatedJobs, Kubeflow replica
-# specs, Ray head and worker groups). Optional parts are guarded: a missing field is an evaluation
-# error, which failurePolicy Fail turns into a denial.
+# pkg/controller/jobs/*: Job/Deployment/StatefulSet template, JobSet replicatedJobs, Ray head and worker
+# groups). A TrainJob has none of its own: its pods come from the platform's ClusterTrainingRuntime, and
+# its `runtimePatches` cannot set a priorityClassName (trainer v1alpha1 PodSpecPatch), so only its Kueue
+# priority label counts. Optional parts are guarded: a missing field is an evaluation error, which
+# failurePolicy Fail turns into a denial.
 POD_SPECS = (
     "!has(object.spec) ? [] : "
     "request.kind.kind == 'Pod' ? [object.spec] : "
     "request.kind.kind in ['Job', 'Deployment', 'StatefulSet'] ? "
     "(has(object.spec.template) && has(object.spec.template.spec) ? [object.spec.template.spec] : []) : "
     "request.kind.kind == 'JobSet' ? (has(object.spec.replicatedJobs) ? object.spec.replicatedJobs.map(r, r.template.spec.template.spec) : []) : "
-    "request.kind.kind == 'PyTorchJob' ? (has(object.spec.pytorchReplicaSpecs) ? "
-    "object.spec.pytorchReplicaSpecs.map(k, object.spec.pytorchReplicaSpecs[k].template.spec) : []) : "
-    "request.kind.kind == 'MPIJob' ? (has(object.spec.mpiReplicaSpecs) ? "
-    "object.spec.mpiReplicaSpecs.map(k, object.spec.mpiReplicaSpecs[k].template.spec) : []) : "
     "request.kind.kind == 'RayJob' ? (has(object.spec.rayClusterSpec) ? [object.spec.rayClusterSpec.headGroupSpec.template.spec] + "
     "(has(object.spec.rayClusterSpec.workerGroupSpecs) ? object.spec.rayClusterSpec.workerGroupSpecs.map(g, g.template.spec) : []) : []) : "
     "request.kind.kind == 'RayCluster' ? (has(object.spec.headGroupSpec) ? [object.spec.headGroupSpec.template.spec] : []) + "
@@ -87,9 +113,9 @@ POD_SPECS = (
 )
 
 
-def tenant_cluster_role() -> Manifest:
+def tenant_cluster_role(spec: PlatformSpec) -> Manifest:
     """The ClusterRole every tenant group is bound to in its own namespace (by RoleBinding)."""
-    rules = [{"apiGroups": list(g), "resources": list(r), "verbs": list(v)} for g, r, v in TENANT_RULES]
+    rules = [{"apiGroups": list(g), "resources": list(r), "verbs": list(v)} for g, r, v in tenant_rules(spec)]
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": metadata(TENANT_ROLE), "rules": rules}
 
 
@@ -103,18 +129,19 @@ def _cel_list(items: list[str]) -> str:
     return "[" + ", ".join(f"'{i}'" for i in items) + "]"
 
 
-def priority_policy() -> Manifest:
+def priority_policy(spec: PlatformSpec) -> Manifest:
     """ValidatingAdmissionPolicy: tenant pods and jobs use only priorities at or below their namespace's tier."""
     pod_classes = "{" + ", ".join(f"'{t}': {_cel_list([f'gpu-{a}' for a in allowed_tiers(t)])}" for t in PRIORITY_VALUES) + "}"
     workload_classes = "{" + ", ".join(f"'{t}': {_cel_list(allowed_tiers(t))}" for t in PRIORITY_VALUES) + "}"
     labels = "namespaceObject.metadata.labels"
     tier = f"has(namespaceObject.metadata.labels) && '{LABEL_PRIORITY}' in {labels} ? {labels}['{LABEL_PRIORITY}'] : ''"
-    spec: dict[str, Any] = {
+    body: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {
             "namespaceSelector": {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]},
             "resourceRules": [
-                {"apiGroups": [g], "apiVersions": [v], "operations": ["CREATE", "UPDATE"], "resources": list(r)} for g, v, r in PRIORITY_RESOURCES
+                {"apiGroups": [g], "apiVersions": [v], "operations": ["CREATE", "UPDATE"], "resources": list(r)}
+                for g, v, r in priority_resources(spec)
             ],
         },
         "variables": [
@@ -148,7 +175,7 @@ def priority_policy() -> Manifest:
             },
         ],
     }
-    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(PRIORITY_POLICY), "spec": spec}
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(PRIORITY_POLICY), "spec": body}
 
 
 def priority_policy_binding() -> Manifest:
@@ -215,3 +242,104 @@ def owned_policy_binding() -> Manifest:
     """Binds the owned-objects policy cluster-wide with Deny (its namespaceSelector limits it to tenant namespaces)."""
     spec = {"policyName": OWNED_POLICY, "validationActions": ["Deny"]}
     return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(OWNED_POLICY), "spec": spec}
+
+
+# Node labels only GPU pools carry (gpu_platform.pools.node_labels); `nvidia.com/` labels come from the GPU
+# Operator's feature discovery, on GPU nodes only.
+GPU_POOL_LABELS = (
+    LABEL_POOL,
+    LABEL_WORKLOAD,
+    LABEL_TIER,
+    LABEL_GPU_MODEL,
+    LABEL_SHARING,
+    LABEL_GPUS_PER_NODE,
+    LABEL_INTERRUPTIBLE,
+    LABEL_EFA,
+    LABEL_SPOT_FALLBACK,
+)
+
+
+def gpu_nodes_policy() -> Manifest:
+    """ValidatingAdmissionPolicy: a tenant pod that can land on GPU nodes must ask for a GPU there.
+
+    Every GPU pool is tainted `nvidia.com/gpu` (pools.GPU_TAINT); a pod that tolerates it (or tolerates
+    everything) or selects a GPU pool's labels, yet asks no `nvidia.com/` resource, would sit on a GPU node
+    outside every GPU quota, taking its CPU, memory, EFA interfaces and hugepages from the tenant whose pods
+    the node was scaled for. EFA devices and hugepages likewise come only with GPUs (Kueue does not count
+    them: kueue excludeResourcePrefixes). GPU limits are what count: for extended resources the request
+    must equal the limit (core validation), and a limit of 0 asks for nothing. Pods only (CREATE and UPDATE:
+    tolerations may be added to a pending pod): every workload kind reaches the nodes as pods; Kueue's own
+    ungating update of a GPU pod passes, since that pod asks a GPU.
+    """
+    keys = _cel_list(list(GPU_POOL_LABELS))
+    limits = "has(c.resources) && has(c.resources.limits)"
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]},
+            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}],
+        },
+        "variables": [
+            {"name": "containers", "expression": "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])"},
+            {
+                "name": "asksGpu",
+                "expression": (
+                    f"variables.containers.exists(c, {limits} && c.resources.limits.exists(k, "
+                    "k.startsWith('nvidia.com/') && !(string(c.resources.limits[k]) in ['0', '0m'])))"
+                ),
+            },
+            {
+                "name": "toleratesGpuNodes",
+                "expression": (
+                    f"has(object.spec.tolerations) && object.spec.tolerations.exists(t, !has(t.key) || t.key == '' || t.key == '{GPU_TAINT.key}')"
+                ),
+            },
+            {
+                "name": "selectsGpuPool",
+                "expression": (
+                    f"(has(object.spec.nodeSelector) && object.spec.nodeSelector.exists(k, k in {keys} || k.startsWith('nvidia.com/'))) || "
+                    "(has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && "
+                    "has(object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) && "
+                    "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(term, "
+                    f"has(term.matchExpressions) && term.matchExpressions.exists(e, e.key in {keys} || e.key.startsWith('nvidia.com/'))))"
+                ),
+            },
+            {
+                "name": "takesNodeDevices",
+                "expression": (
+                    f"variables.containers.exists(c, {limits} && c.resources.limits.exists(k, "
+                    "k.startsWith('hugepages-') || k == 'vpc.amazonaws.com/efa'))"
+                ),
+            },
+        ],
+        "validations": [
+            {
+                "expression": "variables.asksGpu || !(variables.toleratesGpuNodes || variables.selectsGpuPool)",
+                "message": (
+                    f"this pod tolerates the GPU nodes' taint {GPU_TAINT.key} or selects a GPU pool but asks no GPU; "
+                    "GPU nodes run GPU work only: request a GPU resource (nvidia.com/...), or drop the toleration and selector"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": "variables.asksGpu || !variables.takesNodeDevices",
+                "message": "EFA devices and hugepages come with the GPUs of their node: request a GPU resource (nvidia.com/...) with them",
+                "reason": "Forbidden",
+            },
+            {
+                # The kubelet runs a pod created with spec.nodeName without the scheduler: no taint, selector or
+                # quota placement applies, and Kueue's gate is bypassed. The scheduler binds through the
+                # pods/binding subresource, which this policy does not match, so only CREATE is checked.
+                "expression": "request.operation != 'CREATE' || !has(object.spec.nodeName) || object.spec.nodeName == ''",
+                "message": "spec.nodeName places a pod without the scheduler (taints, pools, quota); tenants may not set it",
+                "reason": "Forbidden",
+            },
+        ],
+    }
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(GPU_NODES_POLICY), "spec": spec}
+
+
+def gpu_nodes_policy_binding() -> Manifest:
+    """Binds the GPU-nodes policy cluster-wide with Deny (its namespaceSelector limits it to tenant namespaces)."""
+    spec = {"policyName": GPU_NODES_POLICY, "validationActions": ["Deny"]}
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(GPU_NODES_POLICY), "spec": spec}

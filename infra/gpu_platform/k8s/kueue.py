@@ -18,6 +18,7 @@ import yaml
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.efa import KUEUE_EXCLUDED_PREFIXES, efa_pools
+from gpu_platform.k8s import job_apis
 from gpu_platform.k8s.gpu_operator import controller_node_selector
 from gpu_platform.k8s.objects import KUEUE_NAMESPACE, LABEL_TENANT, Manifest, create, metadata, release_in_namespace, tolerations
 from gpu_platform.k8s.tenants import PRIORITY_TEXT, PRIORITY_VALUES
@@ -183,22 +184,18 @@ def workload_priority_classes() -> list[Manifest]:
     ]
 
 
-# Every job kind a tenant can run GPUs with, Deployments, StatefulSets and plain pods included: a kind
-# without its integration runs unmanaged, outside every quota Kueue keeps.
-FRAMEWORKS = (
-    "batch/job",
-    "kubeflow.org/mpijob",
-    "kubeflow.org/pytorchjob",
-    "jobset.x-k8s.io/jobset",
-    "ray.io/rayjob",
-    "ray.io/raycluster",
-    "deployment",
-    "statefulset",
-    "pod",
-)
+# The built-in kinds a tenant can run GPUs with, Deployments, StatefulSets and plain pods included: a kind
+# without its integration runs unmanaged, outside every quota Kueue keeps. The job APIs' kinds join them
+# where the stack installs those APIs (gpu_platform.k8s.job_apis).
+BUILT_IN_FRAMEWORKS = ("batch/job", "deployment", "statefulset", "pod")
 
 
-def managed_jobs() -> dict[str, Any]:
+def frameworks(spec: PlatformSpec) -> list[str]:
+    """Kueue's integrations: the built-in kinds and exactly the job APIs this stack installs."""
+    return [*BUILT_IN_FRAMEWORKS[:1], *(k[1] for k in job_apis.kinds(spec)), *BUILT_IN_FRAMEWORKS[1:]]
+
+
+def managed_jobs(spec: PlatformSpec) -> dict[str, Any]:
     """The Kueue settings that put every tenant workload under Kueue, queue name or not.
 
     Kueue v1beta2 Configuration (jobframework WorkloadShouldBeSuspended): a job without a queue-name
@@ -209,7 +206,7 @@ def managed_jobs() -> dict[str, Any]:
     return {
         "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]},
-        "integrations": {"frameworks": list(FRAMEWORKS)},
+        "integrations": {"frameworks": frameworks(spec)},
     }
 
 
@@ -222,7 +219,7 @@ def manager_config(spec: PlatformSpec) -> dict[str, Any]:
         "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        **managed_jobs(),
+        **managed_jobs(spec),
     }
     config["waitForPodsReady"] = wait_for_pods_ready()
     if spec.queueing.kueue.fair_sharing:

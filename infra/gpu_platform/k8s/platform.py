@@ -18,7 +18,9 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
   `platform-owned-policy-binding` ValidatingAdmissionPolicy(Binding) `gpu-platform-owned-objects`
 - `platform-tenant-role` kubernetes:rbac.authorization.k8s.io/v1:ClusterRole `gpu-platform-tenant`;
   `platform-priority-policy` ...admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy and
-  `platform-priority-policy-binding` ...:ValidatingAdmissionPolicyBinding, both `gpu-platform-tenant-priority`
+  `platform-priority-policy-binding` ...:ValidatingAdmissionPolicyBinding, both `gpu-platform-tenant-priority`;
+  `platform-gpu-nodes-policy` / `-binding` (`gpu-platform-gpu-nodes-for-gpu-work`: a tenant pod that tolerates the GPU
+  taint or selects a GPU pool must ask a GPU)
 - `tenant-<tenant>` gpu-platform:k8s:TenantSpace, children `tenant-<tenant>-namespace` (Namespace, label
   `gpu-platform.io/tenant`), `-quota` (ResourceQuota `gpu-quota`), `-limits` (LimitRange `defaults`),
   `-rolebinding-<group>` (RoleBinding `<group>-tenant` to ClusterRole `gpu-platform-tenant`),
@@ -31,6 +33,10 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
   `kueue-flavor-default-cpu`), `kueue-clusterqueue-<tenant>` ...:ClusterQueue (object name = tenant),
   `kueue-localqueue-<tenant>` ...:LocalQueue `default` in the tenant namespace, `kueue-priority-<tier>`
   ...:WorkloadPriorityClass
+- `job-apis` gpu-platform:k8s:JobApis (each as `queueing.jobApis` enables it): `job-apis-jobset-namespace` /
+  `-release` (JobSet in `jobset-system`), `job-apis-kubeflow-trainer-namespace` / `-release` (Kubeflow Trainer in
+  `kubeflow-system`) and `job-apis-runtime-torch-distributed` (its ClusterTrainingRuntime),
+  `job-apis-kuberay-operator-namespace` / `-release` (in `kuberay-system`); all installed before Kueue
 - `volcano` gpu-platform:k8s:Volcano (when enabled): `volcano-namespace`, `volcano-release`,
   `volcano-queue-<tenant>` kubernetes:scheduling.volcano.sh/v1beta1:Queue (object name = tenant)
 - `monitoring` gpu-platform:k8s:Monitoring: `monitoring-namespace` + `monitoring-release`
@@ -60,10 +66,19 @@ import pulumi_kubernetes as k8s
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.efa import efa_pools
+from gpu_platform.k8s import job_apis
 from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs, gpu_operator_values
-from gpu_platform.k8s.isolation import owned_policy, owned_policy_binding, priority_policy, priority_policy_binding, tenant_cluster_role
+from gpu_platform.k8s.isolation import (
+    gpu_nodes_policy,
+    gpu_nodes_policy_binding,
+    owned_policy,
+    owned_policy_binding,
+    priority_policy,
+    priority_policy_binding,
+    tenant_cluster_role,
+)
 from gpu_platform.k8s.kueue import Kueue, KueueArgs, kueue_values
 from gpu_platform.k8s.monitoring import Monitoring, MonitoringArgs, prometheus_stack_values
 from gpu_platform.k8s.objects import create
@@ -92,6 +107,7 @@ def installed_releases(spec: PlatformSpec, catalog: Catalog) -> dict[str, dict[s
     if spec.monitoring.prometheus == "install":
         out["kube-prometheus-stack"] = prometheus_stack_values(spec)
     out["gpu-operator"] = gpu_operator_values(spec, catalog)
+    out |= job_apis.release_values(spec)
     if spec.queueing.kueue.enabled:
         out["kueue"] = kueue_values(spec)
     if spec.queueing.volcano.enabled:
@@ -124,10 +140,13 @@ class GpuPlatform(pulumi.ComponentResource):
             for pc in priority_classes():
                 create(f"{name}-priority-{pc['metadata']['name'].removeprefix('gpu-')}", pc, cluster_scoped)
         with source(NS + "tenants"):  # what every tenant namespace gets: role, priority ceiling, guarded objects
-            create(f"{name}-tenant-role", tenant_cluster_role(), cluster_scoped)
-            policy = create(f"{name}-priority-policy", priority_policy(), cluster_scoped)
+            create(f"{name}-tenant-role", tenant_cluster_role(spec), cluster_scoped)
+            policy = create(f"{name}-priority-policy", priority_policy(spec), cluster_scoped)
             after_policy = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy])
             create(f"{name}-priority-policy-binding", priority_policy_binding(), after_policy)
+            gpu_nodes = create(f"{name}-gpu-nodes-policy", gpu_nodes_policy(), cluster_scoped)
+            after_gpu_nodes = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[gpu_nodes])
+            create(f"{name}-gpu-nodes-policy-binding", gpu_nodes_policy_binding(), after_gpu_nodes)
             owned = create(f"{name}-owned-policy", owned_policy(spec), cluster_scoped)
             after_owned = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[owned])
             create(f"{name}-owned-policy-binding", owned_policy_binding(), after_owned)
@@ -144,6 +163,10 @@ class GpuPlatform(pulumi.ComponentResource):
         if efa_pools(spec):
             with source(pool_key(spec, efa_pools(spec)[0].name) + ".efa"):
                 EfaDevicePlugin("efa-device-plugin", EfaDevicePluginArgs(spec=spec, catalog=catalog, provider=provider), child)
+        if job_apis.installed(spec):
+            with source(NS + "queueing.jobApis"):
+                apis = job_apis.JobApis("job-apis", job_apis.JobApisArgs(spec=spec, provider=provider), child)
+            built |= apis.releases
         spaces: dict[str, TenantSpace] = {}
         for t in spec.tenants:
             with source(tenant_key(spec, t.name)):

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
+
 MONITORING_GROUP = "monitoring.coreos.com"
 
 # API groups whose CustomResourceDefinitions each chart installs (crds/ or templates), at the pinned versions.
@@ -18,6 +20,9 @@ CRD_GROUPS: dict[str, tuple[str, ...]] = {
     "kube-prometheus-stack": (MONITORING_GROUP,),
     "gpu-operator": ("nvidia.com", "nfd.k8s-sigs.io"),
     "kueue": ("kueue.x-k8s.io",),
+    "jobset": ("jobset.x-k8s.io",),
+    "kubeflow-trainer": ("trainer.kubeflow.org",),
+    "kuberay-operator": ("ray.io",),
     "volcano": (
         "batch.volcano.sh",
         "bus.volcano.sh",
@@ -41,15 +46,27 @@ def _get(values: Mapping[str, Any], *path: str) -> Any:
 
 
 def crd_needs(chart: str, values: Mapping[str, Any]) -> set[str]:
-    """API groups of custom resources a release of `chart` creates with these values, beyond its own CRDs.
+    """API groups of custom resources a release of `chart` creates or manages with these values, beyond its own CRDs.
 
-    Kueue: templates/prometheus/monitor.yaml renders a ServiceMonitor when `enablePrometheus`.
+    Kueue: templates/prometheus/monitor.yaml renders a ServiceMonitor when `enablePrometheus`, and each
+    integration in its configuration manages a kind of another group (jobframework setup.go defers a
+    framework whose CRD is missing and polls for it with a backoff up to 2 minutes: install them first).
     GPU Operator: templates/clusterpolicy.yaml passes `dcgmExporter.serviceMonitor` to the
     ClusterPolicy, and the operator (controllers/object_controls.go) then creates a ServiceMonitor.
+    Kubeflow Trainer: every TrainJob runs as a JobSet (trainer pkg/runtime/framework/plugins/jobset
+    jobset.go: "JobSet CRDs must be installed in advance") unless the chart brings its own (`jobset.install`).
     """
     needs: set[str] = set()
     if chart == "kueue" and _get(values, "enablePrometheus"):
         needs.add(MONITORING_GROUP)
+    if chart == "kueue":
+        config = yaml.safe_load(str(_get(values, "managerConfig", "controllerManagerConfigYaml") or "")) or {}
+        for framework in _get(config, "integrations", "frameworks") or []:
+            group = str(framework).split("/")[0]
+            if "/" in str(framework) and "." in group:
+                needs.add(group)
+    if chart == "kubeflow-trainer" and _get(values, "jobset", "install") is False:
+        needs.add("jobset.x-k8s.io")
     if chart == "gpu-operator" and (
         _get(values, "dcgmExporter", "serviceMonitor", "enabled") or _get(values, "operator", "metrics", "serviceMonitor", "enabled")
     ):
@@ -72,7 +89,7 @@ def release_dependencies(releases: Mapping[str, Mapping[str, Any]], existing_gro
             if group in providers:
                 deps.append(providers[group])
             elif group not in existing_groups:
-                raise ValueError(f"release {chart} renders {group} objects but no release of this stack installs their CRDs")
+                raise ValueError(f"release {chart} renders or manages {group} objects but no release of this stack installs their CRDs")
         out[chart] = sorted(set(deps))
     return out
 

@@ -20,26 +20,34 @@ from gpu_platform.spec.models import PlatformSpec
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 
 
+def _gp3(name: str, reclaim: str) -> Manifest:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": metadata(name),
+        "provisioner": PROVISIONER,
+        # aws-ebs-csi-driver docs/parameters.md: `type`, `encrypted` ("true": the account's default EBS KMS key).
+        "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
+        # Create the volume in the zone the pod is scheduled to (EBS volumes are zonal; GPU pools are pinned to zones).
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowVolumeExpansion": True,
+        "reclaimPolicy": reclaim,
+    }
+
+
 def storage_classes(spec: PlatformSpec) -> list[Manifest]:
-    """The classes the stack creates: on EKS one gp3 class (encrypted, WaitForFirstConsumer, expandable, default)."""
-    if not spec.is_eks or spec.storage_class is None:
+    """The classes the stack creates on EKS: the default gp3 class (scratch) and `gp3-retain` (checkpoints, datasets).
+
+    Both encrypted, WaitForFirstConsumer and expandable; gp3's volumes go with their claims, gp3-retain's stay.
+
+    The PV controller copies a class's reclaimPolicy into each volume it provisions and, when the claim goes,
+    deletes the volume only for `Delete` (behaviour.storage `on_claim_deleted`).
+    """
+    if not spec.is_eks or spec.storage_class is None or spec.retain_storage_class is None:
         return []
-    meta = metadata(spec.storage_class)
-    meta["annotations"] = {DEFAULT_CLASS_ANNOTATION: "true"}
-    return [
-        {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "StorageClass",
-            "metadata": meta,
-            "provisioner": PROVISIONER,
-            # aws-ebs-csi-driver docs/parameters.md: `type`, `encrypted` ("true": the account's default EBS KMS key).
-            "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
-            # Create the volume in the zone the pod is scheduled to (EBS volumes are zonal; GPU pools are pinned to zones).
-            "volumeBindingMode": "WaitForFirstConsumer",
-            "allowVolumeExpansion": True,
-            "reclaimPolicy": "Delete",
-        }
-    ]
+    default = _gp3(spec.storage_class, "Delete")
+    default["metadata"]["annotations"] = {DEFAULT_CLASS_ANNOTATION: "true"}
+    return [default, _gp3(spec.retain_storage_class, "Retain")]
 
 
 def fsx_storage_class(spec: PlatformSpec, subnet_id: Any, security_group_id: Any) -> Manifest:
@@ -67,7 +75,8 @@ def fsx_storage_class(spec: PlatformSpec, subnet_id: Any, security_group_id: Any
         # A file system lives in one subnet: bind immediately there; pods then need that zone (the class's
         # zone is the first cluster zone unless `zone` says otherwise; pin training pools there).
         "volumeBindingMode": "Immediate",
-        # DeleteVolume deletes the file system with the claim; training data worth keeping lives in S3.
-        "reclaimPolicy": "Delete",
+        # Retain (the default): deleting a claim leaves its file system and data for an admin to delete;
+        # with Delete the CSI driver's DeleteVolume deletes the file system with the claim.
+        "reclaimPolicy": fsx.reclaim_policy,
         "mountOptions": ["flock"],
     }

@@ -85,15 +85,25 @@ def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
 
 
 def resource_quota(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest:
-    """Hard ceilings: each GPU resource (0 where the tenant has no quota), cpu, memory and pods."""
+    """Hard ceilings: each GPU resource (0 where the tenant has no quota), cpu and memory requests, pods, storage.
+
+    Requests only, no `limits.*`: the quota admission refuses a pod whose containers omit a resource the
+    quota lists under `limits.` (pkg/quota/v1/evaluator/core/pods.go `enforcePodContainerConstraints`), and
+    GPU pods are commonly written with a memory request and only a GPU limit (behaviour.resourcequota).
+    Storage: all claims' requests, the number of claims and, with FSx for Lustre, its claims (each one a file
+    system of at least 1.2 TiB), counted per class as persistent_volume_claims.go `Usage` does.
+    """
     r = tenant.resources
     hard: dict[str, str] = {f"requests.{name}": str(n) for name, n in ceiling_resources(spec, catalog, tenant).items()}
     hard |= {
         "requests.cpu": str(r.cpu),
         "requests.memory": f"{r.memory_gib}Gi",
-        "limits.memory": f"{r.memory_gib}Gi",
         "pods": str(r.pods),
+        "requests.storage": f"{r.storage_gib}Gi",
+        "persistentvolumeclaims": str(r.volume_claims),
     }
+    if spec.is_eks and spec.storage.fsx_lustre.enabled:
+        hard[f"{spec.storage.fsx_lustre.class_name}.storageclass.storage.k8s.io/persistentvolumeclaims"] = str(r.fsx_claims)
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -102,18 +112,23 @@ def resource_quota(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Mani
     }
 
 
+# Requests given to a container that sets none, so it still counts against the quota. Kept below any limit a
+# real container sets: Kueue applies `defaultRequest` before it copies limits into missing requests
+# (behaviour.kueue `adjusted_pod_spec`), so a container with only `limits: {memory: 512Mi}` would be refused as
+# "requests must not exceed its limits" under a 1Gi default, though the API server itself would admit its pods.
+DEFAULT_REQUEST = {"cpu": "10m", "memory": "16Mi"}
+
+
 def limit_range(tenant: Tenant) -> Manifest:
-    """Container defaults, so pods without requests still count against the quota sensibly."""
-    spec = {
-        "limits": [
-            {
-                "type": "Container",
-                "defaultRequest": {"cpu": "500m", "memory": "1Gi"},
-                "default": {"memory": "4Gi"},
-                "max": {"memory": f"{tenant.resources.memory_gib}Gi"},
-            }
-        ]
-    }
+    """Container default requests (tiny: see DEFAULT_REQUEST); no default limit, no max.
+
+    A default memory limit caps a container that sets a larger memory request and no limit (the commonest GPU
+    pod shape: vLLM, Triton and torchrun examples ask memory and limit only the GPU), and Kueue and the API
+    server refuse requests above limits (behaviour.kueue `admissibility_errors`, behaviour.limitrange); a `max`
+    becomes the default limit when stored (SetDefaults_LimitRangeItem), with the same effect. The
+    ResourceQuota bounds the namespace's total instead.
+    """
+    spec = {"limits": [{"type": "Container", "defaultRequest": dict(DEFAULT_REQUEST)}]}
     return {"apiVersion": "v1", "kind": "LimitRange", "metadata": metadata("defaults", tenant.ns, {LABEL_TENANT: tenant.name}), "spec": spec}
 
 

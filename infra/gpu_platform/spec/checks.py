@@ -59,6 +59,7 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
     problems += check_identity(spec, file)
     problems += _check_demand(spec, file)
     problems += _check_kueue_preemption(spec, file)
+    problems += _check_job_apis(spec, file)
     problems += _check_alertmanager(spec, file)
     problems += check_network_and_storage(spec, file)
     return problems
@@ -489,6 +490,24 @@ def _check_quotas(t: Tenant, i: int, pools: set[str], file: str) -> list[Problem
         if q.lending_limit is not None and q.lending_limit > q.gpus:
             out.append(Problem(file, f"{at}.lendingLimit", f"{q.lending_limit} is more than the tenant's {q.gpus} GPUs", f"allowed: 0..{q.gpus}"))
     return out
+
+
+def _check_job_apis(spec: PlatformSpec, file: str) -> list[Problem]:
+    """Kubeflow Trainer builds every TrainJob as a JobSet: without JobSet's CRD its controller cannot start.
+
+    kubeflow/trainer (the lockfile's tag) pkg/runtime/framework/plugins/jobset/jobset.go: "JobSet CRDs must be installed in advance".
+    """
+    apis = spec.queueing.job_apis
+    if apis.trainer and not apis.jobset:
+        return [
+            Problem(
+                file,
+                f"{P}queueing.jobApis.trainer",
+                "Kubeflow Trainer runs every TrainJob as a JobSet, and jobset is off",
+                "allowed: jobset: true with trainer, or trainer: false",
+            )
+        ]
+    return []
 
 
 def _check_kueue_preemption(spec: PlatformSpec, file: str) -> list[Problem]:

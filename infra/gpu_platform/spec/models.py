@@ -211,6 +211,12 @@ class TenantResources(Model):
     """Memory the namespace may request."""
     pods: StrictInt = Field(default=200, ge=1)
     """Pods the namespace may run."""
+    storage_gib: StrictInt = Field(default=4096, alias="storageGiB", ge=0)
+    """Storage all the namespace's volume claims may request together (ResourceQuota `requests.storage`)."""
+    volume_claims: StrictInt = Field(default=20, alias="volumeClaims", ge=0)
+    """Volume claims the namespace may hold (ResourceQuota `persistentvolumeclaims`)."""
+    fsx_claims: StrictInt = Field(default=1, alias="fsxClaims", ge=0)
+    """FSx for Lustre claims the namespace may hold where `storage.fsxLustre` is enabled: each one creates a file system of at least 1.2 TiB."""
 
 
 class EgressRule(Model):
@@ -318,9 +324,22 @@ class Volcano(Model):
     """Install Volcano (gang scheduling, DRF) and a queue per tenant."""
 
 
+class JobApis(Model):
+    """The job APIs the platform installs for tenants: a pinned Helm release each, before Kueue manages their kinds."""
+
+    jobset: StrictBool = True
+    """JobSet (`jobset.x-k8s.io`): a group of Jobs as one workload; Kubeflow Trainer runs on it."""
+    trainer: StrictBool = True
+    """Kubeflow Trainer (`TrainJob`, `trainer.kubeflow.org`) with the `torch-distributed` ClusterTrainingRuntime; needs `jobset`."""
+    ray: StrictBool = True
+    """The KubeRay operator (`RayJob`, `RayCluster`, `ray.io`). Off where the cluster already runs one."""
+
+
 class Queueing(Model):
     """Which batch schedulers the platform runs."""
 
+    job_apis: JobApis = JobApis()
+    """Job APIs installed for tenants: `{jobset, trainer, ray}` (each on by default); Kueue manages exactly these and the built-in kinds."""
     kueue: Kueue = Kueue()
     """Kueue settings."""
     volcano: Volcano = Volcano()
@@ -456,6 +475,8 @@ class FsxLustre(Model):
     """FSx `dataCompressionType`."""
     zone: str | None = None
     """Zone of the file systems' subnet (an FSx for Lustre file system lives in one subnet); default: the first cluster zone."""
+    reclaim_policy: Literal["Retain", "Delete"] = "Retain"
+    """What deleting a claim does to its file system: `Retain` keeps it (and its bill) until an admin deletes it, `Delete` deletes it and its data."""
 
     @property
     def throughput(self) -> int | None:
@@ -516,6 +537,11 @@ class PlatformSpec(Model):
         if self.storage.class_name is not None:
             return self.storage.class_name
         return "gp3" if self.is_eks else None
+
+    @property
+    def retain_storage_class(self) -> str | None:
+        """EKS: the gp3 class whose volumes outlive their claims (checkpoints, datasets): `<storage class>-retain`."""
+        return f"{self.storage_class}-retain" if self.is_eks and self.storage_class else None
 
     def pool(self, name: str) -> NodePool:
         """A node pool by name."""

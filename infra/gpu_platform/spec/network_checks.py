@@ -85,6 +85,8 @@ def check_fsx_lustre(spec: PlatformSpec, file: str) -> list[Problem]:
         out.append(Problem(file, f"{at}.zone", f"{fsx.zone!r} is not a zone of the cluster", f"allowed: {', '.join(zones)}"))
     if fsx.class_name == spec.storage_class:
         out.append(Problem(file, f"{at}.className", f"{fsx.class_name!r} is the default (EBS) class's name", "allowed: another, e.g. fsx-lustre"))
+    elif fsx.class_name == spec.retain_storage_class:
+        out.append(Problem(file, f"{at}.className", f"{fsx.class_name!r} is the retained EBS class's name", "allowed: another, e.g. fsx-lustre"))
     parameters = {"subnetId": "subnet-0", "securityGroupIds": "sg-0", "deploymentType": fsx.deployment_type}
     parameters["dataCompressionType"] = fsx.data_compression_type
     if fsx.throughput is not None:

@@ -16,10 +16,11 @@ from gpu_platform.behaviour.kueue import KIND_FRAMEWORK, kueue_config_errors, ku
 from gpu_platform.behaviour.rbac import rules_allow
 from gpu_platform.behaviour.volcano import queue_errors as volcano_queue_errors
 from gpu_platform.k8s.dcgm import CsvError, read_metrics_csv
+from gpu_platform.k8s.releases import CRD_GROUPS
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
 from gpu_platform.versions import OCI
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
-from gpu_platform_policies.view import HELM_RELEASE, get, helm_releases, namespace_of, object_name, objects, tenant_namespaces
+from gpu_platform_policies.view import HELM_RELEASE, chart_name, get, helm_releases, namespace_of, object_name, objects, tenant_namespaces
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DCGM_METRICS_FILE = "dcgm-metrics.csv"
@@ -156,6 +157,50 @@ def tenant_workloads_managed(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     for ns, (res_name, labels) in _namespace_labels(plan).items():
         if not kueue_manages(config, "Pod", labels):
             yield Finding(res_name, f"tenant namespace {ns} is outside Kueue's managedJobsNamespaceSelector: its pods run unmanaged")
+
+
+# API groups of the job kinds a platform may promise tenants (gpu_platform.k8s.job_apis), and kubeflow.org's
+# legacy training-operator kinds, which no release of the platform serves.
+JOB_GROUPS = frozenset({"jobset.x-k8s.io", "trainer.kubeflow.org", "ray.io", "kubeflow.org"})
+
+
+def _served_groups(plan: PlanView) -> set[str]:
+    """API groups whose CRDs the stack's Helm releases install (gpu_platform.k8s.releases CRD_GROUPS per chart)."""
+    return {g for r in plan.of_type(HELM_RELEASE) for g in CRD_GROUPS.get(chart_name(r), ())}
+
+
+@rule(
+    "job-apis-served",
+    "Every job kind Kueue manages, the tenant role grants or the priority policy checks is served by a release of the stack.",
+    "mandatory",
+    "stack",
+    category="controllers",
+    not_applicable=no_kueue,
+)
+def job_apis_served(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A kind promised but not installed: `kubectl apply` answers "no matches for kind" and Kueue defers the integration forever.
+
+    kueue pkg/controller/jobframework/setup.go: a framework whose CRD is missing is not set up, only polled for;
+    apimachinery restmapper.go NoKindMatchError is what a tenant sees.
+    """
+    config = kueue_manager_config(plan)
+    if config is None:
+        return
+    served = _served_groups(plan)
+    release = helm_releases(plan, "kueue")[0].name
+    for framework in get(config, "integrations", "frameworks", default=[]) or []:
+        group = str(framework).split("/")[0]
+        if "/" in str(framework) and group in JOB_GROUPS and group not in served:
+            yield Finding(
+                release,
+                f"Kueue manages {framework} but no release of the stack installs the {group} CRDs: tenants get "
+                f"'no matches for kind'; allowed: install it (queueing.jobApis) or drop the framework",
+            )
+    for r in objects(plan, "ClusterRole") + objects(plan, "ValidatingAdmissionPolicy"):
+        rules = r.inputs.get("rules") or get(r.inputs, "spec", "matchConstraints", "resourceRules", default=[]) or []
+        named = {g for rule_ in rules for g in rule_.get("apiGroups") or [] if g in JOB_GROUPS}
+        for group in sorted(named - served):
+            yield Finding(r.name, f"names {group} kinds, which no release of the stack serves; allowed: only installed job APIs")
 
 
 @rule(
