@@ -16,7 +16,6 @@ Not reproduced: pruning fields a manager stops applying (merge/update.go `Update
 from __future__ import annotations
 
 import copy
-
 import json
 from collections.abc import Mapping
 from functools import cache

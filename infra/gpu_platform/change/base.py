@@ -30,6 +30,7 @@ import yaml
 
 import gpu_platform
 from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.input_limits import STACK_FILE, check_yaml
 
 # What the change rules need from a lockfile (the stack's effective one): attribute path per fact.
 LOCK_FACTS: dict[str, tuple[str, ...]] = {
@@ -120,7 +121,10 @@ class BaseRevision:
     @property
     def config(self) -> dict[str, Any]:
         """The base stack file's `config:` mapping."""
-        doc = yaml.safe_load(self.text) if self.text else None
+        if not self.text:
+            return {}
+        check_yaml(self.text, f"{self.ref}:stack file", STACK_FILE, "allowed: a Pulumi stack file")
+        doc = yaml.safe_load(self.text)
         return (doc or {}).get("config") or {} if isinstance(doc, dict) else {}
 
 

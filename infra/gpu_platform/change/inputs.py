@@ -21,7 +21,7 @@ ALLOWED = f"allowed: a Prometheus query_range JSON export of {TENANT_ALLOCATED}"
 def usage_snapshot(path: Path, spec: PlatformSpec, catalog: Catalog) -> dict[str, float]:
     """Tenant -> physical GPUs in use at the export's last sample (each resource converted as `capacity plan` does)."""
     file = str(path)
-    doc = load_json(read_text(path))
+    doc = load_json(read_text(path), file)
     if doc is None or not looks_like_prometheus(doc):
         raise ConfigError([Problem(file, "", "not a Prometheus query_range export", ALLOWED)])
     problems: list[Problem] = []

@@ -19,6 +19,7 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.explain.stages import Explanation, explain
 from gpu_platform.explain.view import StackView
+from gpu_platform.input_limits import WORKLOAD, check_yaml, read_capped
 from gpu_platform.spec.loader import load_stack
 
 KINDS = [*sorted(k for k in RESOURCES if k not in ("Workload", "PodGroup", "VolcanoJob", "CronJob")), "Job (batch.volcano.sh)"]
@@ -29,8 +30,10 @@ def read_workload(path: Path) -> dict[str, Any]:
     file = str(path)
     if not path.is_file():
         raise ConfigError([Problem(file, "", "no such file", "allowed: a YAML file with one workload manifest")])
+    text = read_capped(path, WORKLOAD, "allowed: one YAML manifest")
+    check_yaml(text, file, WORKLOAD, "allowed: one YAML manifest")
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f"line {where.line + 1}" if where is not None else "<root>"

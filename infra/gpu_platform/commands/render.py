@@ -9,22 +9,33 @@ Rendered from the recorded inputs of every `kubernetes:*` resource, so the files
 - `prometheus/gpu-platform-rules.yaml`: the PrometheusRule groups as a plain rule file (for promtool)
 - `.gpu-platform-render.json`: every file written, with its sha256. The next render removes only files
   listed there that it no longer writes and nobody changed since; anything else in DIR is left alone.
+
+A render never follows a symbolic link inside DIR (each path is opened relative to its folder with
+O_NOFOLLOW), takes a lock on DIR (a second render at once refuses), and refuses `/`, the home folder and a
+repository root as DIR: each is one line and exit 2, before anything is written.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
 from gpu_platform.commands.plan import plan_stack
 from gpu_platform.engine import Plan, PlannedResource
 from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.input_limits import MANIFEST as MANIFEST_LIMITS
+from gpu_platform.input_limits import check_json
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 RULES_FILE = "prometheus/gpu-platform-rules.yaml"
@@ -97,25 +108,204 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_manifest(out: Path) -> dict[str, str]:
-    """Relative path -> sha256 of every file the last render wrote under `out` ({} when there was none)."""
-    path = out / MANIFEST
-    if not path.is_file():
+ALLOWED_OUT = "allowed: a folder of its own for rendered files (e.g. out/<stack>), not /, the home folder or a repository root"
+
+
+def check_out(out: Path) -> None:
+    """Refuse an output folder whose files a render must not own: /, the home folder, a repository or project root, a file."""
+    file = str(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError([Problem(file, "", "exists and is not a folder", ALLOWED_OUT)])
+    resolved = out.resolve()
+    if resolved == Path(resolved.anchor):
+        raise ConfigError([Problem(file, "", "is the root of the file system", ALLOWED_OUT)])
+    if resolved == Path.home().resolve():
+        raise ConfigError([Problem(file, "", "is the home folder", ALLOWED_OUT)])
+    for marker in (".git", "Pulumi.yaml", "pyproject.toml"):
+        if (resolved / marker).exists():
+            raise ConfigError([Problem(file, "", f"is a repository or project root (it holds {marker})", ALLOWED_OUT)])
+
+
+_NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+class _Folder:
+    """The output folder, opened once; every path below it is reached through folder descriptors that never follow a link.
+
+    A symlink planted anywhere inside (a folder `manifests` pointing elsewhere, a file linked to
+    ~/.ssh/authorized_keys) cannot make a render write, read or delete outside: each component is opened with
+    O_NOFOLLOW relative to its parent's descriptor (openat(2)), files are written under a temporary name
+    and renamed over the old one (rename(2) replaces a link itself, never its target), and only regular
+    files are removed.
+    """
+
+    def __init__(self, out: Path):
+        out.mkdir(parents=True, exist_ok=True)
+        self.out = out
+        self.fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def _refuse(self, rel: str, what: str) -> NoReturn:
+        raise ConfigError(
+            [Problem(str(self.out), rel, what, "allowed: real folders and files inside the output folder (render never follows a link)")]
+        )
+
+    def _parent(self, rel: str, create: bool) -> int | None:
+        """A descriptor of `rel`'s folder (the caller closes it unless it is the root), or None when missing and not created."""
+        fd = self.fd
+        parts = rel.split("/")[:-1]
+        for i, part in enumerate(parts):
+            try:
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    nxt = -1
+                else:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=fd)
+            except OSError:  # ELOOP: a symlink; ENOTDIR: a file where a folder belongs
+                self._close(fd)
+                self._refuse("/".join(parts[: i + 1]), "is a symbolic link or not a folder")
+            self._close(fd)
+            if nxt == -1:
+                return None
+            fd = nxt
+        return fd
+
+    def _close(self, fd: int) -> None:
+        if fd != self.fd:
+            os.close(fd)
+
+    def kind(self, rel: str) -> str:
+        """`missing`, `file` or `other` (a link, a folder, a device) for `rel`, following no link."""
+        fd = self._parent(rel, create=False)
+        if fd is None:
+            return "missing"
+        try:
+            st = os.stat(rel.rsplit("/", 1)[-1], dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return "missing"
+        finally:
+            self._close(fd)
+        return "file" if stat.S_ISREG(st.st_mode) else "other"
+
+    def read(self, rel: str, limit: int) -> bytes | None:
+        """The bytes of a regular file (None when missing); a link or anything else is refused."""
+        kind = self.kind(rel)
+        if kind == "missing":
+            return None
+        if kind != "file":
+            self._refuse(rel, "is a symbolic link or not a regular file")
+        fd = self._parent(rel, create=False)
+        assert fd is not None
+        try:
+            f = os.open(rel.rsplit("/", 1)[-1], os.O_RDONLY | _NOFOLLOW, dir_fd=fd)
+        finally:
+            self._close(fd)
+        with os.fdopen(f, "rb") as handle:
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            self._refuse(rel, f"is larger than {limit} bytes")
+        return data
+
+    def write(self, rel: str, data: bytes) -> None:
+        """Write `data` to `rel` as a new file renamed into place."""
+        fd = self._parent(rel, create=True)
+        assert fd is not None
+        name = rel.rsplit("/", 1)[-1]
+        tmp = f".{name}.{os.getpid()}.tmp"
+        try:
+            f = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644, dir_fd=fd)
+            with os.fdopen(f, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        finally:
+            self._close(fd)
+
+    def remove(self, rel: str) -> None:
+        """Remove the regular file `rel` and then its folders below the output folder that are left empty."""
+        fd = self._parent(rel, create=False)
+        if fd is None:
+            return
+        try:
+            os.unlink(rel.rsplit("/", 1)[-1], dir_fd=fd)
+        finally:
+            self._close(fd)
+        parts = rel.split("/")[:-1]
+        while parts:
+            fd = self._parent("/".join(parts), create=False)
+            if fd is None:
+                return
+            try:
+                os.rmdir(parts[-1], dir_fd=fd)
+            except OSError:
+                return  # not empty (or gone): it stays
+            finally:
+                self._close(fd)
+            parts.pop()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the folder's render lock (flock on `.gpu-platform-render.lock`); a second render refuses with one line."""
+        try:
+            fd = os.open(LOCK, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644, dir_fd=self.fd)
+        except OSError:
+            self._refuse(LOCK, "is a symbolic link or cannot be opened")
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ConfigError(
+                    [
+                        Problem(
+                            str(self.out),
+                            "",
+                            "another render is writing this folder now",
+                            "allowed: one render per folder at a time; run it again after",
+                        )
+                    ]
+                ) from None
+            yield
+        finally:
+            os.close(fd)
+
+
+LOCK = ".gpu-platform-render.lock"
+MANIFEST_LIMIT = 64 * 2**20
+
+
+def _parse_manifest(where: str, data: bytes | None) -> dict[str, str]:
+    if data is None:
         return {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        text = data.decode("utf-8")
+        check_json(text, where, MANIFEST_LIMITS, "allowed: the file a render writes")
+        doc = json.loads(text)
         files = doc["files"]
         if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
             raise TypeError
     except (ValueError, KeyError, TypeError):
-        raise ConfigError([Problem(str(path), "files", "not a render manifest", "delete the file: the next render starts afresh")]) from None
+        raise ConfigError([Problem(where, "files", "not a render manifest", "delete the file: the next render starts afresh")]) from None
     # only paths a render can write: a hand-edited manifest must not be able to delete anything else
     return {k: v for k, v in files.items() if _ours(k)}
 
 
+def read_manifest(out: Path) -> dict[str, str]:
+    """Relative path -> sha256 of every file the last render wrote under `out` ({} when there was none)."""
+    if not out.is_dir():
+        return {}
+    folder = _Folder(out)
+    try:
+        return _parse_manifest(str(out / MANIFEST), folder.read(MANIFEST, MANIFEST_LIMIT))
+    finally:
+        folder.close()
+
+
 def _ours(rel: str) -> bool:
-    parts = Path(rel).parts
-    return len(parts) >= 2 and parts[0] in OUTPUT_DIRS and ".." not in parts and not Path(rel).is_absolute()
+    parts = rel.split("/")
+    return len(parts) >= 2 and parts[0] in OUTPUT_DIRS and all(p not in ("", ".", "..") for p in parts) and not rel.startswith("/")
 
 
 def write_files(out: Path, files: dict[str, Any], stack: str = "") -> Written:
@@ -123,42 +313,42 @@ def write_files(out: Path, files: dict[str, Any], stack: str = "") -> Written:
 
     A file the user put in the same folders is never touched, and neither is a file of an earlier render
     that was changed since (its hash no longer matches the manifest). The manifest `out/.gpu-platform-render.json`
-    lists every file written with its sha256.
+    lists every file written with its sha256. Nothing is written or removed until every path the render
+    touches has been checked for links (`_Folder`), and one render at a time holds the folder.
     """
-    before = read_manifest(out)
-    removed, kept = [], []
-    for rel in sorted(set(before) - set(files)):
-        path = out / rel
-        if not path.is_file():
-            continue
-        if _digest(path.read_bytes()) != before[rel]:
-            kept.append(rel)
-            continue
-        path.unlink()
-        removed.append(rel)
-        _prune(path.parent, out)
-    digests = {}
-    for rel, doc in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = yaml.safe_dump(doc, sort_keys=False, width=200).encode()
-        path.write_bytes(data)
-        digests[rel] = _digest(data)
-    manifest = {"writtenBy": "gpu-platform render", "stack": stack, "files": digests}
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    check_out(out)
+    folder = _Folder(out)
+    try:
+        with folder.locked():
+            before = _parse_manifest(str(out / MANIFEST), folder.read(MANIFEST, MANIFEST_LIMIT))
+            data = {rel: yaml.safe_dump(doc, sort_keys=False, width=200).encode() for rel, doc in files.items()}
+            stale = sorted(set(before) - set(data))
+            for rel in [*data, *stale]:  # refuse before the first write: nothing half-rendered
+                if folder.kind(rel) == "other":
+                    folder._refuse(rel, "is a symbolic link or not a regular file")
+            removed, kept = [], []
+            for rel in stale:
+                current = folder.read(rel, MANIFEST_LIMIT * 16)
+                if current is None:
+                    continue
+                if _digest(current) != before[rel]:
+                    kept.append(rel)
+                    continue
+                folder.remove(rel)
+                removed.append(rel)
+            for rel, blob in data.items():
+                folder.write(rel, blob)
+            manifest = {"writtenBy": "gpu-platform render", "stack": stack, "files": {rel: _digest(b) for rel, b in data.items()}}
+            folder.write(MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+    finally:
+        folder.close()
     return Written(tuple(files), tuple(removed), tuple(kept))
-
-
-def _prune(directory: Path, out: Path) -> None:
-    """Remove `directory` and its parents below `out` while they are empty (the folders of a removed object)."""
-    while directory != out and out in directory.parents and directory.is_dir() and not any(directory.iterdir()):
-        directory.rmdir()
-        directory = directory.parent
 
 
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point of the subcommand."""
-    read_manifest(args.out)  # a damaged manifest is bad input before minutes of planning, not after
+    check_out(args.out)  # a bad folder or a damaged manifest is bad input before minutes of planning, not after
+    read_manifest(args.out)
     plan = plan_stack(path, stack)
     files = render_plan(plan)
     done = write_files(args.out, files, stack)

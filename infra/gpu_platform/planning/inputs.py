@@ -9,6 +9,7 @@ import yaml
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.input_limits import DEMAND, check_size, check_yaml
 from gpu_platform.planning.declared import declared_demand, looks_like_declared
 from gpu_platform.planning.demand import Demand, Options
 from gpu_platform.planning.prometheus import load_json, looks_like_prometheus, prometheus_demand
@@ -23,6 +24,7 @@ def read_text(path: Path) -> str:
     file = str(path)
     if not path.is_file():
         raise ConfigError([Problem(file, "", "file not found", f"allowed: {KINDS}")])
+    check_size(path, DEMAND, f"allowed: {KINDS}")
     try:
         return path.read_text(encoding="utf-8-sig")  # a BOM (spreadsheet exports) is not part of the header
     except UnicodeDecodeError as exc:
@@ -51,10 +53,11 @@ def load_demand(
     first = text.splitlines()[0]
     if first.startswith("sn,") and "model" in first:
         raise ConfigError([Problem(file, "", "this is the trace's node list, not its pod list", "allowed: openb_pod_list_*.csv")])
-    doc = load_json(text)
+    doc = load_json(text, file)
     if doc is not None and looks_like_prometheus(doc):
         return prometheus_demand(doc, file, spec, stack_file, catalog, history)
     if doc is None:
+        check_yaml(text, file, DEMAND, f"allowed: {KINDS}")
         try:
             doc = yaml.safe_load(text)
         except yaml.YAMLError as exc:

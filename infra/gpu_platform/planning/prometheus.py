@@ -14,6 +14,7 @@ from typing import Any
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.input_limits import DEMAND, check_json
 from gpu_platform.k8s.alerts import TENANT_ALLOCATED
 from gpu_platform.planning.demand import ANY, DEFAULT_SLA, WORKLOAD_CLASSES, Demand, DemandGroup, Options
 from gpu_platform.planning.series import step_series
@@ -188,6 +189,10 @@ def prometheus_demand(
     return Demand(source=file, kind="prometheus", groups=tuple(groups), totals=tuple(groups), options=opts, window=(start, end))
 
 
+# The last second of year 9999: past it Python's datetime (and any calendar the plan prints) has no date.
+MAX_UNIX_SECONDS = 253402300799
+
+
 def _samples(values: list[Any], at: str, file: str, problems: list[Problem]) -> list[tuple[float, float]] | None:
     """(time, value) pairs of one series, in order; a bad pair, a non-finite or negative value, or time going back is a problem."""
     out: list[tuple[float, float]] = []
@@ -204,6 +209,11 @@ def _samples(values: list[Any], at: str, file: str, problems: list[Problem]) -> 
             continue
         if not math.isfinite(v) or not math.isfinite(t) or v < 0:
             problems.append(Problem(file, where, f"value {sample[1]!r} is not a finite, non-negative number of GPUs", "allowed: 0 or more"))
+            ok = False
+            continue
+        if not 0 <= t <= MAX_UNIX_SECONDS:
+            why = f"time {sample[0]!r} is not a date a Prometheus sample can carry"
+            problems.append(Problem(file, where, why, f"allowed: unix seconds from 0 to {MAX_UNIX_SECONDS} (9999-12-31)"))
             ok = False
             continue
         if out and t <= out[-1][0]:
@@ -237,8 +247,9 @@ def _longest_hole(covered: list[tuple[float, float]]) -> tuple[float, float] | N
     return best
 
 
-def load_json(text: str) -> Any:
-    """JSON, or None when the text is not JSON."""
+def load_json(text: str, file: str = "") -> Any:
+    """JSON, or None when the text is not JSON; ConfigError when it nests past input_limits.DEMAND."""
+    check_json(text, file, DEMAND, "allowed: a Prometheus query_range JSON export")
     try:
         return json.loads(text)
     except ValueError:

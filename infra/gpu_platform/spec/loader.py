@@ -14,6 +14,7 @@ import yaml
 
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of, safe_loader
+from gpu_platform.input_limits import STACK_FILE, check_yaml, read_capped
 from gpu_platform.spec.checks import check_spec
 from gpu_platform.spec.duplicates import duplicate_keys_in
 from gpu_platform.spec.errors import keys_of
@@ -77,12 +78,9 @@ def _read_stack_config(path: Path) -> tuple[dict[str, Any], list[Problem]]:
         raise ConfigError([Problem(file, "", "is a directory, not a stack file", hint)])
     if not path.is_file():
         raise ConfigError([Problem(file, "", "file not found", "pass --stack NAME (stacks/Pulumi.NAME.yaml) or --config FILE")])
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError([Problem(file, "", f"not UTF-8 text (byte {exc.start})", "allowed: a UTF-8 YAML file")]) from None
-    except OSError as exc:
-        raise ConfigError([Problem(file, "", f"cannot be read: {exc.strerror}", "allowed: a readable stack file")]) from None
+    allowed = "allowed: a Pulumi stack file (UTF-8 YAML with a `config:` mapping)"
+    text = read_capped(path, STACK_FILE, allowed)
+    check_yaml(text, file, STACK_FILE, allowed)
     # One parse: the node tree finds repeated keys (which the data would silently drop), then becomes the data
     # (PyYAML's `yaml.load` is this: `BaseConstructor.get_single_data`).
     loader = safe_loader()(text)

@@ -1,0 +1,148 @@
+"""Hostile files: inputs and output folders built to make a command hurt its user.
+
+Each case is what an attacker (or an unlucky copy) hands a command, and what must happen: exit 2, one line
+naming the file, no traceback, nothing written or removed outside the output folder, and the refusal within
+10 s and 1 GiB (each case runs the real CLI in a child process, whose peak memory is read back).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+STACK = ROOT / "stacks" / "Pulumi.dev.yaml"
+SECONDS, BYTES = 10.0, 2**30
+
+BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join(["*" + chr(97 + i)] * 9) + "]\n" for i in range(8)
+)
+DEEP_YAML = "[" * 100_000 + "]" * 100_000
+PROMETHEUS_1E20 = json.dumps(
+    {
+        "status": "success",
+        "data": {
+            "resultType": "matrix",
+            "result": [{"metric": {"tenant": "ml-sandbox", "resource": "nvidia_com_gpu_shared"}, "values": [[1700000000, "1"], [1e20, "1"]]}],
+        },
+    }
+)
+DEEP_JSON = '{"data": ' + "[" * 100_000 + "]" * 100_000 + "}"
+
+
+def indented(text: str, spaces: int) -> str:
+    """`text` with every line indented (to nest a document under a key)."""
+    return "".join(" " * spaces + line + "\n" for line in text.splitlines())
+
+
+def stack_with(tail: str) -> str:
+    """The dev stack file with `tail` appended under `config:` (a key the loader reads)."""
+    return STACK.read_text() + tail
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """One hostile input: how to lay it out under a folder, the CLI arguments, and what the one line must say."""
+
+    name: str
+    setup: Callable[[Path], list[str]]
+    says: str
+
+
+def _file(name: str, text: str) -> Callable[[Path], Path]:
+    def make(d: Path) -> Path:
+        path = d / name
+        path.write_text(text)
+        return path
+
+    return make
+
+
+def _stack(text: str) -> Callable[[Path], list[str]]:
+    return lambda d: ["plan", "--config", str(_file("Pulumi.evil.yaml", text)(d))]
+
+
+CASES = [
+    Hostile("stack-alias-bomb", _stack(stack_with("  gpu-platform:tags:\n" + indented(BOMB, 4))), "expands to more than"),
+    Hostile("stack-alias-bomb-top-level", _stack(BOMB), "expands to more than"),
+    Hostile("stack-100k-nested-brackets", _stack("config:\n  gpu-platform:tags: " + DEEP_YAML + "\n"), "nested deeper than 64 levels"),
+    Hostile("stack-100k-nested-blocks", _stack("config:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(200))), "nested deeper than 64"),
+    Hostile("stack-20-mib", _stack("# " + "x" * (20 * 2**20) + "\n"), "more than the 16 MiB"),
+    Hostile(
+        "workload-alias-bomb",
+        lambda d: ["explain", "--config", str(STACK), "--workload", str(_file("w.yaml", "kind: Pod\n" + BOMB)(d))],
+        "expands to more than",
+    ),
+    Hostile(
+        "workload-deep",
+        lambda d: ["explain", "--config", str(STACK), "--workload", str(_file("w.yaml", DEEP_YAML)(d))],
+        "nested deeper than 64 levels",
+    ),
+    Hostile(
+        "demand-alias-bomb",
+        lambda d: ["capacity", "plan", "--demand", str(_file("d.yaml", "demand:\n" + indented(BOMB, 2))(d))],
+        "expands to more than",
+    ),
+    Hostile(
+        "demand-deep-json",
+        lambda d: ["capacity", "plan", "--demand", str(_file("d.json", DEEP_JSON)(d))],
+        "nested deeper than 64 levels",
+    ),
+    Hostile(
+        "demand-timestamp-1e20",
+        lambda d: ["capacity", "plan", "--config", str(STACK), "--demand", str(_file("d.json", PROMETHEUS_1E20)(d))],
+        "is not a date a Prometheus sample can carry",
+    ),
+    Hostile("render-into-root", lambda d: ["render", "--config", str(STACK), "--out", "/"], "is the root of the file system"),
+    Hostile("render-into-home", lambda d: ["render", "--config", str(STACK), "--out", str(Path.home())], "is the home folder"),
+    Hostile("render-into-the-repository", lambda d: ["render", "--config", str(STACK), "--out", str(ROOT)], "is a repository or project root"),
+    Hostile(
+        "render-onto-a-file",
+        lambda d: ["render", "--config", str(STACK), "--out", str(_file("out", "precious\n")(d))],
+        "exists and is not a folder",
+    ),
+]
+
+
+def run_cli(args: list[str], cwd: Path) -> tuple[int, str, float, int]:
+    """(exit code, stderr, seconds, peak resident bytes) of `gpu-platform ARGS` in a child process of its own."""
+    peak_file = cwd / ".peak"
+    code = (
+        "import os, resource, sys\n"
+        "from gpu_platform.cli import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "open(os.environ['PEAK_FILE'], 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+        "sys.exit(rc)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "GPU_PLATFORM_DEBUG"} | {"PEAK_FILE": str(peak_file)}
+    start = time.monotonic()
+    try:
+        cmd = [sys.executable, "-c", code, *args]
+        done = subprocess.run(cmd, check=False, cwd=cwd, capture_output=True, text=True, env=env, timeout=SECONDS * 6)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"gpu-platform {' '.join(args)[:80]} still running after {SECONDS * 6} s")
+    elapsed = time.monotonic() - start
+    peak = int(peak_file.read_text()) * 1024 if peak_file.exists() else 0
+    return done.returncode, done.stderr, elapsed, peak
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_hostile_input_is_one_line_and_exit_2(case: Hostile, tmp_path: Path) -> None:
+    args = case.setup(tmp_path)
+    code, err, elapsed, peak = run_cli(args, tmp_path)
+    assert code == 2, f"exit {code}: {err[-500:]}"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err[-2000:]
+    assert case.says in lines[0], lines[0]
+    assert elapsed < SECONDS, f"refused after {elapsed:.1f} s"
+    assert peak < BYTES, f"peak {peak / 2**20:.0f} MiB"
+    assert not (tmp_path / "out" / "manifests").exists()
