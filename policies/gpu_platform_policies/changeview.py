@@ -48,6 +48,9 @@ class ChangeView:
     demand_p95: Mapping[str, float] | None = None  # workload class -> P95 demand in GPUs
     maintenance: tuple[str, ...] = ()  # `GPU-Maintenance:` statements of the change's commits
     production: bool = False
+    gate_changes: tuple[str, ...] = ()  # repository paths of the gate itself (policies/, CI) the change touches
+    owners: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # path -> its CODEOWNERS (the stack file's too)
+    stack_file: str = ""  # the stack file's repository path
 
     def change(self, type_token: str, name: str) -> ResourceChange | None:
         """The change of one resource, if any."""

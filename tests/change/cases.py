@@ -37,6 +37,8 @@ class ChangeCase:
     key: str | None = None
     file: str | None = None
     message: str = ""
+    gate_changes: tuple[str, ...] = ()
+    owners: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def named(items: Items, name: str) -> dict[str, Any]:
@@ -87,6 +89,11 @@ def tenant_quota(tenant: int, quota: int, gpus: int) -> Callable[[Config], None]
     return lambda c: c["gpu-platform:tenants"][tenant]["quotas"][quota].__setitem__("gpus", gpus)
 
 
+def _enforce(rule: str, level: str) -> Callable[[Config], None]:
+    """A config edit: the stack's own `policy.enforcement` sets `rule` to `level`."""
+    return lambda c: c.setdefault("gpu-platform:policy", {}).setdefault("enforcement", {}).__setitem__(rule, level)
+
+
 def view_of(case: ChangeCase) -> ChangeView:
     """The ChangeView of prod before and after the case's edits."""
     before: Items = [{**r.to_json(), "source": r.source} for r in plan_for("prod").resources]
@@ -118,6 +125,9 @@ def view_of(case: ChangeCase) -> ChangeView:
         demand_p95=case.demand,
         maintenance=case.maintenance,
         production=True,
+        gate_changes=case.gate_changes,
+        owners=case.owners,
+        stack_file="stacks/Pulumi.prod.yaml",
     )
 
 
@@ -327,4 +337,30 @@ CHANGE_CASES: tuple[ChangeCase, ...] = (
         "description",
         after=(set_in("platform-priority-batch", "Batch work.", "description"),),
     ),
+    ChangeCase(
+        "gate-loosened",
+        "rule-disabled-in-the-change",
+        config=(_enforce("fixed-capacity-replaced", "disabled"),),
+        fires_on="stack",
+        key="gpu-platform:policy.enforcement.fixed-capacity-replaced",
+        message="policy.enforcement.fixed-capacity-replaced mandatory -> disabled loosens the gate",
+    ),
+    ChangeCase(
+        "gate-loosened",
+        "the-rule-itself-disabled",
+        config=(_enforce("gate-loosened", "disabled"),),
+        fires_on="stack",
+        message="policy.enforcement.gate-loosened mandatory -> disabled",
+    ),
+    ChangeCase("gate-loosened", "tightened", config=(_enforce("spot-exposure", "mandatory"),)),
+    ChangeCase(
+        "gate-code-changed",
+        "a-rule-file-edited",
+        gate_changes=("policies/gpu_platform_policies/rules/security.py",),
+        owners={"policies/gpu_platform_policies/rules/security.py": ("@acme/gpu-platform-owners",)},
+        fires_on="repository",
+        file="policies/gpu_platform_policies/rules/security.py",
+        message="changes the gate itself; it needs approval by its code owners (@acme/gpu-platform-owners)",
+    ),
+    ChangeCase("gate-code-changed", "only-stacks-changed", config=(tenant_quota(0, 0, 20),)),
 )

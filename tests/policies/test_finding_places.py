@@ -42,4 +42,7 @@ def test_change_finding_names_key_path_and_line(case: ChangeCase) -> None:
     found = run_change_case(case)
     assert found, f"{case.rule}:{case.id} found nothing"
     for v in place(found, stack_path("prod"), REPO):
+        if case.rule == "gate-code-changed":  # about a file of the gate's code, not a stack key: the file it names
+            assert v.file == case.file and case.file in v.message, v
+            continue
         assert v.key and v.line, f"{case.rule}:{case.id}: finding on {v.resource} has key {v.key!r}, line {v.line!r} ({v.message})"

@@ -31,6 +31,7 @@ import yaml
 import gpu_platform
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.input_limits import STACK_FILE, check_yaml
+from gpu_platform.spec.pulumi_yaml import PulumiLoader
 
 # What the change rules need from a lockfile (the stack's effective one): attribute path per fact.
 LOCK_FACTS: dict[str, tuple[str, ...]] = {
@@ -124,7 +125,7 @@ class BaseRevision:
         if not self.text:
             return {}
         check_yaml(self.text, f"{self.ref}:stack file", STACK_FILE, "allowed: a Pulumi stack file")
-        doc = yaml.safe_load(self.text)
+        doc = yaml.load(self.text, Loader=PulumiLoader)  # as `pulumi up` at the base read it
         return (doc or {}).get("config") or {} if isinstance(doc, dict) else {}
 
 
@@ -248,3 +249,11 @@ def _cache_file(root: Path, commit: str, rel: str, stack: str) -> Path | None:
         return None
     key = hashlib.sha256(f"{ids.stdout.decode()}|{stack}|{sys.version}|{sys.prefix}".encode()).hexdigest()[:32]
     return root / ".cache" / "gpu-platform" / "base-plans" / f"{key}.json"
+
+
+def changed_paths(root: Path, commit: str, prefixes: tuple[str, ...]) -> tuple[str, ...]:
+    """Repository paths under `prefixes` that differ between `commit` and the working tree (new untracked files included)."""
+    specs = [p.rstrip("/") for p in prefixes]
+    diff = subprocess.run(["git", "diff", "--name-only", commit, "--", *specs], cwd=root, capture_output=True, text=True, check=False)
+    new = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--", *specs], cwd=root, capture_output=True, text=True, check=False)
+    return tuple(sorted({line for line in (diff.stdout + new.stdout).splitlines() if line}))

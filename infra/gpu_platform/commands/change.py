@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gpu_platform.catalog import load_catalog
-from gpu_platform.change.base import BasePlanJob, lock_facts, maintenance_trailers, repository_root
+from gpu_platform.change.base import BasePlanJob, changed_paths, lock_facts, maintenance_trailers, repository_root
 from gpu_platform.change.diff import by_key, diff_plans
 from gpu_platform.change.inputs import demand_p95, usage_snapshot
+from gpu_platform.change.owners import GATE_PATHS, owners_of, read_codeowners
 from gpu_platform.change.report import ChangeReport, Finding, render_github, render_markdown, render_text
 from gpu_platform.commands import check
 from gpu_platform.engine import run_program
@@ -27,6 +28,7 @@ from gpu_platform_policies import CHANGE_RULES, Resource, Violation, evaluate
 from gpu_platform_policies.changeview import ChangeView, evaluate_change, tier_rows
 from gpu_platform_policies.model import PlanView
 from gpu_platform_policies.placement import place
+from gpu_platform_policies.strictness import loosened, setting_of, strictest
 
 
 @dataclass
@@ -37,6 +39,8 @@ class Outcome:
     state: list[Violation]
     change: list[Violation]
     spec: PlatformSpec
+    loosened: list[tuple[str, str, str]]
+    own_mandatory: int  # mandatory violations with the working tree's own gate settings (what a loosening PR would see)
 
 
 def _resources(items: list[dict[str, Any]]) -> list[Resource]:
@@ -68,7 +72,14 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
     after = [{**r.to_json(), "source": r.source, "refs": r.refs} for r in plan.resources]
     changes = diff_plans(by_key(base.resources), by_key(after))
     before_view, after_view = PlanView(_resources(base.resources)), PlanView(_resources(after))
+    # The base decides how strict the gate is: each setting at the stricter of base and working tree.
+    base_setting, own_setting = setting_of(base.config), setting_of(config)
+    judged = strictest(base_setting, own_setting)
     ctx = check.gate_context(spec, root)
+    ctx = replace(ctx, thresholds={**ctx.thresholds, **judged.thresholds}, production_setting=judged.production)
+    rel = path.resolve().relative_to(root).as_posix()
+    gate_changes = changed_paths(root, base.commit, GATE_PATHS)
+    codeowners = read_codeowners(root)
     view = ChangeView(
         before=before_view,
         after=after_view,
@@ -82,17 +93,26 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         demand_p95=demand,
         maintenance=maintenance_trailers(root, base.commit),
         production=ctx.production,
+        gate_changes=gate_changes,
+        owners={p: owners_of(p, codeowners) for p in (*gate_changes, rel)},
+        stack_file=rel,
     )
     state: list[Violation] = []
     change: list[Violation] = []
+    own_mandatory = 0
+    loose = loosened(base_setting, own_setting)
     if rules:
-        state = place(evaluate(after_view.resources, ctx, spec.policy.enforcement), path, root)
-        change = place(evaluate_change(view, spec.policy.enforcement), path, root)
+        state = place(evaluate(after_view.resources, ctx, judged.enforcement), path, root)
+        change = place(evaluate_change(view, judged.enforcement), path, root)
+        if loose:  # what the change's own settings would have let through, printed beside the verdict
+            own_ctx = check.gate_context(spec, root)
+            own = evaluate(after_view.resources, own_ctx, spec.policy.enforcement) + evaluate_change(view, spec.policy.enforcement)
+            own_mandatory = sum(v.level == "mandatory" for v in own if v.policy not in ("gate-loosened",))
     findings = [Finding(v.policy, v.level, v.resource, v.message, v.file or str(path), v.key, v.line) for v in change]
     report = ChangeReport(
         stack, str(path), args.base, base.commit, changes, list(tier_rows(view)), findings, view.maintenance, len(CHANGE_RULES) if rules else 0
     )
-    return Outcome(report, state, change, spec)
+    return Outcome(report, state, change, spec, loose, own_mandatory)
 
 
 def run_diff(args: argparse.Namespace, path: Path, stack: str) -> int:
@@ -115,6 +135,9 @@ def run_check(args: argparse.Namespace, path: Path, stack: str) -> int:
         doc = json.loads(check.render_json(stack, str(path), out.state + out.change, gate))
         doc["summary"]["changeRules"] = len(CHANGE_RULES)
         doc["change"] = out.report.to_json()
+        if out.loosened:
+            doc["summary"]["loosened"] = [{"key": k, "base": b, "change": h} for k, b, h in out.loosened]
+            doc["summary"]["mandatoryWithOwnSettings"] = out.own_mandatory
         print(json.dumps(doc, indent=2))
     elif args.format == "github":
         print(check.render_github(str(path), out.state, gate))
@@ -123,6 +146,11 @@ def run_check(args: argparse.Namespace, path: Path, stack: str) -> int:
         print(render_markdown(out.report, out.state))
     else:
         print(check.render_text(stack, out.state, gate))
+        if out.loosened:
+            print(
+                f"  Judged with the base's gate settings: this change loosens {len(out.loosened)} of them; "
+                f"with its own it would have {out.own_mandatory} mandatory violation(s)"
+            )
         print()
         print(render_text(out.report))
     return 1 if any(v.level == "mandatory" for v in out.state + out.change) else 0

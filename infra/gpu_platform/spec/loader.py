@@ -13,12 +13,13 @@ from typing import Any
 import yaml
 
 from gpu_platform.catalog import load_catalog
-from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of, safe_loader
+from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.input_limits import STACK_FILE, check_yaml, read_capped
 from gpu_platform.spec.checks import check_spec
 from gpu_platform.spec.duplicates import duplicate_keys_in
 from gpu_platform.spec.errors import keys_of
 from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.spec.pulumi_yaml import PulumiLoader, unsupported_scalars
 from gpu_platform.spec.repair import follows_from, validate_all
 from gpu_platform.spec.secrets import plain_text_credentials, replace_secure, secure_problem
 from gpu_platform.versions import deep_merge, parse_lockfile, raw_lockfile
@@ -83,11 +84,11 @@ def _read_stack_config(path: Path) -> tuple[dict[str, Any], list[Problem]]:
     check_yaml(text, file, STACK_FILE, allowed)
     # One parse: the node tree finds repeated keys (which the data would silently drop), then becomes the data
     # (PyYAML's `yaml.load` is this: `BaseConstructor.get_single_data`).
-    loader = safe_loader()(text)
+    loader = PulumiLoader(text)  # scalars as the Pulumi CLI's yaml.v3 reads them (gpu_platform.spec.pulumi_yaml)
     try:
         root = loader.get_single_node()
         # Walked before construction, which merges `<<` keys into the tree (SafeConstructor.flatten_mapping).
-        duplicates = duplicate_keys_in(root, file)
+        duplicates = duplicate_keys_in(root, file) + unsupported_scalars(root, file)
         doc = loader.construct_document(root) if root is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -110,11 +111,61 @@ def _read_stack_config(path: Path) -> tuple[dict[str, Any], list[Problem]]:
         for k in doc
         if k not in STACK_FILE_KEYS
     ]
+    if "environment" in doc:
+        # pulumi pkg/cmd/pulumi/config/io.go openStackEnv: Pulumi Cloud evaluates the ESC environment at `pulumi up`
+        # and merges its pulumiConfig under the stack's values; nothing offline can know what it sets.
+        problems.append(
+            Problem(
+                file,
+                "environment",
+                "a Pulumi ESC environment supplies config only Pulumi Cloud can see at `pulumi up`, so the gate cannot judge it",
+                "allowed: every value in the stack file itself (or in Pulumi.yaml defaults)",
+            )
+        )
     config = doc.get("config")
     if not isinstance(config, Mapping):
         problems.append(Problem(file, "config", "missing or not a mapping", f"allowed: a mapping of '{PROJECT}:<key>' entries"))
         raise ConfigError(problems)
-    return dict(config), problems
+    return {**project_defaults(path), **config}, problems
+
+
+def project_file(stack_path: Path) -> Path | None:
+    """The Pulumi.yaml whose project a stack file belongs to: in the stack's folder or the nearest one above it."""
+    for folder in stack_path.resolve().parents:
+        if (folder / "Pulumi.yaml").is_file():
+            return folder / "Pulumi.yaml"
+    return None
+
+
+def project_defaults(stack_path: Path) -> dict[str, Any]:
+    """Project-level config of Pulumi.yaml that applies where the stack file sets the key to nothing.
+
+    pulumi pkg/workspace/config.go `mergeConfig`: a key absent from the stack takes the project's `value` or
+    `default` (a shorthand scalar or list is a default, project.go `RewriteShorthandConfigValues`); keys
+    without a namespace belong to the project. A stack-file value always wins.
+    """
+    found = project_file(stack_path)
+    if found is None:
+        return {}
+    file = str(found)
+    text = read_capped(found, STACK_FILE, "allowed: a Pulumi project file")
+    check_yaml(text, file, STACK_FILE, "allowed: a Pulumi project file")
+    try:
+        doc = yaml.load(text, Loader=PulumiLoader)
+    except yaml.YAMLError:
+        raise ConfigError([Problem(file, "", "invalid YAML", "allowed: a Pulumi project file")]) from None
+    declared = doc.get("config") if isinstance(doc, Mapping) else None
+    out: dict[str, Any] = {}
+    for key, entry in declared.items() if isinstance(declared, Mapping) else ():
+        name = str(key) if ":" in str(key) else f"{PROJECT}:{key}"
+        if isinstance(entry, Mapping):
+            if "value" in entry and entry["value"] is not None:
+                out[name] = entry["value"]
+            elif "default" in entry and entry["default"] is not None:
+                out[name] = entry["default"]
+        elif entry is not None:
+            out[name] = entry
+    return out
 
 
 def load_stack(path: Path, stack: str | None = None) -> tuple[dict[str, Any], PlatformSpec]:

@@ -13,6 +13,7 @@ from gpu_platform.change.diff import ResourceChange
 from gpu_platform_policies.changeview import ChangeView, pool_gpus, quota_total
 from gpu_platform_policies.model import Finding, Resource, rule
 from gpu_platform_policies.rules.rollout import FIXED_TIERS
+from gpu_platform_policies.strictness import loosened, setting_of
 from gpu_platform_policies.view import Pool, get, kind_of, object_name
 
 MAINTENANCE_HINT = "state the maintenance in a commit trailer `GPU-Maintenance: {subject} <window, ticket>`"
@@ -354,3 +355,45 @@ def priority_class_value_changed(view: ChangeView) -> Iterator[Finding]:
             "add a new class and move tenants to it",
             key=f"gpu-platform:tenants[{users[0]}].priority" if users else None,
         )
+
+
+def _approvers(view: ChangeView, *paths: str) -> str:
+    owners = sorted({o for p in paths for o in view.owners.get(p, ())})
+    return f"approval by its code owners ({', '.join(owners)})" if owners else "approval by its code owners (CODEOWNERS names none: add them)"
+
+
+@rule(
+    "gate-loosened",
+    "A change does not loosen the gate it is judged by: enforcement levels, thresholds and production come from the base.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def gate_loosened(view: ChangeView) -> Iterator[Finding]:
+    """A pull request that disables the rule it breaks would pass; the base revision's settings judge it instead.
+
+    Every rule of `check --base` runs with the stricter of the base's and the working tree's setting
+    (gpu_platform_policies.strictness); this finding says what the change loosens and who must approve it.
+    No maintenance trailer waives it.
+    """
+    base, head = setting_of(view.before_config), setting_of(view.after_config)
+    for key, old, new in loosened(base, head):
+        yield Finding(
+            "stack",
+            f"{key.removeprefix('gpu-platform:')} {old} -> {new} loosens the gate; this change is judged with {old}, and the "
+            f"loosening needs {_approvers(view, view.stack_file)}",
+            key=key,
+        )
+
+
+@rule(
+    "gate-code-changed",
+    "A change to the gate itself (its rules under policies/, the CI that runs it) is named and needs its code owners.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def gate_code_changed(view: ChangeView) -> Iterator[Finding]:
+    """A rule weakened in the same pull request would judge that pull request; the change is reported instead of trusted."""
+    for path in view.gate_changes:
+        yield Finding("repository", f"{path} changes the gate itself; it needs {_approvers(view, path)}", file=path)

@@ -1,0 +1,124 @@
+"""Pull requests that try to weaken the gate that judges them, run through `check --base` as CI runs it.
+
+Each commits a base in a temporary repository (the landed program, stacks, a rule file and CODEOWNERS),
+makes the pull request's change, and reads the verdict: the change is judged with the base's gate settings,
+the loosening and any change to the gate's own code is a mandatory finding naming the code owners.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpu_platform import cli
+from tests.change.gitrepo import git, make_repo
+from tests.conftest import ROOT
+
+PROD = "stacks/Pulumi.prod.yaml"
+OPEN = ('publicAccessCidrs: ["198.51.100.0/27"]', 'publicAccessCidrs: ["0.0.0.0/0"]')
+OWNER = "@acme/gpu-platform-owners"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = make_repo(tmp_path_factory.mktemp("weakening"))
+    (root / ".github").mkdir()
+    shutil.copy(ROOT / ".github" / "CODEOWNERS", root / ".github" / "CODEOWNERS")
+    rules = root / "policies" / "gpu_platform_policies" / "rules"
+    rules.mkdir(parents=True)
+    shutil.copy(ROOT / "policies" / "gpu_platform_policies" / "rules" / "security.py", rules / "security.py")
+    for args in (["add", "-A"], ["commit", "-qm", "gate and owners"], ["tag", "-f", "base"]):
+        git(root, *args)
+    return root
+
+
+BASE_POLICY = "  gpu-platform:policy:\n    enforcement: {documentation-cidr: advisory}\n"
+
+
+def policy_block(block: str) -> Callable[[str], str]:
+    """Replace prod's `gpu-platform:policy` block (its base keeps documentation-cidr advisory, so does every change here)."""
+
+    def edit(text: str) -> str:
+        assert BASE_POLICY in text
+        return text.replace(BASE_POLICY, f"  gpu-platform:policy:\n{block}", 1)
+
+    return edit
+
+
+def pr(repo: Path, capsys: pytest.CaptureFixture[str], *edits: Callable[[str], str], extra: Callable[[Path], None] | None = None) -> tuple[int, dict]:
+    git(repo, "reset", "-q", "--hard", "base")
+    git(repo, "clean", "-qfd")
+    path = repo / PROD
+    text = path.read_text()
+    for edit in edits:
+        text = edit(text)
+    path.write_text(text)
+    if extra:
+        extra(repo)
+    capsys.readouterr()
+    code = cli.main(["check", "--config", str(path), "--base", "base", "--format", "json"])
+    out = capsys.readouterr()
+    assert code in (0, 1), out.err
+    return code, json.loads(out.out)
+
+
+def found(doc: dict, policy: str, about: str = "") -> list[dict]:
+    return [v for v in doc["violations"] if v["policy"] == policy and about in v["message"]]
+
+
+def test_disabling_the_rule_it_breaks_does_not_let_it_through(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = pr(
+        repo, capsys, lambda t: t.replace(*OPEN), policy_block("    enforcement: {documentation-cidr: advisory, eks-endpoint-restricted: disabled}\n")
+    )
+    assert code == 1
+    assert found(doc, "eks-endpoint-restricted"), "judged with the base's level: mandatory"
+    (loose,) = found(doc, "gate-loosened")
+    assert "eks-endpoint-restricted mandatory -> disabled" in loose["message"] and OWNER in loose["message"]
+    assert loose["keyPath"] == "gpu-platform:policy.enforcement.eks-endpoint-restricted" and loose["line"]
+    assert doc["summary"]["loosened"][0]["change"] == "disabled"
+    assert doc["summary"]["mandatoryWithOwnSettings"] < sum(v["level"] == "mandatory" for v in doc["violations"])
+
+
+def test_declaring_prod_not_production_does_not_drop_production_rules(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = pr(repo, capsys, lambda t: t.replace(*OPEN), policy_block("    enforcement: {documentation-cidr: advisory}\n    production: false\n"))
+    assert code == 1 and found(doc, "eks-endpoint-restricted") and found(doc, "gate-loosened", "production true -> false")
+
+
+def test_raising_a_threshold_is_judged_at_the_base_threshold(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = pr(
+        repo,
+        capsys,
+        lambda t: t.replace(*OPEN),
+        policy_block("    enforcement: {documentation-cidr: advisory}\n    thresholds: {eks-public-max-addresses: 4294967296}\n"),
+    )
+    assert code == 1 and found(doc, "eks-endpoint-restricted") and found(doc, "gate-loosened", "eks-public-max-addresses 65536 -> ")
+
+
+def test_disabling_the_loosening_rule_itself_is_a_loosening(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    block = "    enforcement: {documentation-cidr: advisory, gate-loosened: disabled, fixed-capacity-replaced: disabled}\n"
+    code, doc = pr(repo, capsys, policy_block(block))
+    assert code == 1
+    assert {v["message"].split(" loosens")[0] for v in found(doc, "gate-loosened")} == {
+        "policy.enforcement.fixed-capacity-replaced mandatory -> disabled",
+        "policy.enforcement.gate-loosened mandatory -> disabled",
+    }
+
+
+def test_tightening_the_gate_needs_nobody(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = pr(repo, capsys, policy_block("    enforcement: {documentation-cidr: advisory, spot-exposure: mandatory}\n"))
+    assert not found(doc, "gate-loosened") and not found(doc, "gate-code-changed")
+    assert code == 0, [v["policy"] for v in doc["violations"] if v["level"] == "mandatory"]
+
+
+def test_editing_a_rule_in_the_same_pull_request_is_named_with_its_owners(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def weaken(root: Path) -> None:
+        rule = root / "policies" / "gpu_platform_policies" / "rules" / "security.py"
+        rule.write_text(rule.read_text().replace('"mandatory"', '"advisory"', 1))
+
+    code, doc = pr(repo, capsys, lambda t: t, extra=weaken)
+    (hit,) = found(doc, "gate-code-changed")
+    assert code == 1 and hit["file"].endswith("policies/gpu_platform_policies/rules/security.py") and OWNER in hit["message"]
