@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -122,3 +123,43 @@ def test_editing_a_rule_in_the_same_pull_request_is_named_with_its_owners(repo: 
     code, doc = pr(repo, capsys, lambda t: t, extra=weaken)
     (hit,) = found(doc, "gate-code-changed")
     assert code == 1 and hit["file"].endswith("policies/gpu_platform_policies/rules/security.py") and OWNER in hit["message"]
+
+
+def _gate_script_repo(tmp_path: Path) -> Path:
+    """A repository with the stacks, the gate script and a stand-in `gpu-platform` that passes every stack."""
+    root = make_repo(tmp_path / "repo")
+    (root / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "change-gate.sh", root / "scripts" / "change-gate.sh")
+    stub = root / ".venv" / "bin" / "gpu-platform"
+    stub.parent.mkdir(parents=True)
+    stub.write_text("#!/usr/bin/env bash\nexit 0\n")
+    stub.chmod(0o755)
+    return root
+
+
+def test_a_deleted_stack_file_is_named_and_fails_the_gate(tmp_path: Path) -> None:
+    """Every stack file that exists is judged; one the change deletes was judged by nothing before."""
+    root = _gate_script_repo(tmp_path)
+    script = ["bash", str(root / "scripts" / "change-gate.sh"), "base", str(tmp_path / "comment.md")]
+    clean = subprocess.run(script, cwd=root, capture_output=True, text=True, check=False)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    git(root, "rm", "-q", PROD)
+    done = subprocess.run(script, cwd=root, capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert f"::error file={PROD},title=stack-file-deleted::" in done.stdout
+    assert f"### {PROD} deleted" in (tmp_path / "comment.md").read_text()
+
+
+def test_turning_kueue_off_raising_a_tier_and_sharing_a_role_are_each_named(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    research_role = '"arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_ResearchScientist_5e0b7c3a1f9d2e84"'
+    training_role = '"arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_LlmTraining_8a41d2c7e9b05f13"'
+    code, doc = pr(
+        repo,
+        capsys,
+        lambda t: t.replace("    kueue:\n      enabled: true", "    kueue:\n      enabled: false", 1),
+        lambda t: t.replace("priority: experiments", "priority: inference", 1),
+        lambda t: t.replace(research_role, training_role, 1),
+    )
+    assert code == 1
+    assert found(doc, "scheduler-removed", "turns Kueue off") and found(doc, "tenant-tier-raised", "experiments -> inference")
+    assert found(doc, "tenant-role-shared", "foundation-research, llm-training")

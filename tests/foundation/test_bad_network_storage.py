@@ -93,6 +93,13 @@ CASES: list[tuple[str, str, Any, str, str]] = [
         "ports given but no source",
     ),
     (
+        "ingress-vpc-on-every-port",
+        "prod",
+        lambda d: _tenant(d, 2).__setitem__("network", {"ingress": {"vpc": True}}),
+        "gpu-platform:tenants[2].network.ingress.ports",
+        "admits the whole VPC on every port",
+    ),
+    (
         "ingress-vpc-onprem",
         "onprem",
         lambda d: _tenant(d, 1).__setitem__("network", {"ingress": {"vpc": True}}),

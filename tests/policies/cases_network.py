@@ -134,3 +134,27 @@ NETWORK_CASES: list[Case] = [
         says="opened on cluster-eks's cluster security group, which pool-batch-l40s-ondemand-lt's node interfaces carry",
     ),
 ]
+
+LLM_EGRESS = "tenant-llm-training-netpol-allow-egress"
+NETWORK_CASES += [
+    *compliant("tenant-egress-avoids-nodes", "prod", "staging", "dev", "onprem"),
+    fires(
+        "tenant-egress-avoids-nodes",
+        "everywhere-on-ssh-without-except",
+        at(LLM_EGRESS, {"spec.egress.0": {"ports": [{"protocol": "TCP", "port": 22}], "to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}}),
+        on="tenant-llm-training-namespace",
+        says="pods in llm-training reach SSH at 10.0.0.10:22",
+    ),
+    fires(
+        "tenant-egress-avoids-nodes",
+        "every-port-to-the-world",
+        at(LLM_EGRESS, {"spec.egress.0": {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}}),
+        on="tenant-llm-training-namespace",
+        says="pods in llm-training reach the kubelet API at 10.0.0.10:10250",
+    ),
+    silent(
+        "tenant-egress-avoids-nodes",
+        "everywhere-on-443-except-private",
+        at(LLM_EGRESS, {"spec.egress.0.ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 80}]}),
+    ),
+]

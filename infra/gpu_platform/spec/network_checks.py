@@ -57,6 +57,16 @@ def check_network_and_storage(spec: PlatformSpec, file: str) -> list[Problem]:
                 out += [Problem(file, f"{at}.egress[{j}].except[{k}]", why, allowed) for k, why, allowed in _stray_excepts(e.cidrs, e.except_)]
         if not spec.is_eks and t.network.ingress.vpc:
             out.append(Problem(file, f"{at}.ingress.vpc", "a VPC CIDR exists only on EKS stacks", "allowed: false; use namespaces"))
+        elif t.network.ingress.vpc and not t.network.ingress.ports:
+            # A NetworkPolicy rule with no ports admits every port: every address of the VPC, nodes included.
+            out.append(
+                Problem(
+                    file,
+                    f"{at}.ingress.ports",
+                    "ingress.vpc with no ports admits the whole VPC on every port",
+                    "allowed: the ports the tenant serves, e.g. [8080]",
+                )
+            )
         if t.network.ingress.ports and not (t.network.ingress.namespaces or t.network.ingress.vpc):
             out.append(Problem(file, f"{at}.ingress.ports", "ports given but no source", "allowed: with ingress.namespaces or ingress.vpc"))
     if spec.monitoring.prometheus == "install" and spec.storage_class is None:

@@ -6,10 +6,12 @@ stack key path the user wrote (the command adds the line).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from gpu_platform.behaviour.provider_diff import NODE_GROUP
 from gpu_platform.change.diff import ResourceChange
+from gpu_platform.k8s.tenants import PRIORITY_VALUES
 from gpu_platform_policies.changeview import ChangeView, pool_gpus, quota_total
 from gpu_platform_policies.model import Finding, Resource, rule
 from gpu_platform_policies.rules.rollout import FIXED_TIERS
@@ -397,3 +399,128 @@ def gate_code_changed(view: ChangeView) -> Iterator[Finding]:
     """A rule weakened in the same pull request would judge that pull request; the change is reported instead of trusted."""
     for path in view.gate_changes:
         yield Finding("repository", f"{path} changes the gate itself; it needs {_approvers(view, path)}", file=path)
+
+
+def _scheduler_on(config: Mapping[str, Any], name: str, default: bool) -> bool:
+    queueing = config.get("gpu-platform:queueing")
+    block = queueing.get(name) if isinstance(queueing, Mapping) else None
+    value = block.get("enabled", default) if isinstance(block, Mapping) else default
+    return value if isinstance(value, bool) else default
+
+
+@rule(
+    "scheduler-removed",
+    "Kueue (or Volcano) is not switched off on a stack whose tenants it bounds.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def scheduler_removed(view: ChangeView) -> Iterator[Finding]:
+    """Without Kueue every ClusterQueue, LocalQueue and the priority policy go: tenant GPU work runs outside every quota."""
+    tenants = view.entries("tenants")
+    if not tenants:
+        return
+    for name, default, what in (
+        ("kueue", True, "every ClusterQueue, LocalQueue and workload priority class go, and tenant GPU work runs outside every quota"),
+        ("volcano", False, "every tenant's Volcano queue goes, and gang jobs lose their queue and capability"),
+    ):
+        if _scheduler_on(view.before_config, name, default) and not _scheduler_on(view.after_config, name, default):
+            yield Finding(
+                "stack",
+                f"queueing.{name}.enabled turns {name.capitalize()} off on a stack with {len(tenants)} tenants: {what}; "
+                f"moving tenants off it is a migration of its own, with {_approvers(view, view.stack_file)}",
+                key=f"gpu-platform:queueing.{name}.enabled",
+            )
+
+
+@rule(
+    "tenant-tier-raised",
+    "A tenant's priority tier is not raised without its code owners.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def tenant_tier_raised(view: ChangeView) -> Iterator[Finding]:
+    """A higher tier lets the tenant's work preempt other tenants' (the PriorityClass and Kueue priority values)."""
+    before = {str(t.get("name")): str(t.get("priority", "batch")) for t in view.entries("tenants", after=False)}
+    for i, t in enumerate(view.entries("tenants")):
+        name, tier = str(t.get("name")), str(t.get("priority", "batch"))
+        old = before.get(name)
+        if old in PRIORITY_VALUES and tier in PRIORITY_VALUES and PRIORITY_VALUES[tier] > PRIORITY_VALUES[old]:
+            yield Finding(
+                "stack",
+                f"tenant {name}'s tier rises {old} -> {tier} (priority {PRIORITY_VALUES[old]} -> {PRIORITY_VALUES[tier]}): its work "
+                f"may now preempt other tenants'; needs {_approvers(view, view.stack_file)}",
+                key=f"gpu-platform:tenants[{i}].priority",
+            )
+
+
+@rule(
+    "tenant-role-shared",
+    "An IAM role is not added to a second tenant (EKS merges them into one access entry holding both tenants' groups).",
+    "mandatory",
+    "change",
+    category="change",
+)
+def tenant_role_shared(view: ChangeView) -> Iterator[Finding]:
+    """Botocore eks CreateAccessEntry: one entry per principal, so the role's sessions act as members of both tenants."""
+
+    def holders(after: bool) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for t in view.entries("tenants", after=after):
+            for arn in t.get("accessRoleArns") or []:
+                out.setdefault(str(arn), []).append(str(t.get("name")))
+        return out
+
+    before, after = holders(False), holders(True)
+    for arn, names in after.items():
+        if len(set(names)) > 1 and len(set(names)) > len(set(before.get(arn, []))):
+            i = next(i for i, t in enumerate(view.entries("tenants")) if str(t.get("name")) == names[-1])
+            yield Finding(
+                "stack",
+                f"{arn} now belongs to tenants {', '.join(sorted(set(names)))}: its one access entry carries every one of their "
+                "groups, so each tenant's sessions act in the others' namespaces; give each tenant its own role",
+                key=f"gpu-platform:tenants[{i}].accessRoleArns",
+            )
+
+
+def _spot_training_gpus(config: Mapping[str, Any]) -> dict[str, int]:
+    """Tenant -> GPUs of its quota on Spot training pools, as one side's stack file declares them."""
+    pools = config.get("gpu-platform:nodePools")
+    spot = {
+        str(p.get("name"))
+        for p in (pools if isinstance(pools, list) else [])
+        if isinstance(p, Mapping) and p.get("capacity") == "spot" and p.get("workloadClass") == "training"
+    }
+    tenants = config.get("gpu-platform:tenants")
+    out: dict[str, int] = {}
+    for t in tenants if isinstance(tenants, list) else []:
+        if isinstance(t, Mapping):
+            quotas = [q for q in t.get("quotas") or [] if isinstance(q, Mapping) and str(q.get("pool")) in spot]
+            out[str(t.get("name"))] = sum(int(q.get("gpus", 0) or 0) for q in quotas)
+    return out
+
+
+@rule(
+    "training-quota-on-spot",
+    "No tenant gains quota on Spot training pools, by a new pool, a moved quota or a pool changed to Spot.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def training_quota_on_spot(view: ChangeView) -> Iterator[Finding]:
+    """moved-to-spot judges a pool; the same move made with quota (a new Spot pool, quota shifted onto one) lands here."""
+    declared = view.after_config.get("gpu-platform:demand") or []
+    if any(isinstance(d, Mapping) and d.get("workloadClass") == "training" and d.get("interruptible") for d in declared):
+        return
+    before, after = _spot_training_gpus(view.before_config), _spot_training_gpus(view.after_config)
+    for i, t in enumerate(view.entries("tenants")):
+        name = str(t.get("name"))
+        if after.get(name, 0) > before.get(name, 0):
+            yield Finding(
+                "stack",
+                f"tenant {name}'s quota on Spot training pools grows {before.get(name, 0)} -> {after[name]} GPUs: a reclaim ends a "
+                "training step with two minutes' notice; keep training quota on reserved or on-demand pools, or declare "
+                "training interruptible in `demand`",
+                key=f"gpu-platform:tenants[{i}].quotas",
+            )

@@ -242,3 +242,39 @@ def tenant_data_egress(plan: PlanView, ctx: Context) -> Iterator[Finding]:
             decision = connection(manifests, pod, dst, port, proto)
             if not decision.allowed:
                 yield Finding(res_name, f"pods in {ns} cannot reach {what}: {decision.reason}")
+
+
+# Where a node listens that a tenant pod must never reach: the kubelet's API and SSH, at an address of each
+# private range (an EKS VPC's nodes, an on-prem cluster's). The instance metadata service is kept from pods by
+# the launch templates' hop limit of 1 (imdsv2-required), not by NetworkPolicy.
+NODE_PORTS = ((10250, "the kubelet API"), (22, "SSH"))
+PRIVATE_PROBES = ("10.0.0.10", "172.16.0.10", "192.168.0.10", "100.64.0.10")
+
+
+@rule(
+    "tenant-egress-avoids-nodes",
+    "A tenant's egress never opens the nodes' kubelet API or SSH (at any private address) to its pods.",
+    "mandatory",
+    "stack",
+    category="paths",
+)
+def tenant_egress_avoids_nodes(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """An egress rule to 0.0.0.0/0 with no `except` on every port also reaches every node (NetworkPolicy semantics).
+
+    Probed with the NetworkPolicy evaluator (behaviour.networkpolicy.connection) from a pod of each tenant
+    namespace the platform isolates for egress; a path open there is open on the cluster.
+    """
+    manifests = [dict(r.inputs) for r in plan if r.type.startswith("kubernetes:") and "apiVersion" in r.inputs]
+    for ns, res_name in tenant_namespaces(plan).items():
+        pod = Endpoint(ns, {}, "10.255.255.254")
+        if not selecting(manifests, pod, "Egress"):
+            continue  # not isolated for egress: tenant-data-egress and the platform's default deny judge that
+        for ip, port, what in ((ip, port, what) for ip in PRIVATE_PROBES for port, what in NODE_PORTS):
+            decision = connection(manifests, pod, Endpoint(None, ip=ip), port, "TCP")
+            if decision.allowed:
+                yield Finding(
+                    res_name,
+                    f"pods in {ns} reach {what} at {ip}:{port} ({decision.reason}); an egress rule opens it: `except` the private "
+                    "ranges from a wide CIDR, or list only the ports the tenant needs",
+                )
+                break
