@@ -85,10 +85,13 @@ class ChangeView:
         return (None, f"{NS}versions.{path}") if node is not None else (LOCKFILE, path)
 
     def stated_maintenance(self, *subjects: str) -> str | None:
-        """The statement `GPU-Maintenance: <subject>[,<subject>...] <window, ticket>` naming one of `subjects` (a pool, `driver`) or `all`."""
+        """The statement `GPU-Maintenance: <subject>[,<subject>...] <window> <ticket>` naming one of `subjects` (a pool, `driver`).
+
+        The command has refused malformed statements (gpu_platform.change.trailers); `all` names nothing.
+        """
         for statement in self.maintenance:
             head = statement.split(maxsplit=1)[0] if statement.split() else ""
-            if {s for s in head.split(",") if s} & {*subjects, "all"}:
+            if {s for s in head.split(",") if s} & set(subjects):
                 return statement
         return None
 

@@ -163,3 +163,26 @@ def test_turning_kueue_off_raising_a_tier_and_sharing_a_role_are_each_named(repo
     assert code == 1
     assert found(doc, "scheduler-removed", "turns Kueue off") and found(doc, "tenant-tier-raised", "experiments -> inference")
     assert found(doc, "tenant-role-shared", "foundation-research, llm-training")
+
+
+@pytest.mark.parametrize(
+    ("trailer", "says"),
+    [
+        ("all", "has 1 part(s)"),
+        ("all 2026-12-05T02:00Z/6h OPS-4711", "`all` covers nothing in particular"),
+        ("train-h100-reserved 2026-12-05 OPS-4711", "window '2026-12-05' is not <start>/<end> in UTC"),
+        ("train-h100-reserved 2026-12-05T08:00Z/2026-12-05T02:00Z OPS-4711", "does not end after it starts"),
+        ("train-h100-reserved 2026-12-05T02:00Z/400h OPS-4711", "within 7 days"),
+        ("train-h100-reserved 2026-12-05T02:00Z/6h later", "ticket 'later' is not KEY-123"),
+    ],
+)
+def test_a_maintenance_trailer_that_says_too_little_is_refused(repo: Path, capsys: pytest.CaptureFixture[str], trailer: str, says: str) -> None:
+    """A bare `GPU-Maintenance: all` silenced every capacity rule; a trailer now names its pools, window and ticket."""
+    git(repo, "reset", "-q", "--hard", "base")
+    git(repo, "clean", "-qfd")
+    git(repo, "commit", "-q", "--allow-empty", "-m", f"replace the reserved nodes\n\nGPU-Maintenance: {trailer}")
+    capsys.readouterr()
+    code = cli.main(["check", "--config", str(repo / PROD), "--base", "base"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "GPU-Maintenance" in err[0] and says in err[0] and "allowed: GPU-Maintenance: <pool>" in err[0], err[0]

@@ -214,7 +214,7 @@ CHANGE_CASES: tuple[ChangeCase, ...] = (
             every_node_group(lambda i: i.__setitem__("releaseVersion", AMI)),
             set_in(RESERVED_NG, {"maxUnavailable": 1, "updateStrategy": "DEFAULT"}, "updateConfig"),
         ),
-        maintenance=("all 2026-12-05 OPS-4711",),
+        maintenance=("train-h100-reserved,infer-a100-mig,train-h100-block 2026-12-05T02:00Z/6h OPS-4711",),
         fires_on=RESERVED_NG,
         file=LOCKFILE,
         message="not MINIMAL",
@@ -223,7 +223,7 @@ CHANGE_CASES: tuple[ChangeCase, ...] = (
         "fixed-capacity-recycled",
         "ami-bump-with-maintenance",
         after=(every_node_group(lambda i: i.__setitem__("releaseVersion", AMI)),),
-        maintenance=("train-h100-reserved,infer-a100-mig,train-h100-block 2026-12-05T02:00Z OPS-4711",),
+        maintenance=("train-h100-reserved,infer-a100-mig,train-h100-block 2026-12-05T02:00Z/6h OPS-4711",),
     ),
     ChangeCase(
         "fixed-capacity-recycled",
@@ -274,7 +274,9 @@ CHANGE_CASES: tuple[ChangeCase, ...] = (
         message="12.9 -> 13.0",
     ),
     ChangeCase("driver-or-cuda-moved", "patch-releases", lock={"driverVersion": "580.180.01", "cudaVersion": "12.9.2"}),
-    ChangeCase("driver-or-cuda-moved", "branch-with-maintenance", lock={"driverBranch": "590"}, maintenance=("driver 2026-12-05 OPS-4712",)),
+    ChangeCase(
+        "driver-or-cuda-moved", "branch-with-maintenance", lock={"driverBranch": "590"}, maintenance=("driver 2026-12-05T02:00Z/4h OPS-4712",)
+    ),
     ChangeCase(
         "sharing-layout-changed",
         "mig-on-running-pool",

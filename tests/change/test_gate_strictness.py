@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
 
 from gpu_platform.change.owners import GATE_PATHS, owners_of, read_codeowners
-from gpu_platform_policies.model import THRESHOLD_DEFAULTS
+from gpu_platform_policies.model import CHANGE_RULES, THRESHOLD_DEFAULTS
 from gpu_platform_policies.strictness import GateSetting, loosened, setting_of, strictest, tighter_threshold
 from tests.conftest import ROOT
 
@@ -84,3 +85,11 @@ def test_codeowners_patterns_match_as_github_documents(pattern: str, path: str, 
     """GitHub "About code owners", example file: anchoring, trailing slash, `*` not crossing `/`, `**`."""
     (tmp_path / "CODEOWNERS").write_text(f"{pattern} @team\n")
     assert bool(owners_of(path, read_codeowners(tmp_path))) is matches
+
+
+def test_only_the_documented_rules_read_a_maintenance_trailer() -> None:
+    """docs/gate.md names the rules a trailer can let through; every other change rule never asks."""
+    readers = {name for name, r in CHANGE_RULES.items() if "stated_maintenance" in inspect.getsource(r.check)}
+    assert readers == {"fixed-capacity-replaced", "fixed-capacity-recycled", "driver-or-cuda-moved"}
+    text = (ROOT / "docs" / "gate.md").read_text()
+    assert "Only `fixed-capacity-replaced`, `fixed-capacity-recycled` and\n`driver-or-cuda-moved` read a trailer" in text

@@ -139,13 +139,15 @@ def test_bumping_the_ami_of_a_reserved_pool_is_caught_at_its_line(repo: Path, ca
 def test_a_stated_maintenance_lets_the_ami_bump_through(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with stage("change the stack"):
         pull_request(
-            repo, lambda t: t.replace("  gpu-platform:tags:", AMI_OVERRIDE + "  gpu-platform:tags:"), trailer="all 2026-12-05T02:00Z/6h OPS-4711"
+            repo,
+            lambda t: t.replace("  gpu-platform:tags:", AMI_OVERRIDE + "  gpu-platform:tags:"),
+            trailer="train-h100-reserved,infer-a100-mig,train-h100-block 2026-12-05T02:00Z/6h OPS-4711",
         )
     with stage("run check --base"):
         _, doc = gate(repo, capsys)
     with stage("read the finding"):
         assert not [v for v in doc["violations"] if v["policy"] == "fixed-capacity-recycled"], doc["violations"]
-        assert doc["change"]["maintenance"] == ["all 2026-12-05T02:00Z/6h OPS-4711"]
+        assert doc["change"]["maintenance"] == ["train-h100-reserved,infer-a100-mig,train-h100-block 2026-12-05T02:00Z/6h OPS-4711"]
         assert any(c.get("rollsNodes") for c in doc["change"]["changes"]), "the node groups still roll: the diff shows it"
 
 

@@ -19,6 +19,7 @@ from gpu_platform.change.diff import by_key, diff_plans
 from gpu_platform.change.inputs import demand_p95, usage_snapshot
 from gpu_platform.change.owners import GATE_PATHS, owners_of, read_codeowners
 from gpu_platform.change.report import ChangeReport, Finding, render_github, render_markdown, render_text
+from gpu_platform.change.trailers import read_trailers
 from gpu_platform.commands import check
 from gpu_platform.engine import run_program
 from gpu_platform.errors import ConfigError
@@ -91,7 +92,7 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         after_lock=lock_facts(spec.lock),
         usage=usage,
         demand_p95=demand,
-        maintenance=maintenance_trailers(root, base.commit),
+        maintenance=tuple(m.text for m in read_trailers(maintenance_trailers(root, base.commit), f"commits {base.commit[:12]}..HEAD")),
         production=ctx.production,
         gate_changes=gate_changes,
         owners={p: owners_of(p, codeowners) for p in (*gate_changes, rel)},

@@ -18,7 +18,7 @@ from gpu_platform_policies.rules.rollout import FIXED_TIERS
 from gpu_platform_policies.strictness import loosened, setting_of
 from gpu_platform_policies.view import Pool, get, kind_of, object_name
 
-MAINTENANCE_HINT = "state the maintenance in a commit trailer `GPU-Maintenance: {subject} <window, ticket>`"
+MAINTENANCE_HINT = "state the maintenance in a commit trailer `GPU-Maintenance: {subject} <start>/<end> <ticket>`"
 # Node group inputs -> the pool key that sets them (gpu_platform/aws/nodepools.py).
 POOL_FIELD_KEYS = {
     "instanceTypes": "instanceTypes",
