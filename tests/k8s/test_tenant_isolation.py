@@ -249,3 +249,27 @@ def test_each_flavor_selects_exactly_its_pool(stack: str) -> None:
         for other in (spec.pool(m) for m in matching if m != name):
             assert other.capacity in ("spot", "on-demand"), (name, other.name)
             assert other.workload_class == spec.pool(name).workload_class, (name, other.name)
+
+
+def test_a_tenants_own_podgroup_names_its_own_queue_and_tier(stack: str) -> None:
+    """A PodGroup a tenant writes itself (gang scheduling) cannot name another tenant's Volcano queue nor a higher class.
+
+    Volcano schedules a PodGroup in its spec.queue at its spec.priorityClassName; the podgroups mutate webhook
+    fills in only an empty (default) queue, so both are the writer's choice unless admission holds them.
+    """
+    tenants = spec_for(stack).tenants
+    if len(tenants) < 2:
+        pytest.skip(f"{stack} has one tenant")
+    low = min(tenants, key=lambda t: PRIORITY_VALUES[t.priority])
+    other = next(t for t in tenants if t.name != low.name)
+    ns = one(stack, "Namespace", low.ns)
+
+    def podgroup(**spec: Any) -> dict[str, Any]:
+        return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "gang", "namespace": low.ns}, "spec": spec}
+
+    assert priority_denial(stack, podgroup(minMember=2, queue=low.name, priorityClassName=f"gpu-{low.priority}"), ns) is None
+    assert priority_denial(stack, podgroup(minMember=2), ns) is None, "no queue: the mutate webhook puts it in the tenant's"
+    refused = priority_denial(stack, podgroup(minMember=2, queue=other.name), ns)
+    assert refused is not None and "its own Volcano queue" in refused
+    if low.priority != "production-training":
+        assert priority_denial(stack, podgroup(minMember=2, queue=low.name, priorityClassName="gpu-production-training"), ns) is not None

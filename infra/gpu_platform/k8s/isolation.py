@@ -74,6 +74,8 @@ PRIORITY_RESOURCES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("batch", "v1", ("jobs",)),
     ("apps", "v1", ("deployments", "statefulsets")),
     ("kueue.x-k8s.io", "*", ("workloads",)),
+    # A tenant's own PodGroup (gang scheduling with minMember) names a Volcano queue and a priority class itself.
+    ("scheduling.volcano.sh", "*", ("podgroups",)),
 )
 
 
@@ -92,6 +94,11 @@ def tenant_rules(spec: PlatformSpec) -> list[tuple[tuple[str, ...], tuple[str, .
 def priority_resources(spec: PlatformSpec) -> list[tuple[str, str, tuple[str, ...]]]:
     """The kinds the priority policy matches: the built-in ones and every job kind the stack installs."""
     return [*PRIORITY_RESOURCES[:3], *((g, "*", (plural,)) for _, _, g, _, plural in job_apis.kinds(spec)), *PRIORITY_RESOURCES[3:]]
+
+
+# CEL: the tenant a namespace belongs to (its Volcano queue has the tenant's name, gpu_platform.k8s.volcano).
+_NS_LABELS = "namespaceObject.metadata.labels"
+OWN_TENANT = f"has({_NS_LABELS}) && '{LABEL_TENANT}' in {_NS_LABELS} ? {_NS_LABELS}['{LABEL_TENANT}'] : ''"
 
 
 # The pod specs Kueue reads a priority from, per kind (the PodSets of each integration, kueue
@@ -149,6 +156,7 @@ def priority_policy(spec: PlatformSpec) -> Manifest:
             {"name": "podClasses", "expression": f"variables.tier in {pod_classes} ? {pod_classes}[variables.tier] : []"},
             {"name": "workloadClasses", "expression": f"variables.tier in {workload_classes} ? {workload_classes}[variables.tier] : []"},
             {"name": "podSpecs", "expression": POD_SPECS},
+            {"name": "tenant", "expression": OWN_TENANT},
         ],
         "validations": [
             {
@@ -163,6 +171,19 @@ def priority_policy(spec: PlatformSpec) -> Manifest:
                     ": object.spec.priorityClassRef.name in variables.podClasses)"
                 ),
                 "message": "the Workload's priorityClassRef is above this tenant's tier; allowed: the classes at or below the namespace's tier",
+                "reason": "Forbidden",
+            },
+            {
+                # Volcano reads a PodGroup's own spec.priorityClassName (scheduler api job_info.go) and queue
+                # (the podgroups mutate webhook fills only an empty/default queue): both are the tenant's to choose.
+                "expression": (
+                    "request.kind.kind != 'PodGroup' || ((!has(object.spec.priorityClassName) || "
+                    "object.spec.priorityClassName in variables.podClasses) && "
+                    "(!has(object.spec.queue) || object.spec.queue == variables.tenant))"
+                ),
+                "message": (
+                    "a tenant's PodGroup uses its own Volcano queue (named after the tenant) and a priorityClassName at or below the namespace's tier"
+                ),
                 "reason": "Forbidden",
             },
             {
