@@ -22,8 +22,10 @@ BEFORE = {"kind": "LimitRange", "spec": {"limits": [{"type": "Container", "defau
 GPU_POD = {"containers": [{"name": "vllm", "resources": {"requests": {"cpu": "8", "memory": "256Gi"}, "limits": {"nvidia.com/gpu": "8"}}}]}
 
 
-def _workload(spec: dict[str, Any]) -> kueue.Workload:
-    return kueue.Workload("Job", "j", "ns", (kueue.PodSet("main", 1, spec),), None)
+def _kueue_errors(spec: dict[str, Any], limit_ranges: list[dict[str, Any]]) -> list[str]:
+    """What Kueue says of a Job with this pod spec: AdjustResources, then ValidateAdmissibility on the result."""
+    workload = kueue.Workload("Job", "j", "ns", (kueue.PodSet("main", 1, spec),), None)
+    return kueue.admissibility_errors(kueue.adjusted_workload(workload, limit_ranges), limit_ranges)
 
 
 def _tenant_objects(stack: str = "prod", tenant: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -34,7 +36,7 @@ def _tenant_objects(stack: str = "prod", tenant: int = 0) -> tuple[dict[str, Any
 
 def test_the_former_default_memory_limit_refused_every_memory_request_above_it() -> None:
     """Kueue: default limit 4Gi merged first, then `requests must not exceed its limits`; the API server: 422."""
-    errors = kueue.admissibility_errors(_workload(GPU_POD), [BEFORE])
+    errors = _kueue_errors(GPU_POD, [BEFORE])
     assert errors == [
         "resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: ['memory']: requests must not exceed its limits"
     ]
@@ -46,12 +48,12 @@ def test_the_stored_max_becomes_the_default_limit() -> None:
     """SetDefaults_LimitRangeItem: an item with only `max` stores it as `default` too, so a max alone caps the same way."""
     only_max = {"spec": {"limits": [{"type": "Container", "max": {"memory": "64Gi"}}]}}
     assert limitrange.container_items([only_max])[0]["default"] == {"memory": "64Gi"}
-    assert kueue.admissibility_errors(_workload(GPU_POD), [only_max])[0].startswith("resources validation failed")
+    assert _kueue_errors(GPU_POD, [only_max])[0].startswith("resources validation failed")
 
 
 def test_the_tenant_limits_admit_a_memory_request_with_only_a_gpu_limit() -> None:
     lr, quota = _tenant_objects()
-    assert kueue.admissibility_errors(_workload(GPU_POD), [lr]) == []
+    assert _kueue_errors(GPU_POD, [lr]) == []
     pod, refused = limitrange.admitted_pod(GPU_POD, [lr])
     assert refused == []
     assert pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "8", "SetDefaults_Pod: the GPU limit is the request"
@@ -64,10 +66,10 @@ def test_a_limit_only_sidecar_below_the_default_request_is_refused_by_kueue_but_
     """Kueue applies defaultRequest before it copies limits into missing requests; the API server copies first."""
     sidecar = {"containers": [{"name": "metrics", "resources": {"limits": {"cpu": "100m", "memory": "128Mi"}}}]}
     one_gib = {"spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "500m", "memory": "1Gi"}}]}}
-    assert "requests must not exceed its limits" in kueue.admissibility_errors(_workload(sidecar), [one_gib])[0]
+    assert "requests must not exceed its limits" in _kueue_errors(sidecar, [one_gib])[0]
     assert limitrange.admitted_pod(sidecar, [one_gib])[1] == []
     lr, _ = _tenant_objects()
-    assert kueue.admissibility_errors(_workload(sidecar), [lr]) == [], "the platform's default requests sit below such limits"
+    assert _kueue_errors(sidecar, [lr]) == [], "the platform's default requests sit below such limits"
 
 
 def test_a_container_without_requests_still_counts_and_passes_the_quota() -> None:

@@ -8,7 +8,7 @@ at all and to which flavor first, not when.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -305,15 +305,7 @@ def _summary(limit_ranges: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, A
     return out
 
 
-def adjusted_pod_spec(spec: Mapping[str, Any], limit_ranges: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The pod spec Kueue counts: kueue pkg/workload/resources.go `AdjustResources`.
-
-    `handlePodLimitRange` first (the namespace's Container `default` fills missing limits, `defaultRequest`
-    missing requests), then `handleLimitsToRequests` (UseLimitsAsMissingRequestsInPod: a limit fills a request
-    still missing). The order matters: a container with only `limits: {memory: 512Mi}` gets a defaultRequest
-    above 512Mi if the LimitRange has one, where the API server (limits first, SetDefaults_Pod) would not.
-    """
-    summary = _summary(limit_ranges)
+def _adjusted_pod_spec(spec: Mapping[str, Any], summary: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     out = dict(spec)
     for key in ("initContainers", "containers"):
         if not spec.get(key):
@@ -329,24 +321,36 @@ def adjusted_pod_spec(spec: Mapping[str, Any], limit_ranges: Sequence[Mapping[st
     return out
 
 
+def adjusted_workload(workload: Workload, limit_ranges: Sequence[Mapping[str, Any]]) -> Workload:
+    """The Workload with the pod specs Kueue counts: kueue pkg/workload/resources.go `AdjustResources`.
+
+    `handlePodLimitRange` first (the namespace's Container `default` fills missing limits, `defaultRequest`
+    missing requests), then `handleLimitsToRequests` (UseLimitsAsMissingRequestsInPod: a limit fills a request
+    still missing). The order matters: a container with only `limits: {memory: 512Mi}` gets a defaultRequest
+    above 512Mi if the LimitRange has one, where the API server (limits first, SetDefaults_Pod) would not.
+    """
+    summary = _summary(limit_ranges)
+    return replace(workload, pod_sets=tuple(PodSet(p.name, p.count, _adjusted_pod_spec(p.spec, summary)) for p in workload.pod_sets))
+
+
 def _greater(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     """resource.go `GreaterKeys`: names present on both sides whose value in `a` is above `b`'s (sorted)."""
     return sorted(k for k in a if k in b and parse_quantity(a[k]) > parse_quantity(b[k]))
 
 
 def admissibility_errors(workload: Workload, limit_ranges: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Kueue pkg/workload/resources.go `ValidateAdmissibility` on the adjusted pod sets: `ValidateResources`, then `ValidateLimitRange`.
+    """Kueue pkg/workload/resources.go `ValidateAdmissibility`: `ValidateResources`, then `ValidateLimitRange`.
 
-    The scheduler (pkg/scheduler/scheduler.go `nominate`) leaves a workload that fails either pending, QuotaReserved=False,
-    with this message; Kueue compares only names present on both sides and never checks maxLimitRequestRatio.
+    `workload` is as `adjusted_workload` leaves it: the scheduler (pkg/scheduler/scheduler.go `nominate`) validates
+    the adjusted Info, and leaves a workload that fails either pending, QuotaReserved=False, with this message;
+    Kueue compares only names present on both sides and never checks maxLimitRequestRatio.
     """
     summary = _summary(limit_ranges)
     invalid: list[str] = []
     outside: list[str] = []
     for i, ps in enumerate(workload.pod_sets):
-        spec = adjusted_pod_spec(ps.spec, limit_ranges)
         for key in ("initContainers", "containers"):
-            for j, c in enumerate(spec.get(key) or []):
+            for j, c in enumerate(ps.spec.get(key) or []):
                 res = c.get("resources") or {}
                 requests, limits = res.get("requests") or {}, res.get("limits") or {}
                 at = f"spec.podSets[{i}].template.spec.{key}[{j}]"

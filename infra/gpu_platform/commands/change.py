@@ -74,7 +74,8 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
     changes = diff_plans(by_key(base.resources), by_key(after))
     before_view, after_view = PlanView(_resources(base.resources)), PlanView(_resources(after))
     # The base decides how strict the gate is: each setting at the stricter of base and working tree.
-    base_setting, own_setting = setting_of(base.config), setting_of(config)
+    base_config = base.config  # parsed (and bounded) once
+    base_setting, own_setting = setting_of(base_config), setting_of(config)
     judged = strictest(base_setting, own_setting)
     ctx = check.gate_context(spec, root)
     ctx = replace(ctx, thresholds={**ctx.thresholds, **judged.thresholds}, production_setting=judged.production)
@@ -86,7 +87,7 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         after=after_view,
         changes=tuple(changes),
         catalog=catalog,
-        before_config=base.config,
+        before_config=base_config,
         after_config=config,
         before_lock=base.lock,
         after_lock=lock_facts(spec.lock),

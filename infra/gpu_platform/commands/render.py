@@ -192,19 +192,25 @@ class _Folder:
         return "file" if stat.S_ISREG(st.st_mode) else "other"
 
     def read(self, rel: str, limit: int) -> bytes | None:
-        """The bytes of a regular file (None when missing); a link or anything else is refused."""
-        kind = self.kind(rel)
-        if kind == "missing":
-            return None
-        if kind != "file":
-            self._refuse(rel, "is a symbolic link or not a regular file")
+        """The bytes of a regular file (None when missing); a link or anything else is refused.
+
+        One open with O_NOFOLLOW (a link fails it with ELOOP) and an fstat of what was opened: no window between
+        looking and reading. O_NONBLOCK keeps a FIFO planted there from blocking the open.
+        """
         fd = self._parent(rel, create=False)
-        assert fd is not None
+        if fd is None:
+            return None
         try:
-            f = os.open(rel.rsplit("/", 1)[-1], os.O_RDONLY | _NOFOLLOW, dir_fd=fd)
+            f = os.open(rel.rsplit("/", 1)[-1], os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW, dir_fd=fd)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            self._refuse(rel, "is a symbolic link or not a regular file")
         finally:
             self._close(fd)
         with os.fdopen(f, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                self._refuse(rel, "is a symbolic link or not a regular file")
             data = handle.read(limit + 1)
         if len(data) > limit:
             self._refuse(rel, f"is larger than {limit} bytes")

@@ -10,7 +10,7 @@ the pods reach DNS, the API server and their data; a path that is closed is a wa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -91,6 +91,7 @@ class Walk:
         self.out = Explanation(str(obj.get("kind")), str(meta.get("name", "")), str(meta.get("namespace") or "default"))
         self.ns: Mapping[str, Any] = {}
         self.workload: kueue.Workload | None = None
+        self.submitted: kueue.Workload | None = None  # the Workload as built from the object, before Kueue adjusts it
         self.choices: list[kueue.FlavorChoice] = []
         self.cq: Mapping[str, Any] = {}
 
@@ -175,7 +176,7 @@ class Walk:
         except ValueError as e:  # a TrainJob naming a runtime that does not exist
             self.add("kueue-managed", "blocked", f"Kueue cannot build the Workload: {e}", src + "; trainjob_controller.go getRuntimeSpec")
             return
-        self.workload = workload
+        self.workload = self.submitted = workload
         labels = ((self.ns.get("metadata") or {}).get("labels")) or {}
         if not kueue.kueue_manages(config, self.out.kind, labels, workload.queue_name):
             self.add("kueue-managed", "warning", f"Kueue does not manage this {self.out.kind} here: it runs outside every quota", src)
@@ -295,11 +296,10 @@ class Walk:
             return
         src = "kueue pkg/workload/resources.go AdjustResources, ValidateAdmissibility (ValidateResources, ValidateLimitRange)"
         ranges = self.view.of_kind("LimitRange", self.out.namespace)
+        self.workload = kueue.adjusted_workload(self.workload, ranges)
         errors = kueue.admissibility_errors(self.workload, ranges)
         if errors:
             self.add("kueue-resources", "blocked", f"the Workload stays pending (QuotaReserved=False): {'; '.join(errors)}", src)
-        sets = tuple(kueue.PodSet(p.name, p.count, kueue.adjusted_pod_spec(p.spec, ranges)) for p in self.workload.pod_sets)
-        self.workload = replace(self.workload, pod_sets=sets)
         self.add("kueue-resources", "ok", "requests after LimitRange defaults are within the containers' limits", src)
 
     # --- Kueue flavor assignment ---------------------------------------------------------------
@@ -365,7 +365,7 @@ class Walk:
 
     def pod_admission(self) -> None:
         """The controller's pods meet the ValidatingAdmissionPolicies on pods."""
-        if self.workload is None or self.out.kind == "Pod":
+        if self.workload is None or self.submitted is None or self.out.kind == "Pod":
             return
         src = "apiserver plugin/policy/validating validator.go Validate on the pods the job controller creates"
         for ps in self.workload.pod_sets:
@@ -381,7 +381,7 @@ class Walk:
                 self.add("pod-admission", "blocked", detail + " (the Workload is admitted and holds quota with nothing running)", src)
         self.add("pod-admission", "ok", "the pods pass every Deny-bound ValidatingAdmissionPolicy", src)
         # The controller creates the pods from the job's own templates (not Kueue's adjusted copy).
-        self.pod_resources("pod-resources", [(p.name, p.count, dict(p.spec)) for p in kueue.workload_for(self.obj, self.view.runtimes).pod_sets])
+        self.pod_resources("pod-resources", [(p.name, p.count, dict(p.spec)) for p in self.submitted.pod_sets])
 
     # --- placement ------------------------------------------------------------------------------
     def admitted_spec(self, ps: kueue.PodSet) -> dict[str, Any]:

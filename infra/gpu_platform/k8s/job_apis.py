@@ -17,7 +17,8 @@ priority policy then leave its kinds out too (`kinds`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -119,6 +120,10 @@ class JobApisArgs:
 
     spec: PlatformSpec
     provider: k8s.Provider
+    dependencies: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """The release graph (gpu_platform.k8s.releases): chart -> charts to install first (Trainer after JobSet)."""
+    built: Mapping[str, pulumi.Resource] = field(default_factory=dict)
+    """Releases of the stack built before this component, by chart."""
 
 
 class JobApis(pulumi.ComponentResource):
@@ -128,8 +133,9 @@ class JobApis(pulumi.ComponentResource):
         super().__init__("gpu-platform:k8s:JobApis", name, None, opts)
         spec, provider = args.spec, args.provider
         self.releases: dict[str, pulumi.Resource] = {}
-        for chart, values in release_values(spec).items():
-            after = (self.releases[JOBSET],) if chart == TRAINER and JOBSET in self.releases else ()
+        for chart, values in release_values(spec).items():  # install order: a chart's dependencies come first
+            done = {**args.built, **self.releases}
+            after = tuple(done[dep] for dep in args.dependencies.get(chart, ()))
             ns = NAMESPACES[chart]
             self.releases[chart] = release_in_namespace(self, f"{name}-{chart}", chart, spec.lock.chart(chart), ns, values, provider, after)
         for runtime in runtimes(spec):

@@ -165,7 +165,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 EfaDevicePlugin("efa-device-plugin", EfaDevicePluginArgs(spec=spec, catalog=catalog, provider=provider), child)
         if job_apis.installed(spec):
             with source(NS + "queueing.jobApis"):
-                apis = job_apis.JobApis("job-apis", job_apis.JobApisArgs(spec=spec, provider=provider), child)
+                apis = job_apis.JobApis("job-apis", job_apis.JobApisArgs(spec=spec, provider=provider, dependencies=graph, built=built), child)
             built |= apis.releases
         spaces: dict[str, TenantSpace] = {}
         for t in spec.tenants:

@@ -114,7 +114,7 @@ def resource_quota(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Mani
 
 # Requests given to a container that sets none, so it still counts against the quota. Kept below any limit a
 # real container sets: Kueue applies `defaultRequest` before it copies limits into missing requests
-# (behaviour.kueue `adjusted_pod_spec`), so a container with only `limits: {memory: 512Mi}` would be refused as
+# (behaviour.kueue `adjusted_workload`), so a container with only `limits: {memory: 512Mi}` would be refused as
 # "requests must not exceed its limits" under a 1Gi default, though the API server itself would admit its pods.
 DEFAULT_REQUEST = {"cpu": "10m", "memory": "16Mi"}
 

@@ -273,8 +273,7 @@ def sharing_layout_changed(view: ChangeView) -> Iterator[Finding]:
 )
 def moved_to_spot(view: ChangeView) -> Iterator[Finding]:
     """A Spot reclaim gives two minutes' notice: a training step or a serving replica is simply lost."""
-    declared = view.after_config.get("gpu-platform:demand") or []
-    interruptible = {str(d.get("workloadClass")) for d in declared if isinstance(d, dict) and d.get("interruptible")}
+    interruptible = _interruptible_classes(view)
     for old, new in pool_pairs(view):
         if old.spot or not new.spot:
             continue
@@ -484,20 +483,19 @@ def tenant_role_shared(view: ChangeView) -> Iterator[Finding]:
             )
 
 
-def _spot_training_gpus(config: Mapping[str, Any]) -> dict[str, int]:
+def _interruptible_classes(view: ChangeView) -> set[str]:
+    """Workload classes the working tree's `demand` declares interruptible (Spot is theirs to use)."""
+    declared = view.after_config.get("gpu-platform:demand") or []
+    return {str(d.get("workloadClass")) for d in declared if isinstance(d, Mapping) and d.get("interruptible")}
+
+
+def _spot_training_gpus(view: ChangeView, after: bool) -> dict[str, int]:
     """Tenant -> GPUs of its quota on Spot training pools, as one side's stack file declares them."""
-    pools = config.get("gpu-platform:nodePools")
-    spot = {
-        str(p.get("name"))
-        for p in (pools if isinstance(pools, list) else [])
-        if isinstance(p, Mapping) and p.get("capacity") == "spot" and p.get("workloadClass") == "training"
-    }
-    tenants = config.get("gpu-platform:tenants")
-    out: dict[str, int] = {}
-    for t in tenants if isinstance(tenants, list) else []:
-        if isinstance(t, Mapping):
-            quotas = [q for q in t.get("quotas") or [] if isinstance(q, Mapping) and str(q.get("pool")) in spot]
-            out[str(t.get("name"))] = sum(int(q.get("gpus", 0) or 0) for q in quotas)
+    spot = {str(p.get("name")) for p in view.entries("nodePools", after) if p.get("capacity") == "spot" and p.get("workloadClass") == "training"}
+    out = {}
+    for t in view.entries("tenants", after):
+        quotas = [q for q in t.get("quotas") or [] if isinstance(q, Mapping) and str(q.get("pool")) in spot]
+        out[str(t.get("name"))] = sum(int(q.get("gpus", 0) or 0) for q in quotas)
     return out
 
 
@@ -510,10 +508,9 @@ def _spot_training_gpus(config: Mapping[str, Any]) -> dict[str, int]:
 )
 def training_quota_on_spot(view: ChangeView) -> Iterator[Finding]:
     """moved-to-spot judges a pool; the same move made with quota (a new Spot pool, quota shifted onto one) lands here."""
-    declared = view.after_config.get("gpu-platform:demand") or []
-    if any(isinstance(d, Mapping) and d.get("workloadClass") == "training" and d.get("interruptible") for d in declared):
+    if "training" in _interruptible_classes(view):
         return
-    before, after = _spot_training_gpus(view.before_config), _spot_training_gpus(view.after_config)
+    before, after = _spot_training_gpus(view, after=False), _spot_training_gpus(view, after=True)
     for i, t in enumerate(view.entries("tenants")):
         name = str(t.get("name"))
         if after.get(name, 0) > before.get(name, 0):
