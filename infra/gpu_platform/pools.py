@@ -7,11 +7,12 @@ tests) reads these from here, so a pool means the same thing everywhere.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import date
 
 from gpu_platform.catalog import Catalog, GpuModel
-from gpu_platform.spec.models import NodePool
+from gpu_platform.spec.models import NodePool, PlatformSpec, Scaling
 
 DOMAIN = "gpu-platform.io"
 LABEL_POOL = f"{DOMAIN}/pool"
@@ -22,9 +23,10 @@ LABEL_SHARING = f"{DOMAIN}/sharing"
 LABEL_GPUS_PER_NODE = f"{DOMAIN}/gpus-per-node"
 LABEL_INTERRUPTIBLE = f"{DOMAIN}/interruptible"
 LABEL_EFA = f"{DOMAIN}/efa"  # "true" on EFA pools: where the EFA device plugin runs
-# Spot and on-demand pools of one class, GPU model and sharing layout share this label's value: a
-# Spot flavor selects it, so pods admitted on Spot quota may also land on those on-demand nodes.
+# A Spot pool and its own on-demand fallback group carry the Spot pool's name here: the Spot flavor
+# selects it, so pods admitted on Spot quota may land on the fallback, and nothing else selects it.
 LABEL_SPOT_FALLBACK = f"{DOMAIN}/spot-fallback"
+FALLBACK_SUFFIX = "-fallback"
 LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -47,6 +49,11 @@ class Taint:
 
 GPU_TAINT = Taint(GPU_RESOURCE, "present")
 INTERRUPTIBLE_TAINT = Taint(LABEL_INTERRUPTIBLE, "true")
+
+
+def fallback_taint(spot_pool: str) -> Taint:
+    """The taint of a Spot pool's fallback group: only pods admitted to that Spot flavor tolerate it."""
+    return Taint(LABEL_SPOT_FALLBACK, spot_pool)
 
 
 def gpu_of(pool: NodePool, catalog: Catalog) -> GpuModel:
@@ -128,15 +135,64 @@ def is_interruptible(pool: NodePool) -> bool:
     return pool.capacity == "spot"
 
 
-def fallback_group(pool: NodePool, catalog: Catalog) -> str | None:
-    """`<class>.<gpu>.<layout>` for Spot and on-demand pools (they back each other up), None for fixed capacity.
+def fallback_of(pool: NodePool) -> str | None:
+    """The Spot pool a generated fallback group stands in for; None for every pool a stack declares."""
+    return pool._fallback_for
 
-    Reserved and Capacity Block pools are left out: their nodes back their own flavors' quota.
+
+def has_fallback(pool: NodePool) -> bool:
+    """A Spot pool whose pods may fall back to its own on-demand group (`fallback`, on by default)."""
+    return pool.capacity == "spot" and pool.fallback is not False
+
+
+def fallback_label(pool: NodePool) -> str | None:
+    """LABEL_SPOT_FALLBACK's value on the pool's nodes: a Spot pool's own name, on it and on its fallback group."""
+    if has_fallback(pool):
+        return pool.name
+    return fallback_of(pool)
+
+
+def spot_quota_gpus(spec: PlatformSpec, pool: NodePool, catalog: Catalog) -> int:
+    """GPUs the pool's Spot flavor can admit at once: every tenant's nominal quota on it (Kueue on), else the pool's size.
+
+    Borrowing moves quota between tenants of a cohort but never beyond the sum of nominal quotas on a
+    flavor (kueue pkg/cache/scheduler resource_node.go: a cohort's subtree quota is its members' sum),
+    so that sum is what pods admitted on the flavor can ask of the nodes.
     """
-    if pool.capacity not in ("spot", "on-demand"):
+    if not spec.queueing.kueue.enabled:
+        return max_gpus(pool, catalog)
+    return sum(q.gpus for t in spec.tenants for q in t.quotas if q.pool == pool.name)
+
+
+def fallback_pool(spec: PlatformSpec, pool: NodePool, catalog: Catalog) -> NodePool | None:
+    """The on-demand node group a Spot pool's pods fall back to, as large as the Spot flavor's quota (EKS only).
+
+    Same instance types, class, GPU model and sharing as the Spot pool, on-demand, scaled from zero by the
+    cluster-autoscaler when the Spot group cannot launch; labelled and tainted for the Spot flavor alone,
+    so a tenant's fallback never takes nodes Kueue admitted to another tenant's on-demand flavor.
+    """
+    if not spec.is_eks or not has_fallback(pool):
         return None
-    layout = pool.sharing.mig_config if pool.sharing.mode == "mig" else sharing_config_name(pool)
-    return f"{pool.workload_class}.{gpu_of(pool, catalog).name}.{layout}"
+    gpus = min(spot_quota_gpus(spec, pool, catalog), max_gpus(pool, catalog))
+    if gpus <= 0:
+        return None
+    nodes = math.ceil(gpus / gpus_per_node(pool, catalog))
+    out = pool.model_copy(
+        update={"name": pool.name + FALLBACK_SUFFIX, "capacity": "on-demand", "scaling": Scaling(min=0, desired=0, max=nodes), "fallback": None}
+    )
+    out._fallback_for = pool.name
+    return out
+
+
+def node_groups(spec: PlatformSpec, catalog: Catalog) -> list[NodePool]:
+    """Every node group the stack builds: its pools, each Spot pool followed by its fallback group."""
+    out: list[NodePool] = []
+    for pool in spec.node_pools:
+        out.append(pool)
+        fb = fallback_pool(spec, pool, catalog)
+        if fb is not None:
+            out.append(fb)
+    return out
 
 
 def node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
@@ -162,17 +218,20 @@ def node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
         labels[LABEL_INTERRUPTIBLE] = "true"
     if pool.efa:
         labels[LABEL_EFA] = "true"
-    group = fallback_group(pool, catalog)
+    group = fallback_label(pool)
     if group is not None:
         labels[LABEL_SPOT_FALLBACK] = group
     return labels
 
 
 def node_taints(pool: NodePool) -> list[Taint]:
-    """Taints every node of the pool carries: GPUs are opt-in, Spot is opt-in again."""
+    """Taints every node of the pool carries: GPUs are opt-in, Spot is opt-in again, a fallback group is its Spot flavor's alone."""
     taints = [GPU_TAINT]
     if is_interruptible(pool):
         taints.append(INTERRUPTIBLE_TAINT)
+    spot = fallback_of(pool)
+    if spot is not None:
+        taints.append(fallback_taint(spot))
     return taints
 
 

@@ -17,6 +17,7 @@ from gpu_platform.aws.efa_security import EfaSecurityGroup, EfaSecurityGroupArgs
 from gpu_platform.aws.endpoints import VpcEndpoints, VpcEndpointsArgs
 from gpu_platform.aws.fsx import FsxLustre, FsxLustreArgs
 from gpu_platform.aws.identity import ClusterAccess, ClusterAccessArgs, WorkloadIdentity, WorkloadIdentityArgs
+from gpu_platform.aws.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
 from gpu_platform.aws.network import Network, NetworkArgs
 from gpu_platform.aws.nodepools import GpuNodePool, GpuNodePoolArgs, node_group_plan
 from gpu_platform.aws.storage import POD_IDENTITY_AGENT_ADDON, EbsCsiDriver, EbsCsiDriverArgs
@@ -28,6 +29,7 @@ from gpu_platform.k8s.platform import GpuPlatform, GpuPlatformArgs
 from gpu_platform.k8s.provider import eks_provider, existing_cluster_provider
 from gpu_platform.k8s.tenant_network import s3_peers
 from gpu_platform.plan_ids import s3_prefix_list_name
+from gpu_platform.pools import fallback_of, node_groups
 from gpu_platform.provenance import NS, pool_key, source, start_recording, tenant_key
 from gpu_platform.spec.loader import spec_from_config
 from gpu_platform.spec.models import PlatformSpec
@@ -83,8 +85,8 @@ def build_aws(spec: PlatformSpec) -> Built:
             if efa_pools(spec)
             else None
         )
-    for pool in spec.node_pools:
-        with source(pool_key(spec, pool.name)):
+    for pool in node_groups(spec, catalog):
+        with source(pool_key(spec, fallback_of(pool) or pool.name)):
             plan = node_group_plan(pool, catalog, spec.cluster.name, spec.network.zones(), spec.environment, spec.stack, spec.tags)
             GpuNodePool(
                 f"pool-{pool.name}",
@@ -126,6 +128,19 @@ def build_aws(spec: PlatformSpec) -> Built:
     if spec.cluster.autoscaler:
         with source(NS + "cluster.autoscaler"):
             ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs(spec=spec, cluster_name=cluster.cluster.name, provider=provider, tags=tags))
+    if spec.cluster.load_balancer_controller:
+        with source(NS + "cluster.loadBalancerController"):
+            LoadBalancerController(
+                "lb-controller",
+                LoadBalancerControllerArgs(
+                    spec=spec,
+                    cluster_name=cluster.cluster.name,
+                    vpc_id=network.vpc_id,
+                    provider=provider,
+                    tags=tags,
+                    after=(agent,) if agent is not None else (),
+                ),
+            )
     with source(NS + "network"):
         # S3's managed prefix list, read when the program runs: the CIDRs the gateway endpoint routes, which
         # the tenants' `allow-s3` NetworkPolicies name (EC2 DescribePrefixLists by name; any VPC, new or existing).

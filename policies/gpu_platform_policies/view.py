@@ -23,6 +23,7 @@ from gpu_platform.pools import (
     LABEL_MIG_CONFIG,
     LABEL_POOL,
     LABEL_SHARING,
+    LABEL_SPOT_FALLBACK,
     LABEL_TIER,
     LABEL_WORKLOAD,
     SHARED_GPU_RESOURCE,
@@ -112,6 +113,14 @@ class Pool:
     def spot(self) -> bool:
         """Interruptible capacity, by what AWS is asked for or what the pool claims."""
         return self.capacity_type == "SPOT" or self.tier == "spot"
+
+    @property
+    def spot_fallback(self) -> bool:
+        """A Spot pool's own on-demand fallback group (gpu_platform.pools.fallback_pool): not Spot, yet labelled `spot-fallback`.
+
+        It holds Spot-admitted work only while Spot cannot launch, so it is no class's floor.
+        """
+        return not self.spot and LABEL_SPOT_FALLBACK in self.labels
 
     @property
     def sharing(self) -> str:

@@ -96,6 +96,13 @@ def dup_pool(name: str) -> Mutation:
     return mutate
 
 
+def add_pool_like(like: str, **changes: Any) -> Mutation:
+    def mutate(doc: dict[str, Any]) -> None:
+        _cfg(doc)["gpu-platform:nodePools"].append({**copy.deepcopy(_pool(doc, like)), **changes})
+
+    return mutate
+
+
 # (id, base stack, mutation, expected key path, expected fragment of the message)
 CASES: list[tuple[str, str, Mutation, str, str]] = [
     ("typo-top-key", "prod", lambda d: _cfg(d).__setitem__("gpu-platform:nodePool", []), "gpu-platform:nodePool", "did you mean 'nodePools'"),
@@ -239,6 +246,20 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
         set_pool("infer-l4-spot", reservation={"id": "cr-0a1b2c3d4e5f60718"}),
         "gpu-platform:nodePools[4].reservation",
         "takes no reservation",
+    ),
+    (
+        "fallback-on-on-demand-pool",
+        "prod",
+        set_pool("infer-l4-ondemand", fallback=True),
+        "gpu-platform:nodePools[5].fallback",
+        "allowed: on spot pools only",
+    ),
+    (
+        "fallback-group-name-taken",
+        "prod",
+        add_pool_like("infer-l4-ondemand", name="infer-l4-spot-fallback"),
+        "gpu-platform:nodePools[4].name",
+        "which another pool is named",
     ),
     (
         "capacity-block-on-g6",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from gpu_platform import efa, engine
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import Plan, PlannedResource, auto_name, run_program
-from gpu_platform.pools import gpu_of, gpus_per_node, resources_per_gpu
+from gpu_platform.pools import gpu_of, gpus_per_node, node_groups, resources_per_gpu
 from gpu_platform.spec.loader import read_stack_config
 from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import load_lockfile
@@ -70,7 +71,7 @@ def test_spot_pools_are_spot_with_interruptible_taint(stack: str) -> None:
 def test_launch_templates_require_imdsv2_and_encrypt_volumes(stack: str) -> None:
     plan = plan_for(stack)
     templates = plan.of_type(LAUNCH_TEMPLATE)
-    assert len(templates) == len(spec_for(stack).node_pools)
+    assert len(templates) == len(node_groups(spec_for(stack), load_catalog()))  # every pool, and each Spot pool's fallback group
     for lt in templates:
         assert lt.inputs["metadataOptions"]["httpTokens"] == "required", lt.name
         assert lt.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 1
@@ -244,10 +245,15 @@ def test_autoscaler_tries_spot_first_then_on_demand() -> None:
     prio = {int(k): v for k, v in values["expanderPriorities"].items()}
 
     def priority_of(pool: str) -> int:
-        return next(p for p, patterns in prio.items() if any(f"-{pool}-" in x for x in patterns))
+        # The name EKS gives a managed node group's Auto Scaling group: eks-<node group name>-<uuid>.
+        asg = f"eks-gpu-prod-{pool}-4ec6b1f2-9d3a-7c55-0b8e-1a2b3c4d5e6f"
+        (found,) = [p for p, patterns in prio.items() if any(re.match(x, asg) for x in patterns)]
+        return found
 
     assert priority_of("infer-l4-spot") > priority_of("infer-l4-ondemand") > priority_of("train-h100-reserved")
     assert priority_of("batch-l40s-spot") > priority_of("batch-l40s-ondemand")
+    # Each Spot pool's fallback group is scaled when its Spot group cannot launch, like any on-demand group.
+    assert priority_of("infer-l4-spot") > priority_of("infer-l4-spot-fallback") == priority_of("infer-l4-ondemand")
 
 
 def test_eks_cluster_is_restricted_encrypted_and_logged() -> None:

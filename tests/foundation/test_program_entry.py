@@ -51,7 +51,7 @@ def test_infra_main_runs_under_the_mock_engine() -> None:
         runpy.run_path(str(MAIN), run_name="__main__")
 
     run()
-    assert counter.types.count("aws:eks/nodeGroup:NodeGroup") == 10  # 9 GPU pools + system
+    assert counter.types.count("aws:eks/nodeGroup:NodeGroup") == 12  # 9 GPU pools, 2 Spot fallback groups, system
     assert "aws:eks/cluster:Cluster" in counter.types
     assert counter.types.count("aws:ec2/getPrefixList:getPrefixList") == 1, "S3's prefix list is read once, for every tenant"
 

@@ -20,11 +20,12 @@ from itertools import permutations
 
 import pytest
 
+from gpu_platform.aws.network import subnet_plan
 from gpu_platform.behaviour.networkpolicy import Endpoint, connection, vpc_cni_service_connection
 from gpu_platform.engine import run_program
 from gpu_platform.plan_ids import PLANNED_S3_ADDRESS, PLANNED_S3_PREFIX_LIST
 from gpu_platform.spec.loader import read_stack_config
-from tests.conftest import spec_for, stack_path
+from tests.conftest import plan_for, spec_for, stack_path
 from tests.journeys.helpers import kube_dns_service, kubernetes_service, manifests, stage
 
 STACKS = ("prod", "onprem")
@@ -179,16 +180,16 @@ def test_a_tenant_pod_cannot_reach_another_tenants_pods(stack: str) -> None:
             stage(f"{src.namespace} -> {dst.namespace} {proto}/{port} is refused", not d.allowed, d.reason)
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_the_serving_namespace_accepts_traffic_from_the_ingress_namespace(stack: str) -> None:
-    """The ingress controller's pods (in the namespace the stack names; not the stack's, so no policy isolates them)."""
+def test_the_serving_namespace_accepts_traffic_from_the_ingress_namespace() -> None:
+    """The gateway's pods (in the namespace the stack names; not the stack's, so no policy isolates them)."""
+    stack = "onprem"
     spec = spec_for(stack)
     objs = manifests(stack)
     served = [(i, t) for i, t in enumerate(spec.tenants) if t.network.ingress.namespaces]
     stage("a tenant names an ingress namespace", bool(served), f"no tenant of {stack} sets network.ingress.namespaces")
     for i, tenant in served:
         for ns in tenant.network.ingress.namespaces:
-            controller = Endpoint(ns, {"app.kubernetes.io/name": "ingress-nginx"}, str(pod_network(stack).network_address + 50))
+            controller = Endpoint(ns, {"app.kubernetes.io/name": "envoy"}, str(pod_network(stack).network_address + 50))
             for port in tenant.network.ingress.ports or (8080,):
                 d = connection(objs, controller, tenant_pod(stack, i, {"app": "model-server"}), port)
                 stage(f"{ns} -> {tenant.ns}:{port}", d.allowed, d.reason)
@@ -223,3 +224,28 @@ def test_a_load_balancer_in_the_vpc_reaches_a_tenant_that_admits_the_vpc() -> No
     other = next(j for j, t in enumerate(spec.tenants) if j != i and not t.network.ingress.vpc)
     d = connection(objs, balancer, tenant_pod("prod", other), 8080)
     stage(f"a load balancer in the VPC -> {spec.tenants[other].ns} (no ingress.vpc) is refused", not d.allowed, d.reason)
+
+
+def test_a_public_alb_reaches_the_serving_pods_and_nothing_else_does() -> None:
+    """prod's `serving` sets `ingress.loadBalancers: internet-facing` on 8080. The AWS Load Balancer Controller puts an
+    internet-facing ALB in the subnets tagged `kubernetes.io/role/elb` (subnet_resolver.go ResolveViaDiscovery): the new
+    VPC's public subnets (gpu_platform.aws.network). With IP targets the pod sees the ALB's private address there.
+    Another tenant's pod, which lives in the private subnets, is still refused on the same port."""
+    spec = spec_for("prod")
+    objs = manifests("prod")
+    i = next(j for j, t in enumerate(spec.tenants) if t.network.ingress.load_balancers == "internet-facing")
+    _, public = subnet_plan(spec.network.cidr, spec.network.zones())[spec.network.zones()[1]]
+    alb = Endpoint(None, ip=str(ipaddress.IPv4Network(public).network_address + 9))  # an ALB node's ENI, second zone
+    served = tenant_pod("prod", i, {"app": "model-server"})
+    d = connection(objs, alb, served, 8080)
+    stage(f"internet-facing ALB in {public} -> {served.namespace}:8080", d.allowed, d.reason)
+    d = connection(objs, alb, served, 9090)
+    stage(f"the ALB -> {served.namespace}:9090 (not listed) is refused", not d.allowed, d.reason)
+    other = next(j for j in range(len(spec.tenants)) if j != i)
+    d = connection(objs, tenant_pod("prod", other), served, 8080)
+    stage(f"{spec.tenants[other].ns} (a pod in a private subnet) -> {served.namespace}:8080 is refused", not d.allowed, d.reason)
+    # The controller the stack installs places it: the release, its Pod Identity, and the `alb` class.
+    values = next(
+        r.inputs["values"] for r in plan_for("prod").of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-load-balancer-controller"
+    )
+    stage("the AWS Load Balancer Controller is installed with ingress class alb", values["ingressClass"] == "alb", str(values))

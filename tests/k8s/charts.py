@@ -173,8 +173,19 @@ def _template(
             cmd += ["--api-versions", api]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
     assert done.returncode == 0, f"helm template {name} ({folder}) failed: {done.stderr.strip()}"
-    docs = tuple(d for d in yaml.load_all(done.stdout, Loader=_Loader) if isinstance(d, dict))
+    docs = tuple(flatten(d for d in yaml.load_all(done.stdout, Loader=_Loader) if isinstance(d, dict)))
     return Rendered(release, folder, docs)
+
+
+def flatten(docs: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """A `v1 List` as Helm sends it: its items, each one object (helm pkg/kube/client.go newBuilder calls the resource
+    builder's Flatten, k8s.io/cli-runtime pkg/resource/visitor.go FlattenListVisitor). The aws-load-balancer-controller
+    chart wraps its IngressClassParams and IngressClass in one."""
+    for d in docs:
+        if d.get("kind") == "List" and d.get("apiVersion") == "v1":
+            yield from flatten(i for i in d.get("items") or [] if isinstance(i, dict))
+        else:
+            yield d
 
 
 def dependencies(plan: Plan, name: str) -> set[str]:

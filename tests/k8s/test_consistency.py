@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpu_platform.behaviour.volcano import podgroup_queue
 from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s.tenants import ceiling_resources, nominal_resources
-from gpu_platform.pools import node_labels, node_taints, pool_capacity, resources_per_gpu
+from gpu_platform.pools import fallback_taint, has_fallback, node_labels, node_taints, pool_capacity, resources_per_gpu
 from tests.conftest import spec_for
 from tests.k8s.helpers import helm_values, objects, one
 
@@ -29,7 +29,9 @@ def test_every_pool_has_a_flavor_matching_its_labels_and_taints(stack: str) -> N
         assert flavor["nodeLabels"].items() <= labels.items()
         taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in node_taints(pool)]
         assert flavor["nodeTaints"] == taints
-        assert [{k: t[k] for k in ("key", "value", "effect")} for t in flavor["tolerations"]] == taints
+        # A Spot flavor also tolerates its own fallback group's taint, and only that one more.
+        extra = [{"key": t.key, "value": t.value, "effect": t.effect} for t in [fallback_taint(pool.name)] if has_fallback(pool)]
+        assert [{k: t[k] for k in ("key", "value", "effect")} for t in flavor["tolerations"]] == taints + extra
         assert all(t["operator"] == "Equal" for t in flavor["tolerations"])
 
 
@@ -96,7 +98,8 @@ def test_every_tenant_has_namespace_quota_and_local_queue(stack: str) -> None:
         want |= {"allow-aws-services"} if spec.is_eks else set()
         want |= {"allow-s3"} if spec.is_eks and tenant.network.s3 else set()
         want |= {"allow-egress"} if tenant.network.egress else set()
-        want |= {"allow-ingress"} if tenant.network.ingress.namespaces or tenant.network.ingress.vpc else set()
+        ing = tenant.network.ingress
+        want |= {"allow-ingress"} if ing.namespaces or ing.vpc or ing.load_balancers else set()
         assert names == want
         deny = one(stack, "NetworkPolicy", "default-deny", tenant.ns)["spec"]
         assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}

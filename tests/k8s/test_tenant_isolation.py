@@ -18,10 +18,14 @@ from gpu_platform.behaviour.apimachinery import selector_matches
 from gpu_platform.behaviour.core_validation import resource_quota_scope_errors
 from gpu_platform.behaviour.kueue import assign_flavors, flavor_mismatch, kueue_config_errors, kueue_manages, workload_for
 from gpu_platform.behaviour.rbac import rules_allow
+from gpu_platform.behaviour.scheduler import untolerated_taint
 from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
-from gpu_platform.pools import node_labels
-from tests.conftest import spec_for
+from gpu_platform.pools import LABEL_SPOT_FALLBACK as FALLBACK_LABEL
+from gpu_platform.pools import fallback_pool, max_gpus, node_groups, node_labels, node_taints, spot_quota_gpus
+from gpu_platform.spec.loader import read_stack_config, spec_from_config
+from gpu_platform.spec.models import NodePool
+from tests.conftest import spec_for, stack_path
 from tests.k8s.helpers import helm_values, objects, one, vap_validation_denial
 
 KUEUE_STACKS = ("dev", "staging", "prod", "onprem")
@@ -233,22 +237,45 @@ def test_a_pool_without_quota_is_out_of_reach_although_the_resource_quota_allows
 
 def test_each_flavor_selects_exactly_its_pool(stack: str) -> None:
     """A flavor's nodeLabels match its own pool's node labels and no other pool's, so quota per flavor is quota per pool;
-    a Spot flavor also reaches the on-demand pools of its class, GPU model and layout (its fallback), never fixed capacity."""
+    a Spot flavor also reaches its own on-demand fallback group, which no other flavor reaches (node labels and taints,
+    as kube-scheduler's NodeAffinity and TaintToleration filters read them), as large as the flavor's quota."""
     catalog = load_catalog()
     spec = spec_for(stack)
-    for flavor in objects(stack, "ResourceFlavor"):
-        selector = flavor["spec"].get("nodeLabels") or {}
-        if not selector:
-            continue  # default-cpu: cpu and memory only
+    groups = node_groups(spec, catalog)
+    flavors = [f for f in objects(stack, "ResourceFlavor") if f["spec"].get("nodeLabels")]  # default-cpu: cpu and memory only
+
+    def reaches(flavor: dict[str, Any], pool: NodePool) -> bool:
+        labels, taints = node_labels(pool, catalog), [vars(t) for t in node_taints(pool)]
+        selector = flavor["spec"]["nodeLabels"]
+        return all(labels.get(k) == v for k, v in selector.items()) and untolerated_taint(taints, flavor["spec"]["tolerations"]) is None
+
+    for flavor in flavors:
         name = flavor["metadata"]["name"]
-        matching = [p.name for p in spec.node_pools if all(node_labels(p, catalog).get(k) == v for k, v in selector.items())]
-        if spec.pool(name).capacity != "spot":
-            assert matching == [name], (name, matching)
-            continue
-        assert name in matching and flavor["metadata"]["labels"]["gpu-platform.io/pool"] == name
-        for other in (spec.pool(m) for m in matching if m != name):
-            assert other.capacity in ("spot", "on-demand"), (name, other.name)
-            assert other.workload_class == spec.pool(name).workload_class, (name, other.name)
+        matching = [p.name for p in groups if reaches(flavor, p)]
+        pool = spec.pool(name)
+        fallback = fallback_pool(spec, pool, catalog)
+        assert matching == [name] + ([fallback.name] if fallback else []), (name, matching)
+        if fallback is not None:
+            assert fallback.capacity == "on-demand" and fallback.instance_types == pool.instance_types
+            assert max_gpus(fallback, catalog) >= spot_quota_gpus(spec, pool, catalog) > 0, name
+            assert [f["metadata"]["name"] for f in flavors if reaches(f, fallback)] == [name]
+
+
+def test_a_spot_fallback_is_sized_to_the_quota_and_kept_apart() -> None:
+    """prod's L4 Spot quota is 24 GPUs (serving 16, search-ranking 8): its fallback group offers 24, and the
+    serving tenant's own 12-GPU on-demand pool is no longer where Spot pods land (before: one shared label)."""
+    catalog = load_catalog()
+    spec = spec_for("prod")
+    spot = spec.pool("infer-l4-spot")
+    fb = fallback_pool(spec, spot, catalog)
+    assert fb is not None and fb.name == "infer-l4-spot-fallback" and max_gpus(fb, catalog) == 24 == spot_quota_gpus(spec, spot, catalog)
+    assert FALLBACK_LABEL not in node_labels(spec.pool("infer-l4-ondemand"), catalog)
+    # `fallback: false` drops the group and pins the flavor to the Spot pool itself.
+    raw = read_stack_config(stack_path("prod"))
+    raw["gpu-platform:nodePools"] = [dict(p, fallback=False) if p["name"] == "infer-l4-spot" else p for p in raw["gpu-platform:nodePools"]]
+    off = spec_from_config(raw, "prod", "Pulumi.prod.yaml")
+    assert fallback_pool(off, off.pool("infer-l4-spot"), catalog) is None
+    assert "infer-l4-spot-fallback" not in [p.name for p in node_groups(off, catalog)]
 
 
 def test_a_tenants_own_podgroup_names_its_own_queue_and_tier(stack: str) -> None:

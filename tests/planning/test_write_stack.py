@@ -132,12 +132,16 @@ def test_committed_trace_demand_is_what_the_script_derives() -> None:
 
 def test_check_sees_the_written_demand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """End to end: stack key `demand` -> the program's ConfigMap -> the capacity rules. Tripling inference's P95 in the
-    written stack leaves its floor under target and its Spot without fallback, and `check` says so."""
+    written stack leaves its floor under target, and with the Spot pools' own fallback groups switched off
+    (`fallback: false`) its Spot has no fallback, and `check` says so."""
     _, _, cfg = written(capsys, tmp_path, TEAMS, "prod")
     for d in cfg["gpu-platform:demand"]:
         if d["workloadClass"] == "inference":
             d["p95"] = d["p95"] * 3
             d["interruptible"] = False
+    for p in cfg["gpu-platform:nodePools"]:
+        if p["capacity"] == "spot":
+            p["fallback"] = False
     grown = tmp_path / "Pulumi.grown.yaml"
     grown.write_text(yaml.safe_dump({"config": cfg}))
     _, violations = check_stack(grown, "grown", root=ROOT)

@@ -169,6 +169,7 @@ LT = "pool-train-h100-reserved-lt"
 NG = "pool-train-h100-reserved-ng"
 SPOT_NG = "pool-infer-l4-spot-ng"
 L4_OD_NG = "pool-infer-l4-ondemand-ng"
+L4_FB_NG = "pool-infer-l4-spot-fallback-ng"  # the Spot pool's own on-demand fallback group
 BLOCK_NG = "pool-train-h100-block-ng"
 A100_NG = "pool-infer-a100-mig-ng"
 ONPREM_PATCH = "pool-hgx-a100-mig-dgx-a100-01"

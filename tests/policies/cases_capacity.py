@@ -9,7 +9,7 @@ from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.spec.models import ClassDemand
 from gpu_platform_policies import Resource
 from tests.conftest import spec_for
-from tests.policies.builders import A100_NG, BLOCK_NG, DROP, L4_OD_NG, NG, SPOT_NG, Case, Edit, add, at, compliant, drop, fires, silent
+from tests.policies.builders import A100_NG, BLOCK_NG, DROP, L4_FB_NG, L4_OD_NG, NG, SPOT_NG, Case, Edit, add, at, compliant, drop, fires, silent
 
 
 def declare_demand(stack: str, *entries: tuple[str, float, str, bool]) -> Edit:
@@ -85,19 +85,16 @@ CAPACITY_CASES: list[Case] = [
         on=SPOT_NG,
         says="60% of P95 demand 40; cap is 30%",
     ),
-    # The L4 Spot flavor reaches the L4 on-demand group (its fallback group); raised to 24 GPUs it covers 24 on Spot.
-    silent(
-        "spot-fallback-for-non-interruptible",
-        "fallback-covers-spot",
-        INFERENCE_24,
-        at(L4_OD_NG, {"scalingConfig.maxSize": 24}),
-    ),
+    # The L4 Spot flavor reaches its own fallback group, sized to the 24 GPUs of quota on the Spot pool.
+    silent("spot-fallback-for-non-interruptible", "fallback-covers-spot", INFERENCE_24),
     silent("spot-fallback-for-non-interruptible", "interruptible-needs-none", declare_demand("prod", ("inference", 60, "inference", True))),
-    # Only reachable on-demand counts: the 32 H100/A100 MIG GPUs of the class are not where L4 Spot pods can go.
+    # Only reachable on-demand counts: the 32 H100/A100 MIG GPUs and the 12 of the serving tenant's own L4
+    # on-demand pool are not where L4 Spot pods can go.
     fires(
         "spot-fallback-for-non-interruptible",
         "fallback-short",
         INFERENCE_24,
+        at(L4_FB_NG, {"scalingConfig.maxSize": 12}),
         on=SPOT_NG,
         says="only 12 on-demand GPUs to fall back to",
     ),
@@ -106,7 +103,6 @@ CAPACITY_CASES: list[Case] = [
         "spot-fallback-for-non-interruptible",
         "fallback-unreachable",
         INFERENCE_24,
-        at(L4_OD_NG, {"scalingConfig.maxSize": 24}),
         at("kueue-flavor-infer-l4-spot", {"spec.nodeLabels": {"gpu-platform.io/pool": "infer-l4-spot"}}),
         on=SPOT_NG,
         says="only 0 on-demand GPUs to fall back to",
@@ -163,7 +159,47 @@ CAPACITY_CASES: list[Case] = [
         "no-flavor",
         drop("kueue-flavor-batch-l40s-spot"),
         on="pool-batch-l40s-spot-ng",
-        says="pool batch-l40s-spot has no ResourceFlavor with nodeLabels gpu-platform.io/pool: batch-l40s-spot",
+        says="pool batch-l40s-spot has no ResourceFlavor whose node labels and tolerations reach its nodes",
+    ),
+    # A flavor that names the pool but does not tolerate its taint: Kueue's pods never land there.
+    fires(
+        "pool-has-flavor",
+        "flavor-without-tolerations",
+        at("kueue-flavor-infer-h100-mig", {"spec.tolerations": []}),
+        on="pool-infer-h100-mig-ng",
+        says="pool infer-h100-mig has no ResourceFlavor whose node labels and tolerations reach its nodes",
+    ),
+    # The Spot pools' fallback groups are reached by their Spot flavors alone.
+    *compliant("spot-fallback-sized", "prod", "staging"),
+    # Before: the L4 Spot flavor selected a group label the serving tenant's on-demand pool carried too.
+    fires(
+        "spot-fallback-sized",
+        "fallback-shared-with-on-demand-flavor",
+        at(L4_OD_NG, {"labels.gpu-platform.io/spot-fallback": "infer-l4-spot"}),
+        on="kueue-flavor-infer-l4-spot",
+        says="fallback pool infer-l4-ondemand is also reached by flavor infer-l4-ondemand",
+    ),
+    # prod's L4 Spot quota is 24 GPUs (serving 16, search-ranking 8); a 12-node cap strands half of it.
+    fires(
+        "spot-fallback-sized",
+        "fallback-smaller-than-quota",
+        at(L4_FB_NG, {"scalingConfig.maxSize": 12}),
+        on="kueue-clusterqueue-search-ranking",
+        says="admits 24 GPUs (kueue-clusterqueue-search-ranking, kueue-clusterqueue-serving) but its pods reach only 12 GPUs on demand",
+    ),
+    fires(
+        "spot-fallback-sized",
+        "fallback-group-missing",
+        drop(L4_FB_NG),
+        on="kueue-clusterqueue-search-ranking",
+        says="reach only 0 GPUs on demand (fallback pools: none)",
+    ),
+    # `fallback: false`: the flavor pins its own Spot pool and promises nothing to size.
+    silent(
+        "spot-fallback-sized",
+        "no-fallback-promised",
+        drop(L4_FB_NG),
+        at("kueue-flavor-infer-l4-spot", {"spec.nodeLabels": {"gpu-platform.io/pool": "infer-l4-spot"}}),
     ),
     *compliant("tenant-has-quota-and-queue", "prod"),
     # The documented monitoring.namespace may be any name: the platform's system label decides, not a list.

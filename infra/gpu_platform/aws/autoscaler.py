@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from gpu_platform.aws.iam import assume_role_policy, autoscaler_policy
+from gpu_platform.aws.iam import autoscaler_policy
+from gpu_platform.aws.pod_identity import pod_identity_role
+from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s.objects import helm_release
+from gpu_platform.pools import node_groups
 from gpu_platform.spec.models import NodePool, PlatformSpec
 
 # Higher is tried first. Reserved and Capacity Block pools are fixed-size (min = max), so their
@@ -38,7 +40,7 @@ def autoscaler_values(spec: PlatformSpec) -> dict[str, Any]:
         "autoDiscovery": {"clusterName": spec.cluster.name},
         "image": {"repository": image.repository, "tag": image.tag},
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
-        "expanderPriorities": expander_priorities(spec.cluster.name, spec.node_pools),
+        "expanderPriorities": expander_priorities(spec.cluster.name, tuple(node_groups(spec, load_catalog()))),
         "extraArgs": {
             "expander": "priority",
             "balance-similar-node-groups": True,
@@ -68,21 +70,8 @@ class ClusterAutoscaler(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:ClusterAutoscaler", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         spec = args.spec
-        role = aws.iam.Role(
-            f"{name}-role", assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", session_tags=True), tags=args.tags, opts=child
-        )
-        aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=autoscaler_policy(spec.cluster.name), opts=child)
-        aws.eks.PodIdentityAssociation(
-            f"{name}-identity",
-            cluster_name=args.cluster_name,
-            namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT,
-            role_arn=role.arn,
-            tags=args.tags,
-            opts=child,
-        )
+        pod_identity_role(name, args.cluster_name, NAMESPACE, SERVICE_ACCOUNT, autoscaler_policy(spec.cluster.name), args.tags, self)
         helm_release(
             f"{name}-release",
             "cluster-autoscaler",

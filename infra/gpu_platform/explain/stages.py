@@ -19,6 +19,7 @@ from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.explain.view import PoolView, StackView
 from gpu_platform.k8s.kueue import CPU_FLAVOR
 from gpu_platform.k8s.tenant_network import cluster_services, destinations
+from gpu_platform.pools import gpus_per_node, spot_quota_gpus
 
 Result = Literal["ok", "blocked", "warning"]
 Verdict = Literal["runs", "waits", "never"]
@@ -351,11 +352,15 @@ class Walk:
                 "aws auto_scaling_groups.go isNodeGroupAvailable"
             )
             if reach:
+                # The fallback's real size against what the flavor admits (every tenant's quota on it).
+                gpus = sum(p.max_nodes * gpus_per_node(p.pool, self.view.catalog) for p in self.view.pools if p.pool.name in reach)
+                quota = spot_quota_gpus(self.view.spec, pool.pool, self.view.catalog)
+                size = f"{gpus} GPUs on demand for the flavor's {quota} GPUs of quota"
                 detail = (
-                    f"{c.flavor} ({pool.pool.capacity}) pods may also land on {', '.join(reach)}: "
+                    f"{c.flavor} ({pool.pool.capacity}) pods may also land on {', '.join(reach)} ({size}): "
                     f"the autoscaler scales those when {pool.pool.name} cannot"
                 )
-                self.add("kueue-fallback", "ok", detail, src)
+                self.add("kueue-fallback", "ok" if gpus >= quota else "warning", detail, src, capacity=gpus < quota)
             else:
                 detail = (
                     f"{c.flavor} pins the pods to {pool.pool.capacity} pool {pool.pool.name}; "

@@ -31,7 +31,7 @@ from gpu_platform.k8s.isolation import (
 from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_jobs_policy
 from gpu_platform.k8s.tenant_network import network_policies, s3_peers
 from gpu_platform.plan_ids import PLANNED_S3_PREFIX_LIST
-from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
+from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_groups, node_labels, node_taints, resources_per_gpu
 from gpu_platform.spec.models import NodePool, PlatformSpec
 
 Manifest = dict[str, Any]
@@ -137,7 +137,7 @@ class StackView:
     @cached_property
     def pools(self) -> list[PoolView]:
         """Every GPU pool of the stack."""
-        return [pool_view(self.spec, self.catalog, p) for p in self.spec.node_pools]
+        return [pool_view(self.spec, self.catalog, p) for p in node_groups(self.spec, self.catalog)]
 
     @cached_property
     def kueue_config(self) -> dict[str, Any] | None:

@@ -13,9 +13,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_platform.catalog import Catalog
-from gpu_platform.efa import efa_pools
 from gpu_platform.k8s.objects import helm_release, tolerations
-from gpu_platform.pools import LABEL_EFA, node_taints
+from gpu_platform.pools import LABEL_EFA, node_groups, node_taints
 from gpu_platform.spec.models import PlatformSpec
 
 CHART = "aws-efa-k8s-device-plugin"  # lockfile key of the chart and of its image
@@ -33,7 +32,7 @@ def device_plugin_values(spec: PlatformSpec, catalog: Catalog) -> dict[str, Any]
     `supportedInstanceLabels`; that list is narrowed to the EFA pools' instance types, so the plugin
     lands on exactly the nodes that have EFA interfaces.
     """
-    pools = efa_pools(spec)
+    pools = [p for p in node_groups(spec, catalog) if p.efa]  # a Spot EFA pool's fallback group too
     image = spec.lock.image(CHART)
     taints = {(t.key, t.value, t.effect): t for pool in pools for t in node_taints(pool)}
     types = sorted({t for pool in pools for t in pool.instance_types})

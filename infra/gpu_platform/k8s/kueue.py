@@ -29,8 +29,9 @@ from gpu_platform.pools import (
     LABEL_TIER,
     LABEL_WORKLOAD,
     block_active,
-    fallback_group,
+    fallback_taint,
     gpu_of,
+    has_fallback,
     node_taints,
     resources_for_gpus,
     resources_per_gpu,
@@ -55,32 +56,36 @@ def flavor_name(pool: NodePool) -> str:
 def flavor_node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
     """The node labels Kueue adds to an admitted pod's nodeSelector (podset.go Merge).
 
-    A pool's own labels pin its pods to it, except on Spot: a Spot flavor selects the pool's Spot
-    fallback group, which its on-demand siblings carry too. Kueue re-admits an evicted workload from
-    the first flavor again (flavorassigner.go findFlavorForPodSets restarts its scan; LastAssignment
-    only tracks pending workloads), so no Kueue setting moves a workload stuck on Spot; the
-    cluster-autoscaler does: its priority expander scales Spot first and, when the Spot group reports
-    a failed launch (aws auto_scaling_groups.go isNodeGroupAvailable -> placeholder instances with an
-    OutOfResources error), backs it off and scales the on-demand group for the same pending pods.
+    A pool's own labels pin its pods to it, except on Spot with a fallback: that flavor selects
+    `spot-fallback: <pool>`, which the Spot pool and its own on-demand fallback group carry
+    (gpu_platform.pools.fallback_pool). Kueue re-admits an evicted workload from the first flavor again
+    (flavorassigner.go findFlavorForPodSets restarts its scan; LastAssignment only tracks pending
+    workloads), so no Kueue setting moves a workload stuck on Spot; the cluster-autoscaler does: its
+    priority expander scales Spot first and, when the Spot group reports a failed launch (aws
+    auto_scaling_groups.go isNodeGroupAvailable -> placeholder instances with an OutOfResources
+    error), backs it off and scales the fallback group for the same pending pods.
     """
-    group = fallback_group(pool, catalog)
-    if pool.capacity == "spot" and group is not None:
+    if has_fallback(pool):
         # Model and class stay, so a pod selecting another GPU model or class is still refused by this
         # flavor (flavorassigner.go flavorSelector compares the flavor's own keys only).
-        return {LABEL_SPOT_FALLBACK: group, LABEL_GPU_MODEL: gpu_of(pool, catalog).name, LABEL_WORKLOAD: pool.workload_class}
+        return {LABEL_SPOT_FALLBACK: pool.name, LABEL_GPU_MODEL: gpu_of(pool, catalog).name, LABEL_WORKLOAD: pool.workload_class}
     return {LABEL_POOL: pool.name, LABEL_TIER: pool.capacity, LABEL_GPU_MODEL: gpu_of(pool, catalog).name}
 
 
 def resource_flavor(pool: NodePool, catalog: Catalog) -> Manifest:
-    """A flavor selecting the pool's nodes (Spot: and its on-demand fallback), the pool's taints, and the tolerations Kueue adds on admission.
+    """A flavor selecting the pool's nodes (Spot: and its fallback group), the pool's taints, and the tolerations Kueue adds on admission.
 
-    The object label `gpu-platform.io/pool` names the pool whose capacity backs the flavor's quota.
+    The object label `gpu-platform.io/pool` names the pool whose capacity backs the flavor's quota. A Spot
+    flavor's tolerations also cover its fallback group's own taint, which no other flavor tolerates.
     """
     taints = node_taints(pool)
+    toleration_list = tolerations(taints)
+    if has_fallback(pool):
+        toleration_list += tolerations([fallback_taint(pool.name)])
     spec = {
         "nodeLabels": flavor_node_labels(pool, catalog),
         "nodeTaints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
-        "tolerations": tolerations(taints),
+        "tolerations": toleration_list,
     }
     return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": metadata(flavor_name(pool), labels={LABEL_POOL: pool.name}), "spec": spec}
 

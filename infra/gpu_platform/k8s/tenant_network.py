@@ -18,6 +18,7 @@ import ipaddress
 from collections.abc import Sequence
 from typing import Any
 
+from gpu_platform.aws.network import subnet_plan
 from gpu_platform.behaviour.networkpolicy import Endpoint, Service, ServicePort, carves
 from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
 from gpu_platform.plan_ids import PLANNED_S3_ADDRESS, s3_prefix_list_name
@@ -121,10 +122,29 @@ def extra_egress(tenant: Tenant) -> list[dict[str, Any]]:
     ]
 
 
+def load_balancer_cidrs(spec: PlatformSpec, scheme: str) -> list[str]:
+    """Where the AWS Load Balancer Controller's load balancers of a scheme send from: their subnets' CIDRs.
+
+    With IP targets the pod sees the load balancer's private addresses in its own subnets (an ALB always;
+    an NLB unless client IP preservation is switched on), health checks included. The controller places
+    internet-facing ones in subnets tagged `kubernetes.io/role/elb` and internal ones in
+    `kubernetes.io/role/internal-elb` (pkg/networking/subnet_resolver.go ResolveViaDiscovery), which
+    gpu_platform.aws.network puts on a new VPC's public and private subnets (subnet_plan). Subnets of an
+    existing VPC are not known here: its CIDR stands for them.
+    """
+    if spec.network.mode != "new":
+        return [spec.network.cidr]
+    plan = subnet_plan(spec.network.cidr, spec.network.zones())
+    return [public if scheme == "internet-facing" else private for private, public in plan.values()]
+
+
 def extra_ingress(spec: PlatformSpec, tenant: Tenant) -> list[dict[str, Any]]:
-    """The stack's `network.ingress`: named namespaces and (EKS) the VPC CIDR, on the listed TCP ports or all."""
+    """The stack's `network.ingress`: load balancers' subnets and named namespaces, (EKS) the VPC CIDR, on the listed TCP ports or all."""
     ing = tenant.network.ingress
-    peers: list[dict[str, Any]] = [{"namespaceSelector": {"matchLabels": {NAME_LABEL: ns}}} for ns in ing.namespaces]
+    peers: list[dict[str, Any]] = []
+    if ing.load_balancers is not None and spec.is_eks:
+        peers += [{"ipBlock": {"cidr": c}} for c in load_balancer_cidrs(spec, ing.load_balancers)]
+    peers += [{"namespaceSelector": {"matchLabels": {NAME_LABEL: ns}}} for ns in ing.namespaces]
     if ing.vpc and spec.is_eks:
         peers.append({"ipBlock": {"cidr": spec.network.cidr}})
     if not peers:

@@ -28,7 +28,9 @@ class ClassSupply:
     spot: float
     """Spot GPUs at max size."""
     non_spot_max: float
-    """Every non-Spot GPU the class can reach (reserved, and on-demand pools at max)."""
+    """Every non-Spot GPU the class can reach (reserved, and on-demand pools at max), Spot pools' own fallback groups aside."""
+    dedicated_fallback: float = 0.0
+    """GPUs of the Spot pools' own fallback groups the class's Spot pods reach: no other work runs there."""
 
     @property
     def coverage(self) -> float:
@@ -42,8 +44,9 @@ class ClassSupply:
 
     @property
     def fallback(self) -> float:
-        """On-demand GPUs left to replace Spot: non-Spot capacity beyond what the rest of P95 already uses."""
-        return self.non_spot_max - max(0.0, self.p95 - self.spot)
+        """On-demand GPUs left to replace Spot: dedicated fallback groups, plus shared capacity the rest of P95 leaves."""
+        shared = self.non_spot_max - max(0.0, self.p95 - self.spot)
+        return self.dedicated_fallback + (max(0.0, shared) if self.dedicated_fallback else shared)
 
 
 def coverage_below_target(supply: ClassSupply, target: float) -> Iterator[str]:

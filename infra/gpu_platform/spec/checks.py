@@ -7,6 +7,7 @@ from collections import Counter
 from gpu_platform.aws.access import unreachable_reason
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import Problem, did_you_mean, one_of
+from gpu_platform.pools import FALLBACK_SUFFIX
 from gpu_platform.pools import RESERVED_LABEL_PREFIXES as RESERVED_PREFIXES
 from gpu_platform.spec import aws_values
 from gpu_platform.spec.identity_checks import check_identity
@@ -169,6 +170,7 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
     out: list[Problem] = []
     add = out.append
     out += _check_node_labels(pool, at, spec.is_eks, file)
+    out += _check_fallback(spec, pool, at, file)
     gpu_name: str | None = None
     if spec.is_eks:
         if pool.scaling is None:
@@ -269,6 +271,39 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
     if gpu_name is not None:
         out += _check_sharing(pool, at, catalog, gpu_name, file)
     return out
+
+
+# EKS CreateNodegroup: nodegroupName is at most 63 characters (the node group is `<cluster>-<pool>`).
+NODEGROUP_NAME_MAX = 63
+
+
+def _check_fallback(spec: PlatformSpec, pool: NodePool, at: str, file: str) -> list[Problem]:
+    """`fallback` only on Spot pools; the generated `<pool>-fallback` group's name is free and short enough."""
+    if pool.fallback is not None and pool.capacity != "spot":
+        return [Problem(file, f"{at}.fallback", f"set on a {pool.capacity} pool", "allowed: on spot pools only (their on-demand fallback group)")]
+    if pool.capacity != "spot" or pool.fallback is False or not spec.is_eks:
+        return []
+    name = pool.name + FALLBACK_SUFFIX
+    if any(p.name == name for p in spec.node_pools):
+        return [
+            Problem(
+                file,
+                f"{at}.name",
+                f"'{pool.name}' makes a fallback group '{name}', which another pool is named",
+                "rename that pool, or set fallback: false",
+            )
+        ]
+    group = f"{spec.cluster.name}-{name}"
+    if len(group) > NODEGROUP_NAME_MAX:
+        return [
+            Problem(
+                file,
+                f"{at}.name",
+                f"fallback node group '{group}' is {len(group)} characters",
+                f"allowed: cluster name and pool name together at most {NODEGROUP_NAME_MAX - len(FALLBACK_SUFFIX) - 1} characters",
+            )
+        ]
+    return []
 
 
 def _check_node_labels(pool: NodePool, at: str, eks: bool, file: str) -> list[Problem]:

@@ -6,7 +6,7 @@ import ipaddress
 from datetime import date
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictFloat, StrictInt
 from pydantic.alias_generators import to_camel
 
 from gpu_platform.catalog import SharingMode
@@ -101,6 +101,9 @@ class ClusterSpec(Model):
     """Size of the system node group (EKS): `{instanceType, min, desired, max}`."""
     autoscaler: StrictBool = True
     """Install cluster-autoscaler with the priority expander (EKS)."""
+    load_balancer_controller: StrictBool = True
+    """Install the AWS Load Balancer Controller (EKS): Ingress class `alb` and NLB Services
+    (`loadBalancerClass: service.k8s.aws/nlb`) with IP targets."""
     api_server_cidrs: tuple[AnyCidr, ...] = ()
     """Existing clusters: addresses of the API servers (the `kubernetes` Service's endpoints), which tenant pods may reach; EKS: the VPC CIDR."""
     api_server_port: Port = 6443
@@ -187,6 +190,10 @@ class NodePool(Model):
     """Extra node labels (outside the platform's label domains)."""
     max_unavailable: StrictInt = Field(default=1, ge=1, le=100)
     """Nodes replaced at once during a node group update."""
+    fallback: StrictBool | None = None
+    """Spot pools (EKS): `true` (default) adds an on-demand node group `<name>-fallback` of the same instance types,
+    sized to the tenants' quota on the pool and reachable only by the pool's Spot pods; `false`: Spot pods wait for Spot."""
+    _fallback_for: str | None = PrivateAttr(default=None)
 
 
 class TenantQuota(Model):
@@ -235,8 +242,11 @@ class EgressRule(Model):
 class TenantIngress(Model):
     """Who may open connections to a tenant's pods besides its own namespace and the monitoring scrape."""
 
+    load_balancers: Literal["internal", "internet-facing"] | None = None
+    """EKS: admit the AWS Load Balancer Controller's ALBs and NLBs (IP targets) of that scheme, on `ports`: the subnets
+    it places them in (`internet-facing`: the public subnets; `internal`: the private ones; an existing VPC: its CIDR)."""
     namespaces: tuple[DnsLabel, ...] = ()
-    """Namespaces (an ingress controller's) whose pods may connect, e.g. `[ingress-nginx]`."""
+    """Namespaces whose pods may connect (an in-cluster proxy or gateway of yours, e.g. `[istio-ingress]`)."""
     vpc: StrictBool = False
     """EKS: admit the VPC CIDR (load balancers with IP targets; also admits anything else in the VPC on `ports`)."""
     ports: tuple[Port, ...] = ()

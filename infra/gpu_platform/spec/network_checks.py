@@ -67,8 +67,25 @@ def check_network_and_storage(spec: PlatformSpec, file: str) -> list[Problem]:
                     "allowed: the ports the tenant serves, e.g. [8080]",
                 )
             )
-        if t.network.ingress.ports and not (t.network.ingress.namespaces or t.network.ingress.vpc):
-            out.append(Problem(file, f"{at}.ingress.ports", "ports given but no source", "allowed: with ingress.namespaces or ingress.vpc"))
+        lb = t.network.ingress.load_balancers
+        if lb is not None and not (spec.is_eks and spec.cluster.load_balancer_controller):
+            why = "the AWS Load Balancer Controller runs only on EKS stacks" if not spec.is_eks else "cluster.loadBalancerController is false"
+            out.append(Problem(file, f"{at}.ingress.loadBalancers", why, "allowed: leave it out, or install the controller on an EKS stack"))
+        elif lb is not None and not t.network.ingress.ports:
+            out.append(
+                Problem(
+                    file,
+                    f"{at}.ingress.ports",
+                    f"ingress.loadBalancers with no ports admits the {lb} subnets on every port",
+                    "allowed: the ports the load balancers' targets listen on, e.g. [8080]",
+                )
+            )
+        if t.network.ingress.ports and not (t.network.ingress.namespaces or t.network.ingress.vpc or lb):
+            out.append(
+                Problem(
+                    file, f"{at}.ingress.ports", "ports given but no source", "allowed: with ingress.loadBalancers, ingress.namespaces or ingress.vpc"
+                )
+            )
     if spec.monitoring.prometheus == "install" and spec.storage_class is None:
         out.append(
             Problem(

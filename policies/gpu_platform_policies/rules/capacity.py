@@ -7,8 +7,9 @@ from datetime import date
 from typing import Any
 
 from gpu_platform.aws.nodepools import BLOCK_END_TAG, BLOCK_START_TAG
+from gpu_platform.behaviour.scheduler import untolerated_taint
 from gpu_platform.catalog import Catalog
-from gpu_platform.pools import GPU_RESOURCE, LABEL_POOL
+from gpu_platform.pools import GPU_RESOURCE, LABEL_POOL, LABEL_SPOT_FALLBACK
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.rules.rollout import fixed_capacity_tier
 from gpu_platform_policies.view import (
@@ -42,7 +43,8 @@ def production_capacity_floor(plan: PlanView, ctx: Context) -> Iterator[Finding]
         return
     by_class: dict[str, list[Pool]] = {}
     for p in pools(plan, ctx.catalog):
-        by_class.setdefault(p.workload_class or "unlabelled", []).append(p)
+        if not p.spot_fallback:
+            by_class.setdefault(p.workload_class or "unlabelled", []).append(p)
     for cls, members in sorted(by_class.items()):
         members.sort(key=lambda p: p.resource)
         names = ", ".join(p.name for p in members)
@@ -80,8 +82,8 @@ def spot_exposure(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     totals: dict[str, list[int]] = {}
     largest: dict[str, tuple[int, str]] = {}  # the class's biggest Spot pool names the finding
     for p in pools(plan, ctx.catalog):
-        if p.max_gpus is None or p.workload_class not in WORKLOAD_CLASSES:
-            continue
+        if p.max_gpus is None or p.workload_class not in WORKLOAD_CLASSES or p.spot_fallback:
+            continue  # a fallback group takes over Spot's work only while Spot is gone: the exposure stays Spot's
         t = totals.setdefault(p.workload_class, [0, 0])
         t[1] += p.max_gpus
         if p.spot:
@@ -113,6 +115,33 @@ def flavor_pools(plan: PlanView) -> dict[str, str]:
         pool = get(r.inputs, "spec", "nodeLabels", LABEL_POOL) or get(r.inputs, "metadata", "labels", LABEL_POOL)
         if pool:
             out[object_name(r)] = str(pool)
+    return out
+
+
+def flavor_reaches(flavor: Resource, pool: Pool) -> bool:
+    """Pods admitted to the flavor can be scheduled on the pool's nodes.
+
+    Kueue adds the flavor's nodeLabels to the admitted pod's nodeSelector and its tolerations to the pod
+    (kueue pkg/podset/podset.go Merge); kube-scheduler's NodeAffinity and TaintToleration filters then
+    decide (gpu_platform.behaviour.scheduler): every label must match and every NoSchedule taint be tolerated.
+    """
+    labels = get(flavor.inputs, "spec", "nodeLabels", default={}) or {}
+    tolerations = get(flavor.inputs, "spec", "tolerations", default=[]) or []
+    if not isinstance(labels, Mapping) or not labels:
+        return False
+    taints = [{"key": k, "value": v, "effect": e} for k, v, e in pool.taints]
+    return all(pool.labels.get(k) == v for k, v in labels.items()) and untolerated_taint(taints, tolerations) is None
+
+
+def flavor_gpu_quotas(plan: PlanView) -> dict[tuple[str, str], tuple[float, list[str]]]:
+    """(flavor, GPU resource) -> (nominal quota summed over every ClusterQueue, the ClusterQueues)."""
+    out: dict[tuple[str, str], tuple[float, list[str]]] = {}
+    for cq, flavor, resource, nominal in nominal_quotas(plan):
+        n = quantity(nominal)
+        if not resource.startswith("nvidia.com/") or n is None:
+            continue
+        total, where = out.get((flavor, resource), (0.0, []))
+        out[(flavor, resource)] = (total + n, [*where, cq])
     return out
 
 
@@ -190,13 +219,61 @@ def in_gpus(pool: Pool, catalog: Catalog, resource: str, amount: float) -> str:
     category="capacity",
 )
 def pool_has_flavor(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """A pool without a flavor is capacity no queue can admit work onto."""
+    """A pool no flavor's pods can reach is capacity no queue can admit work onto."""
     if not kueue_present(plan):
         return
-    selected = set(flavor_pools(plan).values())
+    flavors = objects(plan, "ResourceFlavor", KUEUE)
     for p in pools(plan, ctx.catalog):
-        if p.name not in selected:
-            yield Finding(p.resource, f"pool {p.name} has no ResourceFlavor with nodeLabels {LABEL_POOL}: {p.name}")
+        if not any(flavor_reaches(f, p) for f in flavors):
+            yield Finding(
+                p.resource, f"pool {p.name} has no ResourceFlavor whose node labels and tolerations reach its nodes ({LABEL_POOL}: {p.name})"
+            )
+
+
+@rule(
+    "spot-fallback-sized",
+    "A Spot flavor that promises a fallback reaches on-demand nodes for all of its quota, and only its own: no other flavor selects them.",
+    "mandatory",
+    "stack",
+    category="capacity",
+)
+def spot_fallback_sized(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A fallback smaller than the Spot quota strands admitted work at a reclaim; a shared one takes another tenant's nodes.
+
+    Judged on quotas, so a stack that declares no demand is judged too. Kueue admits up to the sum of the
+    ClusterQueues' nominal quotas on a flavor; when Spot cannot launch, the cluster-autoscaler scales the
+    on-demand groups those pods can reach (flavor_reaches). If that group is also another flavor's,
+    Kueue counts its nodes against that flavor's quota while the Spot pods hold them.
+    """
+    flavors = {object_name(f): f for f in objects(plan, "ResourceFlavor", KUEUE)}
+    all_pools = pools(plan, ctx.catalog)
+    by_name = {p.name: p for p in all_pools}
+    owners = flavor_pools(plan)
+    quotas = flavor_gpu_quotas(plan)
+    for name, f in sorted(flavors.items()):
+        spot = by_name.get(owners.get(name, ""))
+        if spot is None or not spot.spot or LABEL_SPOT_FALLBACK not in (get(f.inputs, "spec", "nodeLabels", default={}) or {}):
+            continue
+        reach = [p for p in all_pools if not p.spot and flavor_reaches(f, p)]
+        for p in reach:
+            others = sorted(o for o, g in flavors.items() if o != name and flavor_reaches(g, p))
+            if others:
+                yield Finding(
+                    f.name,
+                    f"Spot flavor {name}'s fallback pool {p.name} is also reached by flavor {', '.join(others)}: pods admitted on "
+                    f"Spot quota take nodes Kueue counts for {others[0]}; give {spot.name} its own fallback group (fallback: true)",
+                )
+        for (flavor, resource), (total, queues) in sorted(quotas.items()):
+            if flavor != name or total <= 0:
+                continue
+            offered = sum((p.capacity(ctx.catalog) or {}).get(resource, 0) for p in reach)
+            if offered < total:
+                where = ", ".join(p.name for p in reach) or "none"
+                yield Finding(
+                    queues[0],
+                    f"Spot flavor {name} admits {in_gpus(spot, ctx.catalog, resource, total)} ({', '.join(sorted(set(queues)))}) but its pods "
+                    f"reach only {in_gpus(spot, ctx.catalog, resource, offered)} on demand (fallback pools: {where}); a reclaim strands the rest",
+                )
 
 
 @rule(

@@ -11,7 +11,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from gpu_platform.behaviour.scheduler import untolerated_taint
 from gpu_platform.k8s.demand import DEMAND_CONFIGMAP, DEMAND_KEY
 from gpu_platform.planning.checks import (
     DEFAULT_MIN_COVERAGE,
@@ -22,7 +21,7 @@ from gpu_platform.planning.checks import (
     spot_without_fallback,
 )
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
-from gpu_platform_policies.rules.capacity import KUEUE, flavor_pools
+from gpu_platform_policies.rules.capacity import KUEUE, flavor_pools, flavor_reaches
 from gpu_platform_policies.view import Pool, get, object_name, objects, pools
 
 
@@ -45,31 +44,15 @@ def no_demand(plan: PlanView, ctx: Context) -> str | None:
 
 
 def reachable_fallback(plan: PlanView, spot: list[Pool], floor: list[Pool]) -> list[Pool]:
-    """The non-Spot pools that pods admitted on the class's Spot flavors can be scheduled on.
+    """The non-Spot pools that pods admitted on the class's Spot flavors can be scheduled on (capacity.flavor_reaches).
 
-    Kueue adds a flavor's nodeLabels to the admitted pod's nodeSelector and its tolerations to the pod
-    (kueue pkg/podset/podset.go Merge), then kube-scheduler's NodeAffinity and TaintToleration filters
-    decide (gpu_platform.behaviour.scheduler). A pool is reachable when its node labels carry every
-    label of some Spot flavor of the class and the flavor's tolerations cover its taints. Without Kueue
-    nothing pins the pods, so every non-Spot pool of the class counts.
+    Without Kueue nothing pins the pods, so every non-Spot pool of the class counts.
     """
     flavors = objects(plan, "ResourceFlavor", KUEUE)
     if not flavors:
         return floor
     by_pool = {pool: f for f in flavors for pool in (flavor_pools(plan).get(object_name(f)),) if pool}
-    out = []
-    for p in floor:
-        taints = [{"key": k, "value": v, "effect": e} for k, v, e in p.taints]
-        for s in spot:
-            f = by_pool.get(s.name)
-            if f is None:
-                continue
-            labels = get(f.inputs, "spec", "nodeLabels", default={}) or {}
-            tolerations = get(f.inputs, "spec", "tolerations", default=[]) or []
-            if all(p.labels.get(k) == v for k, v in labels.items()) and untolerated_taint(taints, tolerations) is None:
-                out.append(p)
-                break
-    return out
+    return [p for p in floor if any(flavor_reaches(by_pool[s.name], p) for s in spot if s.name in by_pool)]
 
 
 def supplies(plan: PlanView, ctx: Context) -> Iterator[tuple[ClassSupply, str, str]]:
@@ -86,7 +69,9 @@ def supplies(plan: PlanView, ctx: Context) -> Iterator[tuple[ClassSupply, str, s
         cls = str(e.get("workloadClass"))
         members = sorted(by_class.get(cls, []), key=lambda p: (-(p.max_gpus or 0), p.resource))
         spot = [p for p in members if p.spot]
-        floor = [p for p in members if not p.spot]
+        stable = [p for p in members if not p.spot]  # fallback groups included: what Spot pods may reach
+        floor = [p for p in stable if not p.spot_fallback]
+        reachable = reachable_fallback(plan, spot, stable)
         supply = ClassSupply(
             workload_class=cls,
             sla=str(e.get("sla", "")),
@@ -94,7 +79,8 @@ def supplies(plan: PlanView, ctx: Context) -> Iterator[tuple[ClassSupply, str, s
             p95=float(e.get("p95", 0) or 0),
             stable=sum(p.min_nodes * (p.gpus_per_node or 0) for p in floor),
             spot=sum(p.max_gpus or 0 for p in spot),
-            non_spot_max=sum(p.max_gpus or 0 for p in reachable_fallback(plan, spot, floor)),
+            non_spot_max=sum(p.max_gpus or 0 for p in reachable if not p.spot_fallback),
+            dedicated_fallback=sum(p.max_gpus or 0 for p in reachable if p.spot_fallback),
         )
         yield supply, floor[0].resource if floor else cm, spot[0].resource if spot else cm
 
