@@ -118,7 +118,8 @@ def tier_gpus(plan: PlanView, catalog: Catalog) -> dict[tuple[str, str], int]:
     """(workload class, capacity tier) -> GPUs at maximum size, over every GPU pool of a plan."""
     out: dict[tuple[str, str], int] = {}
     for p in pools(plan, catalog):
-        key = (p.workload_class or "unknown", p.tier)
+        # A Spot pool's own fallback group is on-demand, but only for Spot's work while Spot is gone: its own row.
+        key = (p.workload_class or "unknown", "spot fallback" if p.spot_fallback else p.tier)
         out[key] = out.get(key, 0) + pool_gpus(p)
     return out
 
