@@ -135,6 +135,35 @@ def is_interruptible(pool: NodePool) -> bool:
     return pool.capacity == "spot"
 
 
+# Instance families AWS gives network topology labels of three layers (EC2 User Guide, "Amazon EC2 instance topology",
+# prerequisites; EKS user guide "Place distributed AI/ML workloads with network topology labels").
+NETWORK_TOPOLOGY_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "g6e", "trn1", "trn1n", "trn2")
+NETWORK_LEVELS = ("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2", "topology.k8s.aws/network-node-layer-3")
+HOSTNAME_LEVEL = "kubernetes.io/hostname"
+
+
+def always_present(pool: NodePool) -> bool:
+    """The pool's nodes exist whether or not work is pending: on-prem pools, and EKS reserved pools (min = max > 0)."""
+    if pool.scaling is None:
+        return bool(pool.nodes)
+    return pool.capacity == "reserved" and pool.scaling.min_size == pool.scaling.max_size > 0
+
+
+def whole_nodes(pool: NodePool) -> bool:
+    """Kueue places the pool's pods per node (Topology-Aware Scheduling): `wholeNodes`.
+
+    By default training pools of whole GPUs whose nodes always exist (TAS finds no node in a group scaled to zero).
+    """
+    if pool.whole_nodes is not None:
+        return pool.whole_nodes
+    return pool.workload_class == "training" and pool.sharing.mode == "none" and always_present(pool)
+
+
+def topology_levels(pool: NodePool) -> tuple[str, ...]:
+    """The Kueue Topology levels of a whole-node pool, top to bottom (hostname last, as the Topology CRD requires)."""
+    return (*NETWORK_LEVELS, HOSTNAME_LEVEL) if pool.network_topology else (HOSTNAME_LEVEL,)
+
+
 def fallback_of(pool: NodePool) -> str | None:
     """The Spot pool a generated fallback group stands in for; None for every pool a stack declares."""
     return pool._fallback_for

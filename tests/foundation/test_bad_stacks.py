@@ -248,6 +248,20 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
         "takes no reservation",
     ),
     (
+        "whole-nodes-on-autoscaled-pool",
+        "prod",
+        set_pool("train-h100-ondemand", wholeNodes=True),
+        "gpu-platform:nodePools[1].wholeNodes",
+        "Kueue's topology placement needs its nodes to exist",
+    ),
+    (
+        "network-topology-on-unlabelled-type",
+        "staging",
+        set_pool("train-a100", networkTopology=True),
+        "gpu-platform:nodePools[0].networkTopology",
+        "needs an EKS EFA pool with wholeNodes",
+    ),
+    (
         "fallback-on-on-demand-pool",
         "prod",
         set_pool("infer-l4-ondemand", fallback=True),

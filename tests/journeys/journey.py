@@ -15,7 +15,8 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.efa import node_resources as efa_node_resources
 from gpu_platform.explain.stages import Explanation, explain
 from gpu_platform.explain.view import StackView
-from gpu_platform.pools import LABEL_GPU_MODEL, gpu_of, gpus_per_node, resources_per_gpu
+from gpu_platform.k8s.kueue import WHOLE_NODES_QUEUE
+from gpu_platform.pools import LABEL_GPU_MODEL, gpu_of, gpus_per_node, resources_per_gpu, whole_nodes
 from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
 from tests.conftest import spec_for
 
@@ -59,6 +60,11 @@ def find(spec: PlatformSpec, want: Any) -> tuple[Tenant, NodePool]:
     pytest.skip(f"stack {spec.stack} has no tenant with quota on such a pool")
 
 
+def queue_for(pool: NodePool) -> dict[str, str]:
+    """The queue label a job names to reach the pool: a whole-node pool's quota is the `whole-nodes` queue's."""
+    return {"kueue.x-k8s.io/queue-name": WHOLE_NODES_QUEUE} if whole_nodes(pool) else {}
+
+
 def container(limits: dict[str, Any], requests: dict[str, Any] | None = None) -> dict[str, Any]:
     """One container with these resources."""
     return {"name": "main", "image": "registry.example.com/app:1.0", "resources": {"limits": limits, "requests": requests or {}}}
@@ -85,7 +91,7 @@ def efa_training(spec: PlatformSpec) -> dict[str, Any]:
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
-        "metadata": {"name": "pretrain", "namespace": tenant.ns, "labels": {"kueue.x-k8s.io/priority-class": tenant.priority}},
+        "metadata": {"name": "pretrain", "namespace": tenant.ns, "labels": {"kueue.x-k8s.io/priority-class": tenant.priority, **queue_for(pool)}},
         "spec": {
             "runtimeRef": {"name": "torch-distributed"},
             "trainer": {"numNodes": 2, "image": "registry.example.com/llm/train:2026.11", "resourcesPerNode": resources},
@@ -123,7 +129,12 @@ def volcano_gang(spec: PlatformSpec) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": "gang", "namespace": tenant.ns, "annotations": {"scheduling.volcano.sh/group-min-member": "2"}},
+        "metadata": {
+            "name": "gang",
+            "namespace": tenant.ns,
+            "labels": queue_for(pool),
+            "annotations": {"scheduling.volcano.sh/group-min-member": "2"},
+        },
         "spec": {"parallelism": 2, "completions": 2, "template": {"spec": body}},
     }
 

@@ -13,7 +13,7 @@ import pytest
 
 from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
-from gpu_platform.pools import GPU_RESOURCE, LABEL_GPU_MODEL, LABEL_POOL, gpu_of, resources_per_gpu
+from gpu_platform.pools import GPU_RESOURCE, LABEL_GPU_MODEL, LABEL_POOL, gpu_of, resources_per_gpu, whole_nodes
 from tests.conftest import spec_for
 from tests.journeys.journey import assert_refused, container, walk
 
@@ -133,4 +133,8 @@ def test_a_job_for_a_gpu_model_without_quota_is_refused(stack: str) -> None:
             }
         },
     }
-    assert_refused(walk(stack, job), "kueue-flavor", f"has no quota for {LABEL_GPU_MODEL}={others[0]}")
+    e = walk(stack, job)
+    if any(GPU_RESOURCE in resources_per_gpu(spec.pool(q.pool), catalog) for q in tenant.quotas if not whole_nodes(spec.pool(q.pool))):
+        assert_refused(e, "kueue-flavor", f"has no quota for {LABEL_GPU_MODEL}={others[0]}")
+    else:  # all its whole-GPU quota is on whole-node pools: the `default` queue has no GPU at all, and says where it is
+        assert_refused(e, "kueue-flavor", "unavailable in ClusterQueue", "queue-name: whole-nodes")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpu_platform.behaviour.volcano import podgroup_queue
 from gpu_platform.catalog import load_catalog
+from gpu_platform.k8s import kueue
 from gpu_platform.k8s.tenants import ceiling_resources, nominal_resources
 from gpu_platform.pools import fallback_taint, has_fallback, node_labels, node_taints, pool_capacity, resources_per_gpu
 from tests.conftest import spec_for
@@ -44,6 +45,8 @@ def test_covered_resources_match_each_pools_sharing_mode(stack: str) -> None:
     spec, catalog = spec_for(stack), load_catalog()
     for tenant in spec.tenants:
         flavors = _gpu_flavors(one(stack, "ClusterQueue", tenant.name))
+        if kueue.whole_nodes_pools(spec, tenant):  # whole-node pools' quota: the tenant's `whole-nodes` queue
+            flavors |= _gpu_flavors(one(stack, "ClusterQueue", kueue.whole_nodes_queue_name(tenant)))
         for q in tenant.quotas:
             pool = spec.pool(q.pool)
             offered = resources_per_gpu(pool, catalog)
@@ -128,8 +131,9 @@ def test_prod_mig_tenants_get_mig_quota() -> None:
 
 
 def test_borrowing_and_lending_limits_in_pool_units() -> None:
-    flavors = _gpu_flavors(one("prod", "ClusterQueue", "llm-training"))
+    flavors = _gpu_flavors(one("prod", "ClusterQueue", "llm-training-whole-nodes"))
     assert flavors["train-h100-reserved"]["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": 24, "lendingLimit": 8}
+    assert "train-h100-reserved" not in _gpu_flavors(one("prod", "ClusterQueue", "llm-training"))
     mig = _gpu_flavors(one("prod", "ClusterQueue", "search-ranking"))["infer-h100-mig"]["nvidia.com/mig-3g.40gb"]
     assert mig == {"name": "nvidia.com/mig-3g.40gb", "nominalQuota": 8, "borrowingLimit": 8}
 

@@ -71,7 +71,7 @@ def _kueue_config(plan: Plan) -> dict[str, Any]:
 
 def test_a_32_efa_training_pod_is_admitted_on_the_reserved_h100_flavor() -> None:
     plan = plan_for("prod")
-    cq = _objects(plan, "ClusterQueue")[TENANT]
+    cq = _objects(plan, "ClusterQueue")[f"{TENANT}-whole-nodes"]  # the reserved EFA pool is a whole-node pool
     assigned = kueue_admit(TRAINING_POD, cq, _objects(plan, "ResourceFlavor"), _kueue_config(plan))
     assert assigned["nvidia.com/gpu"] == RESERVED
     assert efa.EFA_RESOURCE not in assigned and "hugepages-2Mi" not in assigned
@@ -82,7 +82,7 @@ def test_without_the_exclusion_kueue_keeps_the_pod_pending() -> None:
     plan = plan_for("prod")
     config = {k: v for k, v in _kueue_config(plan).items() if k != "resources"}
     with pytest.raises(AssertionError, match=re.escape("resource vpc.amazonaws.com/efa unavailable in ClusterQueue")):
-        kueue_admit(TRAINING_POD, _objects(plan, "ClusterQueue")[TENANT], _objects(plan, "ResourceFlavor"), config)
+        kueue_admit(TRAINING_POD, _objects(plan, "ClusterQueue")[f"{TENANT}-whole-nodes"], _objects(plan, "ResourceFlavor"), config)
 
 
 def test_stacks_without_efa_leave_kueue_accounting_alone() -> None:

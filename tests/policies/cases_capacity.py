@@ -129,12 +129,12 @@ CAPACITY_CASES: list[Case] = [
         on=BLOCK_NG,
         says="Capacity Block of pool train-h100-block starts on 2099-01-05 but its flavor carries quota now",
     ),
-    # What the platform renders before a block starts: the flavor at 0 quota.
+    # What the platform renders before a block starts: the flavor at 0 quota (the block is the default queue's first training flavor).
     silent(
         "capacity-block-in-dates",
         "no-quota-before-start",
         block_dates("2099-01-05", "2099-02-02"),
-        at("kueue-clusterqueue-llm-training", {"spec.resourceGroups.1.flavors.1.resources.0.nominalQuota": 0}),
+        at("kueue-clusterqueue-llm-training", {"spec.resourceGroups.1.flavors.0.resources.0.nominalQuota": 0}),
     ),
     *compliant("kueue-quota-fits-pool", "prod"),
     fires(
@@ -169,6 +169,17 @@ CAPACITY_CASES: list[Case] = [
         on="pool-infer-h100-mig-ng",
         says="pool infer-h100-mig has no ResourceFlavor whose node labels and tolerations reach its nodes",
     ),
+    # Each tenant's whole-node pools sit in its TAS-only `whole-nodes` queue; its default queue has no TAS flavor.
+    *compliant("kueue-tas-queues-not-mixed", "prod", "onprem"),
+    fires(
+        "kueue-tas-queues-not-mixed",
+        "on-demand-flavor-made-topology-aware",
+        at("kueue-flavor-train-h100-ondemand", {"spec.topologyName": "hostname"}),
+        on="kueue-clusterqueue-llm-training",
+        says="mixes topology-aware flavors (train-h100-ondemand) with others (default-cpu, train-h100-block)",
+    ),
+    # A TAS-only queue is what Kueue places implicitly: another Topology on its flavor changes nothing here.
+    silent("kueue-tas-queues-not-mixed", "other-topology", at("kueue-flavor-train-h100-reserved", {"spec.topologyName": "ec2-network"})),
     # The Spot pools' fallback groups are reached by their Spot flavors alone.
     *compliant("spot-fallback-sized", "prod", "staging"),
     # Before: the L4 Spot flavor selected a group label the serving tenant's on-demand pool carried too.

@@ -98,3 +98,27 @@ def insufficient(requests: Mapping[str, Decimal], allocatable: Mapping[str, Any]
         if want > have:
             out.append(f"Insufficient {name} (asks {want}, a node offers {have})")
     return out
+
+
+MAX_NODE_SCORE = 100
+
+
+def least_allocated_node(nodes: Mapping[str, Mapping[str, int]], used: Mapping[str, Mapping[str, int]], request: Mapping[str, int]) -> str | None:
+    """Where kube-scheduler puts a pod by default: the feasible node with the highest LeastAllocated score.
+
+    pkg/scheduler/framework/plugins/noderesources/least_allocated.go leastResourceScorer: per scored resource
+    (capacity - requested) * MaxNodeScore / capacity, weighted; the default NodeResourcesFit scoring
+    (apis/config/v1 defaults.go) scores cpu and memory, weight 1 each: GPUs are not scored, so pods spread by
+    cpu and memory. `nodes`: allocatable; `used`: requested so far; feasibility is NodeResourcesFit's filter.
+    Ties go to the first name (the scheduler picks among ties at random).
+    """
+    best: tuple[float, str] | None = None
+    for name in sorted(nodes):
+        alloc, taken = nodes[name], used.get(name, {})
+        if any(taken.get(r, 0) + v > alloc.get(r, 0) for r, v in request.items()):
+            continue
+        scored = [r for r in ("cpu", "memory") if alloc.get(r, 0) > 0]
+        score = sum((alloc[r] - taken.get(r, 0) - request.get(r, 0)) * MAX_NODE_SCORE / alloc[r] for r in scored) / max(1, len(scored))
+        if best is None or score > best[0]:
+            best = (score, name)
+    return None if best is None else best[1]

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
-from gpu_platform.behaviour import admission, kueue, limitrange, networkpolicy, pod_security, resourcequota, scheduler, volcano
+from gpu_platform.behaviour import admission, kueue, kueue_tas, limitrange, networkpolicy, pod_security, resourcequota, scheduler, volcano
 from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.explain.view import PoolView, StackView
-from gpu_platform.k8s.kueue import CPU_FLAVOR
+from gpu_platform.k8s.kueue import CPU_FLAVOR, WHOLE_NODES_QUEUE
 from gpu_platform.k8s.tenant_network import cluster_services, destinations
 from gpu_platform.pools import gpus_per_node, spot_quota_gpus
 
@@ -115,6 +115,7 @@ class Walk:
             self.priority()
             self.kueue_resources()
             self.flavor()
+            self.topology()
             self.fallback()
             self.pod_admission()
             pools = self.node_pool()
@@ -316,6 +317,9 @@ class Walk:
         failed = [c for c in self.choices if c.flavor is None]
         if failed:
             detail = "; ".join(f"pod set {c.pod_set} ({', '.join(c.resources)}): " + "; ".join(c.tried) for c in failed)
+            whole = self.view.find("LocalQueue", WHOLE_NODES_QUEUE, self.out.namespace)
+            if whole is not None and self.out.cluster_queue != whole["spec"]["clusterQueue"]:
+                detail += f"; this tenant's whole-node pools' quota is in another queue: label the job kueue.x-k8s.io/queue-name: {WHOLE_NODES_QUEUE}"
             self.add("kueue-flavor", "blocked", f"{self._no_flavor_summary(failed)}no flavor admits it: {detail}", src)
         gpu = [c for c in self.choices if c.flavor != CPU_FLAVOR]
         self.out.flavor = (gpu or self.choices)[0].flavor if self.choices else None
@@ -330,6 +334,51 @@ class Walk:
         selector = dict(wl.pod_sets[0].spec.get("nodeSelector") or {}) if wl and wl.pod_sets else {}
         picked = ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
         return f"ClusterQueue {self.out.cluster_queue} has no quota for {picked or 'the node affinity asked'}: "
+
+    def topology(self) -> None:
+        """Per-node placement on a topology-aware flavor, replayed on the pool's nodes with nothing else running.
+
+        kueue pkg/cache/scheduler/tas_flavor_snapshot.go FindTopologyAssignment (gpu_platform.behaviour.kueue_tas): the
+        pod sets are placed one after another as Kueue's `whole-nodes` queue places them (implied, unconstrained at the
+        hostname); a pod set that does not fit the empty pool is never admitted.
+        """
+        if self.workload is None:
+            return
+        src = "kueue pkg/cache/scheduler/tas_flavor_snapshot.go FindTopologyAssignment, findLevelWithFitDomains (TASProfileMixed)"
+        placed: dict[str, list[kueue_tas.Node]] = {}
+        details = []
+        for c in self.choices:
+            flavor = self.view.find("ResourceFlavor", str(c.flavor)) or {}
+            pool = self._pool_of_flavor(c.flavor)
+            if "topologyName" not in (flavor.get("spec") or {}) or pool is None:
+                continue
+            ps = next(p for p in self.workload.pod_sets if p.name == c.pod_set)
+            nodes = placed.setdefault(pool.pool.name, _empty_nodes(pool))
+            # What the view cannot know of the nodes (on-prem cpu and memory) is left out, as _checkable does.
+            request = {k: v for k, v in _tas_request(kueue.pod_requests(ps.spec)).items() if k in nodes[0].free} if nodes else {}
+            where = kueue_tas.place(nodes, ps.count, request)
+            if where is None:
+                empty = _empty_nodes(pool)
+                whole = kueue_tas.fits(empty[0], request) if empty else 0
+                short = [
+                    f"{k} {_unit(k, v)} > {_unit(k, empty[0].free.get(k, 0))}"
+                    for k, v in sorted(request.items())
+                    if empty and v > empty[0].free.get(k, 0)
+                ]
+                limit = f"; a pod asks more than a node has: {', '.join(short)}" if short else ""
+                self.add(
+                    "kueue-topology",
+                    "blocked",
+                    f"pod set {ps.name}: {ps.count} pods of {_brief(request)} do not fit {pool.pool.name}'s {len(empty)} nodes "
+                    f"({whole} such pods per node{limit}): Kueue never admits it",
+                    src,
+                )
+                return
+            kueue_tas.admit(nodes, where, request)
+            per = ", ".join(f"{n} x{k}" for n, k in sorted(where.items()))
+            details.append(f"pod set {ps.name}: {ps.count} pods on {len(where)} of {pool.pool.name}'s {len(nodes)} nodes ({per})")
+        if details:
+            self.add("kueue-topology", "ok", "; ".join(details) + "; admitted only when these nodes have room", src)
 
     def fallback(self) -> None:
         """Where pods admitted to a Spot or Capacity Block flavor go when that capacity does not come."""
@@ -598,6 +647,39 @@ class Walk:
             if p.pool.name == flavor:
                 return p
         return None
+
+
+def _tas_request(requests: Mapping[str, Decimal]) -> dict[str, int]:
+    """A pod's requests in TAS's integer units: millicores, MiB, and whole units of everything else."""
+    out = {}
+    for name, v in requests.items():
+        if name == "cpu":
+            out[name] = int(v * 1000)
+        elif name in ("memory", "ephemeral-storage") or name.startswith("hugepages-"):
+            out[name] = int(v / (1 << 20))
+        else:
+            out[name] = int(v)
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def _empty_nodes(pool: PoolView) -> list[kueue_tas.Node]:
+    """The pool's nodes at full size with nothing on them, in TAS's units (what explain can know of them)."""
+    free = _tas_request({k: parse_quantity(v) for k, v in pool.allocatable.items()})
+    free["pods"] = 110
+    return [kueue_tas.Node(f"{pool.pool.name}-{i}", dict(free)) for i in range(pool.max_nodes)]
+
+
+def _unit(name: str, value: int) -> str:
+    """A TAS quantity as a user writes it: cores, GiB, or the count."""
+    if name == "cpu":
+        return f"{value / 1000:g}"
+    if name in ("memory", "ephemeral-storage") or name.startswith("hugepages-"):
+        return f"{value / 1024:g}Gi"
+    return str(value)
+
+
+def _brief(request: Mapping[str, int]) -> str:
+    return ", ".join(f"{v} {k}" for k, v in sorted(request.items()) if "/" in k) or "no GPUs"
 
 
 def _checkable(requests: Mapping[str, Decimal], allocatable: Mapping[str, Any]) -> dict[str, Decimal]:

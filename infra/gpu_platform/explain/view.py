@@ -104,8 +104,13 @@ class StackView:
             out.append(kueue.cpu_flavor())
             out += [kueue.resource_flavor(p, catalog) for p in spec.node_pools]
             out += kueue.workload_priority_classes()
+            out += kueue.topologies(spec)
             out += [kueue.cluster_queue(spec, catalog, t) for t in spec.tenants]
             out += [kueue.local_queue(t) for t in spec.tenants]
+            for t in spec.tenants:
+                whole = kueue.whole_nodes_queue(spec, catalog, t)
+                if whole is not None:
+                    out += [whole, kueue.whole_nodes_local_queue(t)]
         if spec.queueing.volcano.enabled:
             out += [volcano.queue(spec, catalog, t) for t in spec.tenants]
             out.append(default_queue(spec, catalog))

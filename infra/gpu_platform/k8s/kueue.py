@@ -8,6 +8,7 @@ layouts) share a group and list every covered resource (0 where the pool offers 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -23,6 +24,7 @@ from gpu_platform.k8s.gpu_operator import controller_node_selector
 from gpu_platform.k8s.objects import KUEUE_NAMESPACE, LABEL_TENANT, Manifest, create, metadata, release_in_namespace, tolerations
 from gpu_platform.k8s.tenants import PRIORITY_TEXT, PRIORITY_VALUES
 from gpu_platform.pools import (
+    GPU_RESOURCE,
     LABEL_GPU_MODEL,
     LABEL_POOL,
     LABEL_SPOT_FALLBACK,
@@ -35,6 +37,8 @@ from gpu_platform.pools import (
     node_taints,
     resources_for_gpus,
     resources_per_gpu,
+    topology_levels,
+    whole_nodes,
 )
 from gpu_platform.provenance import pool_key, source, tenant_key
 from gpu_platform.spec.models import NodePool, PlatformSpec, Tenant
@@ -82,12 +86,39 @@ def resource_flavor(pool: NodePool, catalog: Catalog) -> Manifest:
     toleration_list = tolerations(taints)
     if has_fallback(pool):
         toleration_list += tolerations([fallback_taint(pool.name)])
-    spec = {
+    spec: dict[str, Any] = {
         "nodeLabels": flavor_node_labels(pool, catalog),
         "nodeTaints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
         "tolerations": toleration_list,
     }
+    if whole_nodes(pool):
+        spec["topologyName"] = topology_name(pool)
     return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": metadata(flavor_name(pool), labels={LABEL_POOL: pool.name}), "spec": spec}
+
+
+WHOLE_NODES_QUEUE = "whole-nodes"
+HOSTNAME_TOPOLOGY = "hostname"
+NETWORK_TOPOLOGY = "ec2-network"
+
+
+def topology_name(pool: NodePool) -> str:
+    """The Kueue Topology a whole-node pool's flavor names: hostname only, or the EC2 network layers above it."""
+    return NETWORK_TOPOLOGY if pool.network_topology else HOSTNAME_TOPOLOGY
+
+
+def topologies(spec: PlatformSpec) -> list[Manifest]:
+    """One Topology per level list the stack's whole-node pools use.
+
+    apis/kueue/v1beta2 topology_types.go: levels top to bottom, `kubernetes.io/hostname` only last, immutable.
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    for pool in spec.node_pools:
+        if whole_nodes(pool):
+            out[topology_name(pool)] = topology_levels(pool)
+    return [
+        {"apiVersion": API, "kind": "Topology", "metadata": metadata(name), "spec": {"levels": [{"nodeLabel": level} for level in levels]}}
+        for name, levels in sorted(out.items())
+    ]
 
 
 def cpu_flavor() -> Manifest:
@@ -96,10 +127,15 @@ def cpu_flavor() -> Manifest:
 
 
 def gpu_groups(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> list[tuple[list[str], list[NodePool]]]:
-    """(covered resources, pools in flavor order) per resource group; pools sharing a resource share a group."""
+    """(covered resources, pools in flavor order) per resource group of the default queue.
+
+    Pools sharing a resource share a group. Whole-node pools are left out: they are the `whole-nodes` queue's.
+    """
     groups: list[tuple[set[str], list[NodePool]]] = []
     for q in tenant.quotas:
         pool = spec.pool(q.pool)
+        if whole_nodes(pool):
+            continue
         names = set(resources_per_gpu(pool, catalog))
         touching = [g for g in groups if g[0] & names]
         merged: tuple[set[str], list[NodePool]] = (names, [pool])
@@ -157,6 +193,10 @@ def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant, today: d
                 resources.append(entry)
             flavors.append({"name": flavor_name(pool), "resources": resources})
         resource_groups.append({"coveredResources": covered, "flavors": flavors})
+    return _queue(spec, tenant, tenant.name, resource_groups)
+
+
+def _queue(spec: PlatformSpec, tenant: Tenant, name: str, resource_groups: list[dict[str, Any]]) -> Manifest:
     body: dict[str, Any] = {
         "cohortName": tenant.cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": tenant.ns}},
@@ -168,7 +208,66 @@ def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant, today: d
         "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "BorrowingOverPreemption"},
         "fairSharing": {"weight": tenant.fair_share_weight},
     }
-    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": metadata(tenant.name, labels={LABEL_TENANT: tenant.name}), "spec": body}
+    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": metadata(name, labels={LABEL_TENANT: tenant.name}), "spec": body}
+
+
+def whole_nodes_queue_name(tenant: Tenant) -> str:
+    """The ClusterQueue of a tenant's quota on whole-node pools."""
+    return f"{tenant.name}-{WHOLE_NODES_QUEUE}"
+
+
+def whole_nodes_pools(spec: PlatformSpec, tenant: Tenant) -> list[NodePool]:
+    """The whole-node pools the tenant has quota on, in flavor order."""
+    pools = [spec.pool(q.pool) for q in tenant.quotas if whole_nodes(spec.pool(q.pool))]
+    return sorted(pools, key=lambda p: (TIER_ORDER[p.capacity], p.name))
+
+
+def node_share(pool: NodePool, catalog: Catalog, tenant: Tenant) -> tuple[float, float]:
+    """(cpu cores, memory GiB) that come with one GPU of the pool.
+
+    The instance's share on EKS; on-prem, where the node's size is not declared, the tenant's own ceilings (the
+    namespace ResourceQuota bounds them anyway).
+    """
+    if pool.instance_types:
+        instance = catalog.instance(pool.instance_types[0])
+        return instance.vcpu / instance.gpus, instance.memory_gib / instance.gpus
+    return float(tenant.resources.cpu), float(tenant.resources.memory_gib)
+
+
+def whole_nodes_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Manifest | None:
+    """The tenant's `<tenant>-whole-nodes` ClusterQueue: its quota on whole-node pools, every flavor topology-aware.
+
+    Kueue places pod sets on TAS flavors only in a ClusterQueue whose every flavor is one (kueue
+    pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS: in a mixed queue a pod set
+    without a topology annotation is refused by the TAS flavors, one with it by every other flavor covering a resource
+    it asks, `default-cpu` included). So the queue covers cpu, memory and GPUs in one resource group on the TAS
+    flavors; with no annotation each pod set is placed as `unconstrained` at the hostname level (isTASImplied,
+    LeastFreeCapacity: fullest node that fits first, so small pods leave whole nodes free). Same cohort, preemption
+    and fair share as the tenant's default queue; cpu and memory quota come with the GPUs (node_share).
+    """
+    pools = whole_nodes_pools(spec, tenant)
+    if not spec.queueing.kueue.enabled or not pools:
+        return None
+    quotas = {q.pool: q for q in tenant.quotas}
+    flavors = []
+    for pool in pools:
+        q = quotas[pool.name]
+        cpu, mem = node_share(pool, catalog, tenant)
+        gpus = resources_for_gpus(pool, catalog, q.gpus).get(GPU_RESOURCE, 0)
+        gpu: dict[str, Any] = {"name": GPU_RESOURCE, "nominalQuota": gpus}
+        if q.borrowing_limit is not None:
+            gpu["borrowingLimit"] = q.borrowing_limit
+        if q.lending_limit is not None:
+            gpu["lendingLimit"] = q.lending_limit
+        share = q.gpus if pool.instance_types else 1
+        resources = [
+            {"name": "cpu", "nominalQuota": math.floor(cpu * share)},
+            {"name": "memory", "nominalQuota": f"{math.floor(mem * share)}Gi"},
+            gpu,
+        ]
+        flavors.append({"name": flavor_name(pool), "resources": resources})
+    groups = [{"coveredResources": ["cpu", "memory", GPU_RESOURCE], "flavors": flavors}]
+    return _queue(spec, tenant, whole_nodes_queue_name(tenant), groups)
 
 
 def local_queue(tenant: Tenant) -> Manifest:
@@ -178,6 +277,16 @@ def local_queue(tenant: Tenant) -> Manifest:
         "kind": "LocalQueue",
         "metadata": metadata(LOCAL_QUEUE, tenant.ns, {LABEL_TENANT: tenant.name}),
         "spec": {"clusterQueue": tenant.name},
+    }
+
+
+def whole_nodes_local_queue(tenant: Tenant) -> Manifest:
+    """The LocalQueue `whole-nodes` in the tenant namespace (jobs name it: `kueue.x-k8s.io/queue-name: whole-nodes`)."""
+    return {
+        "apiVersion": API,
+        "kind": "LocalQueue",
+        "metadata": metadata(WHOLE_NODES_QUEUE, tenant.ns, {LABEL_TENANT: tenant.name}),
+        "spec": {"clusterQueue": whole_nodes_queue_name(tenant)},
     }
 
 
@@ -315,12 +424,19 @@ class Kueue(pulumi.ComponentResource):
         for pool in spec.node_pools:
             with source(pool_key(spec, pool.name)):
                 create(f"{name}-flavor-{pool.name}", resource_flavor(pool, catalog), crd)
+        for topo in topologies(spec):
+            create(f"{name}-topology-{topo['metadata']['name']}", topo, crd)
         for wpc in workload_priority_classes():
             create(f"{name}-priority-{wpc['metadata']['name']}", wpc, crd)
         for t in spec.tenants:
+            whole = whole_nodes_queue(spec, catalog, t)
             with source(tenant_key(spec, t.name) + ".quotas"):
                 create(f"{name}-clusterqueue-{t.name}", cluster_queue(spec, catalog, t), crd)
+                if whole is not None:
+                    create(f"{name}-clusterqueue-{whole['metadata']['name']}", whole, crd)
             in_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release, args.tenant_namespaces[t.name]])
             with source(tenant_key(spec, t.name)):
                 create(f"{name}-localqueue-{t.name}", local_queue(t), in_ns)
+                if whole is not None:
+                    create(f"{name}-localqueue-{t.name}-{WHOLE_NODES_QUEUE}", whole_nodes_local_queue(t), in_ns)
         self.register_outputs({})

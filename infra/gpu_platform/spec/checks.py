@@ -7,7 +7,7 @@ from collections import Counter
 from gpu_platform.aws.access import unreachable_reason
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import Problem, did_you_mean, one_of
-from gpu_platform.pools import FALLBACK_SUFFIX
+from gpu_platform.pools import FALLBACK_SUFFIX, NETWORK_TOPOLOGY_FAMILIES, always_present, whole_nodes
 from gpu_platform.pools import RESERVED_LABEL_PREFIXES as RESERVED_PREFIXES
 from gpu_platform.spec import aws_values
 from gpu_platform.spec.identity_checks import check_identity
@@ -171,6 +171,7 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
     add = out.append
     out += _check_node_labels(pool, at, spec.is_eks, file)
     out += _check_fallback(spec, pool, at, file)
+    out += _check_whole_nodes(spec, pool, at, file)
     gpu_name: str | None = None
     if spec.is_eks:
         if pool.scaling is None:
@@ -304,6 +305,32 @@ def _check_fallback(spec: PlatformSpec, pool: NodePool, at: str, file: str) -> l
             )
         ]
     return []
+
+
+def _check_whole_nodes(spec: PlatformSpec, pool: NodePool, at: str, file: str) -> list[Problem]:
+    """`wholeNodes` only where Kueue's TAS can place pods; `networkTopology` only where AWS sets the labels."""
+    out: list[Problem] = []
+    if pool.whole_nodes:
+        if not always_present(pool):
+            # kueue pkg/cache/scheduler/tas_flavor_snapshot.go findLevelWithFitDomains: no node, no domain, no fit; the
+            # job stays suspended, so no pod asks the autoscaler for one (only a ProvisioningRequest check would).
+            out.append(
+                Problem(
+                    file,
+                    f"{at}.wholeNodes",
+                    f"a {pool.capacity} pool that can scale to zero: Kueue's topology placement needs its nodes to exist",
+                    "allowed: on reserved pools with min = max, and on-prem pools",
+                )
+            )
+        if pool.sharing.mode != "none":
+            out.append(Problem(file, f"{at}.wholeNodes", f"on a {pool.sharing.mode} pool", "allowed: on pools of whole GPUs (sharing: none)"))
+    if pool.network_topology:
+        families = ", ".join(NETWORK_TOPOLOGY_FAMILIES)
+        if not (spec.is_eks and pool.efa and whole_nodes(pool)):
+            out.append(Problem(file, f"{at}.networkTopology", "needs an EKS EFA pool with wholeNodes", "allowed: true on such pools only"))
+        elif bad := [t for t in pool.instance_types if t.split(".")[0] not in NETWORK_TOPOLOGY_FAMILIES]:
+            out.append(Problem(file, f"{at}.networkTopology", f"AWS gives {bad[0]} no network topology labels", f"allowed: types of {families}"))
+    return out
 
 
 def _check_node_labels(pool: NodePool, at: str, eks: bool, file: str) -> list[Problem]:

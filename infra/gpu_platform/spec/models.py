@@ -193,6 +193,13 @@ class NodePool(Model):
     fallback: StrictBool | None = None
     """Spot pools (EKS): `true` (default) adds an on-demand node group `<name>-fallback` of the same instance types,
     sized to the tenants' quota on the pool and reachable only by the pool's Spot pods; `false`: Spot pods wait for Spot."""
+    whole_nodes: StrictBool | None = None
+    """Kueue Topology-Aware Scheduling on the pool: its quota moves to each tenant's `whole-nodes` queue, which places
+    pods on nodes that have room for them (default: on for training pools whose nodes always exist: EKS reserved,
+    on-prem)."""
+    network_topology: StrictBool = False
+    """With `wholeNodes` on EKS EFA pools of types AWS labels: the Topology also has the EC2 network layers
+    (`topology.k8s.aws/network-node-layer-1..3`), so a job can ask for one network block."""
     _fallback_for: str | None = PrivateAttr(default=None)
 
 

@@ -231,6 +231,34 @@ def pool_has_flavor(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
+    "kueue-tas-queues-not-mixed",
+    "No ClusterQueue mixes topology-aware flavors with others: Kueue would refuse unannotated pod sets on the first and annotated ones on the rest.",
+    "mandatory",
+    "stack",
+    category="capacity",
+)
+def kueue_tas_queues_not_mixed(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Kueue's tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS (gpu_platform.behaviour.kueue_tas), at the lockfile's tag.
+
+    In a queue that is not TAS-only, a pod set without a topology annotation is refused by every flavor with a
+    topologyName ("supports only TopologyAwareScheduling"), and one with it by every other flavor covering a
+    resource it asks, the cpu flavor included: either the topology-aware capacity is unreachable or the job is
+    never admitted. The platform keeps topology-aware flavors in each tenant's `whole-nodes` queue.
+    """
+    flavors = {object_name(f): f for f in objects(plan, "ResourceFlavor", KUEUE)}
+    for r in objects(plan, "ClusterQueue", KUEUE):
+        names = [str(f.get("name")) for g in get(r.inputs, "spec", "resourceGroups", default=[]) or [] for f in g.get("flavors", [])]
+        tas = sorted(n for n in names if n in flavors and get(flavors[n].inputs, "spec", "topologyName"))
+        rest = sorted(set(names) - set(tas))
+        if tas and rest:
+            yield Finding(
+                r.name,
+                f"ClusterQueue {object_name(r)} mixes topology-aware flavors ({', '.join(tas)}) with others ({', '.join(rest)}): Kueue refuses "
+                "pod sets without a topology annotation on the first and those with one on the rest; keep topology-aware flavors in their own queue",
+            )
+
+
+@rule(
     "spot-fallback-sized",
     "A Spot flavor that promises a fallback reaches on-demand nodes for all of its quota, and only its own: no other flavor selects them.",
     "mandatory",
