@@ -20,7 +20,20 @@ class Problem:
 
     def __str__(self) -> str:
         line = f"{self.file}: {self.path or '<root>'}: {self.message}"
-        return f"{line}; {self.allowed}" if self.allowed else line
+        return printable(f"{line}; {self.allowed}" if self.allowed else line)
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character escaped, so one problem stays one line on a terminal or CI log.
+
+    A key or value a file carries is echoed back in messages; a newline in it would split the line (and could
+    start a forged `::error` workflow command), an escape sequence would drive the terminal, a bidirectional
+    override would reorder what the reader sees. Python's str.isprintable (Unicode categories other than
+    letters, marks, numbers, punctuation, symbols and the space) decides.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class ConfigError(Exception):

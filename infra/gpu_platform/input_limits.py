@@ -17,6 +17,7 @@ Each refusal is one line naming the file, the line and what is allowed.
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,29 @@ MANIFEST = Limits(max_bytes=64 * 2**20, max_depth=8)
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:g} MiB"
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why `path` cannot be read as an input file, or None for a regular file (symlinks followed).
+
+    Missing, or a FIFO, device or socket: reading one could block or never end.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "file not found"
+    if stat.S_ISREG(mode):
+        return None
+    kind = (
+        "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a file"
+    )
+    return f"is {kind}, not a regular file"
 
 
 def check_size(path: Path, limits: Limits, allowed: str) -> None:

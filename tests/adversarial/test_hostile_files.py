@@ -67,6 +67,28 @@ def _file(name: str, text: str) -> Callable[[Path], Path]:
     return make
 
 
+def _bytes(name: str, data: bytes) -> Callable[[Path], Path]:
+    def make(d: Path) -> Path:
+        path = d / name
+        path.write_bytes(data)
+        return path
+
+    return make
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _link(path: Path, target: Path) -> Path:
+    path.symlink_to(target)
+    return path
+
+
+TRACE_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+
+
 def _stack(text: str) -> Callable[[Path], list[str]]:
     return lambda d: ["plan", "--config", str(_file("Pulumi.evil.yaml", text)(d))]
 
@@ -102,6 +124,53 @@ CASES = [
         lambda d: ["capacity", "plan", "--config", str(STACK), "--demand", str(_file("d.json", PROMETHEUS_1E20)(d))],
         "is not a date a Prometheus sample can carry",
     ),
+    # A key carrying a newline and an escape sequence: echoed escaped, so it cannot split the line, forge a
+    # `::error` workflow command in a CI log or drive the terminal (errors.printable).
+    Hostile(
+        "stack-key-with-newline-and-escape", _stack(stack_with('  "gpu-platform:ta\\e[2Jgs\\n::error file=x::forged": 1\n')), "\\x1b[2Jgs\\n::error"
+    ),
+    Hostile("stack-key-with-bidi-override", _stack(stack_with('  "gpu-platform:t\\u202eags": {}\n')), "t\\u202eags"),
+    Hostile(
+        "stack-python-object-tag",
+        _stack('config:\n  gpu-platform:tags: !!python/object/apply:os.system ["id"]\n'),
+        "could not determine a constructor",
+    ),
+    Hostile("stack-tab-indentation", _stack("config:\n\tgpu-platform:tags: {}\n"), "found character that cannot start any token"),
+    Hostile("stack-not-utf8", lambda d: ["plan", "--config", str(_bytes("Pulumi.evil.yaml", b"\xff\xfe\x00config")(d))], "not UTF-8 text"),
+    Hostile("stack-is-a-fifo", lambda d: ["plan", "--config", str(_fifo(d / "Pulumi.evil.yaml"))], "is a FIFO, not a regular file"),
+    Hostile("stack-links-to-dev-zero", lambda d: ["plan", "--config", str(_link(d / "Pulumi.evil.yaml", Path("/dev/zero")))], "is a device"),
+    Hostile("stack-top-level-list", _stack("- config\n- x\n"), "top level is a list, not a mapping"),
+    Hostile(
+        "workload-is-a-fifo",
+        lambda d: ["explain", "--config", str(STACK), "--workload", str(_fifo(d / "w.yaml"))],
+        "is a FIFO, not a regular file",
+    ),
+    Hostile(
+        "workload-two-documents",
+        lambda d: ["explain", "--config", str(STACK), "--workload", str(_file("w.yaml", "---\nkind: Pod\n---\nkind: Pod\n")(d))],
+        "2 documents",
+    ),
+    Hostile(
+        "trace-time-1e23",
+        lambda d: [
+            "capacity",
+            "plan",
+            "--demand",
+            str(_file("t.csv", TRACE_HEADER + "p1,1000,1000,1,1000,,LS,Running,100,99999999999999999999999,100\n")(d)),
+        ],
+        "is out of range; allowed: seconds from the trace's start",
+    ),
+    Hostile(
+        "trace-negative-gpus",
+        lambda d: ["capacity", "plan", "--demand", str(_file("t.csv", TRACE_HEADER + "p1,1000,1000,-3,1000,,LS,Running,100,200,100\n")(d))],
+        "out of range",
+    ),
+    Hostile(
+        "trace-deleted-before-created",
+        lambda d: ["capacity", "plan", "--demand", str(_file("t.csv", TRACE_HEADER + "p1,1000,1000,1,1000,,LS,Running,300,200,100\n")(d))],
+        "is before creation_time",
+    ),
+    Hostile("demand-is-a-device", lambda d: ["capacity", "plan", "--demand", "/dev/zero"], "is a device, not a regular file"),
     Hostile("render-into-root", lambda d: ["render", "--config", str(STACK), "--out", "/"], "is the root of the file system"),
     Hostile("render-into-home", lambda d: ["render", "--config", str(STACK), "--out", str(Path.home())], "is the home folder"),
     Hostile("render-into-the-repository", lambda d: ["render", "--config", str(STACK), "--out", str(ROOT)], "is a repository or project root"),

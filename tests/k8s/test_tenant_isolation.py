@@ -20,6 +20,8 @@ from gpu_platform.behaviour.kueue import assign_flavors, flavor_mismatch, kueue_
 from gpu_platform.behaviour.rbac import rules_allow
 from gpu_platform.behaviour.scheduler import untolerated_taint
 from gpu_platform.catalog import load_catalog
+from gpu_platform.k8s import tenants
+from gpu_platform.k8s.isolation import owned_policy
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
 from gpu_platform.pools import LABEL_SPOT_FALLBACK as FALLBACK_LABEL
 from gpu_platform.pools import fallback_pool, max_gpus, node_groups, node_labels, node_taints, spot_quota_gpus
@@ -300,3 +302,60 @@ def test_a_tenants_own_podgroup_names_its_own_queue_and_tier(stack: str) -> None
     assert refused is not None and "its own Volcano queue" in refused
     if low.priority != "production-training":
         assert priority_denial(stack, podgroup(minMember=2, queue=low.name, priorityClassName="gpu-production-training"), ns) is not None
+
+
+@pytest.mark.parametrize("stack", ["prod", "onprem"])
+def test_tenants_cannot_remove_kueues_scheduling_gates(stack: str) -> None:
+    """`gpu-platform-kueue-gates` evaluated as kube-apiserver does: a tenant user or service account updating its own
+    pod may not drop `kueue.x-k8s.io/admission` (the pod would start outside its quota) nor `kueue.x-k8s.io/topology`;
+    Kueue's controller may (that is how it admits), and a tenant may change its own gates."""
+    policy = one(stack, "ValidatingAdmissionPolicy", "gpu-platform-kueue-gates")
+    assert one(stack, "ValidatingAdmissionPolicyBinding", "gpu-platform-kueue-gates")["spec"]["validationActions"] == ["Deny"]
+    tenant = spec_for(stack).tenants[0]
+    ns = one(stack, "Namespace", tenant.ns)
+    pod_kind = {"group": "", "version": "v1", "kind": "Pod"}
+
+    def pod(*gates: str) -> dict[str, Any]:
+        spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+        if gates:
+            spec["schedulingGates"] = [{"name": g} for g in gates]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": tenant.ns}, "spec": spec}
+
+    sa = {"username": f"system:serviceaccount:{tenant.ns}:default", "groups": ["system:serviceaccounts", f"system:serviceaccounts:{tenant.ns}"]}
+    kueue_sa = {"username": "system:serviceaccount:kueue-system:kueue-controller-manager", "groups": ["system:serviceaccounts"]}
+    gated = pod("kueue.x-k8s.io/admission", "example.com/mine")
+    for who in (_tenant_user(tenant.groups[0]), sa):
+        for old, new in ((gated, pod("example.com/mine")), (gated, pod()), (pod("kueue.x-k8s.io/topology"), pod())):
+            denied = vap_validation_denial(policy, pod_kind, new, ns, "UPDATE", old=old, user=who)
+            assert denied is not None and "are Kueue's" in denied, (who, old["spec"], new["spec"])
+        # Its own gate, and any other change that keeps Kueue's gate, pass.
+        assert vap_validation_denial(policy, pod_kind, pod("kueue.x-k8s.io/admission"), ns, "UPDATE", old=gated, user=who) is None
+    assert vap_validation_denial(policy, pod_kind, pod("example.com/mine"), ns, "UPDATE", old=gated, user=kueue_sa) is None
+
+
+def test_egress_boundary_keeps_tenant_policies_from_opening_egress() -> None:
+    """`network.egressBoundary: true` labels the namespace; `gpu-platform-owned-objects` then refuses a tenant's own
+    NetworkPolicy that carries `egress` rules (NetworkPolicies are additive: it would open that path), while
+    ingress-only policies and the deployer pass. Without the setting the stack's egress is a default (admitted)."""
+    raw = read_stack_config(stack_path("prod"))
+    tenant_raw = raw["gpu-platform:tenants"][0]
+    tenant_raw["network"] = {**(tenant_raw.get("network") or {}), "egressBoundary": True}
+    spec = spec_from_config(raw, "prod", "Pulumi.prod.yaml")
+    tenant = spec.tenants[0]
+    policy = owned_policy(spec)
+    bounded = tenants.namespace(spec, tenant)
+    assert bounded["metadata"]["labels"]["gpu-platform.io/egress-boundary"] == "true"
+    free = tenants.namespace(spec_for("prod"), spec_for("prod").tenants[0])
+    widen = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "to-the-world", "namespace": tenant.ns},
+        "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]},
+    }
+    ingress_only = {**widen, "spec": {"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}}
+    who = _tenant_user(tenant.groups[0])
+    denied = vap_validation_denial(policy, NETPOL_KIND, widen, bounded, "CREATE", old=None, user=who)
+    assert denied is not None and "egressBoundary" in denied
+    assert vap_validation_denial(policy, NETPOL_KIND, ingress_only, bounded, "CREATE", old=None, user=who) is None
+    assert vap_validation_denial(policy, NETPOL_KIND, widen, bounded, "CREATE", old=None, user=DEPLOYER) is None
+    assert vap_validation_denial(policy, NETPOL_KIND, widen, free, "CREATE", old=None, user=who) is None

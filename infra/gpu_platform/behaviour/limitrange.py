@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpu_platform.behaviour.apimachinery import parse_quantity
+from gpu_platform.behaviour.apimachinery import parse_quantity, quantity_errors
 
 Resources = dict[str, Any]
 
@@ -107,6 +107,10 @@ def requirement_errors(spec: Mapping[str, Any]) -> list[str]:
         res = c.get("resources") or {}
         requests, limits = res.get("requests") or {}, res.get("limits") or {}
         at = f"spec.{key}[{i}].resources"
+        bad = quantity_errors(f"{at}.requests", requests)[1] + quantity_errors(f"{at}.limits", limits)[1]
+        if bad:  # ValidateResourceQuantityValue comes first: nothing else is compared on a bad quantity
+            out += bad
+            continue
         for name, value in requests.items():
             req = parse_quantity(value)
             if name in limits:

@@ -19,6 +19,7 @@ from gpu_platform.engine import run_program
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.spec.loader import load_stack
 from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.spec.secret_scan import detected_credentials
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies import CHANGE_RULES, RULES, THRESHOLD_DEFAULTS, Context, Resource, Rule, Violation, evaluate
 from gpu_platform_policies.evaluate import not_applicable
@@ -106,7 +107,7 @@ def check_stack(path: Path, stack: str, root: Path | None = None) -> tuple[Platf
 def check_stack_details(path: Path, stack: str, root: Path | None = None) -> tuple[PlatformSpec, list[Violation], list[tuple[str, str]]]:
     """`check_stack`, plus the enabled rules that had nothing to judge on this stack and why."""
     config, spec = load_stack(path, stack)
-    problems = check_policy_config(spec, str(path))
+    problems = detected_credentials(config, str(path)) + check_policy_config(spec, str(path))
     if problems:
         raise ConfigError(problems)
     plan = run_program(config, stack, spec)

@@ -16,10 +16,10 @@ import yaml
 
 from gpu_platform.behaviour.admission import RESOURCES
 from gpu_platform.catalog import load_catalog
-from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.errors import ConfigError, Problem, printable
 from gpu_platform.explain.stages import Explanation, explain
 from gpu_platform.explain.view import StackView
-from gpu_platform.input_limits import WORKLOAD, check_yaml, read_capped
+from gpu_platform.input_limits import WORKLOAD, check_yaml, not_a_file, read_capped
 from gpu_platform.spec.loader import load_stack
 
 KINDS = [*sorted(k for k in RESOURCES if k not in ("Workload", "PodGroup", "VolcanoJob", "CronJob")), "Job (batch.volcano.sh)"]
@@ -28,8 +28,9 @@ KINDS = [*sorted(k for k in RESOURCES if k not in ("Workload", "PodGroup", "Volc
 def read_workload(path: Path) -> dict[str, Any]:
     """The one manifest in FILE; ConfigError (one line) when missing, not YAML, not one object, or of an unknown kind."""
     file = str(path)
-    if not path.is_file():
-        raise ConfigError([Problem(file, "", "no such file", "allowed: a YAML file with one workload manifest")])
+    why = not_a_file(path)
+    if why is not None:
+        raise ConfigError([Problem(file, "", "no such file" if why == "file not found" else why, "allowed: a YAML file with one workload manifest")])
     text = read_capped(path, WORKLOAD, "allowed: one YAML manifest")
     check_yaml(text, file, WORKLOAD, "allowed: one YAML manifest")
     try:
@@ -64,7 +65,8 @@ def render_text(e: Explanation) -> str:
     for i, s in enumerate(e.steps, 1):
         lines.append(f"{i:>2}. {s.stage:<17} {s.result:<8} {s.detail}")
         lines.append(f"    {'':<17} {'':<8} source: {s.source}")
-    return "\n".join(lines)
+    # Names and values come from the manifest: escaped, so each stage stays one line (errors.printable).
+    return "\n".join(printable(line) for line in lines)
 
 
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:

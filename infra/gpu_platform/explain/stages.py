@@ -14,7 +14,18 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
-from gpu_platform.behaviour import admission, kueue, kueue_tas, limitrange, networkpolicy, pod_security, resourcequota, scheduler, volcano
+from gpu_platform.behaviour import (
+    admission,
+    core_validation,
+    kueue,
+    kueue_tas,
+    limitrange,
+    networkpolicy,
+    pod_security,
+    resourcequota,
+    scheduler,
+    volcano,
+)
 from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.explain.view import PoolView, StackView
 from gpu_platform.k8s.kueue import CPU_FLAVOR, WHOLE_NODES_QUEUE
@@ -151,6 +162,10 @@ class Walk:
         if api not in served:
             have = f"; this stack serves {self.out.kind} as {', '.join(served)}" if served else ""
             self.add("api", "blocked", f'no matches for kind "{self.out.kind}" in version "{api}"{have}', src)
+        refused = core_validation.object_errors(self.obj)
+        if refused:
+            src = "apimachinery serializer (decoding); pkg/api/validation objectmeta.go ValidateObjectMeta"
+            self.add("api", "blocked", f"the API server refuses the {self.out.kind}: {'; '.join(refused)}", src)
         self.add("api", "ok", f"{self.out.kind} {api} is served", src)
 
     def admission_policy(self) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from gpu_platform.k8s import job_apis
 from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
-from gpu_platform.k8s.tenants import PRIORITY_VALUES, TENANT_ROLE
+from gpu_platform.k8s.tenants import LABEL_EGRESS_BOUNDARY, PRIORITY_VALUES, TENANT_ROLE
 from gpu_platform.pools import (
     DOMAIN,
     GPU_TAINT,
@@ -43,6 +43,8 @@ from gpu_platform.spec.models import PlatformSpec
 PRIORITY_POLICY = "gpu-platform-tenant-priority"
 GPU_NODES_POLICY = "gpu-platform-gpu-nodes-for-gpu-work"
 OWNED_POLICY = "gpu-platform-owned-objects"
+GATES_POLICY = "gpu-platform-kueue-gates"
+KUEUE_GATE_PREFIX = "kueue.x-k8s.io/"
 LABEL_PRIORITY = f"{DOMAIN}/priority"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -215,6 +217,53 @@ def _owned(var: str, absent_on: str) -> str:
     return f"request.operation != '{absent_on}' && has({labels}) && '{LABEL_OWNER}' in {labels} && {labels}['{LABEL_OWNER}'] == '{PLATFORM_OWNER}'"
 
 
+def _tenant_requester(spec: PlatformSpec) -> str:
+    """CEL: the request comes from a tenant: a member of a tenant group, or a service account of the request's namespace."""
+    groups = sorted({g for t in spec.tenants for g in t.groups})
+    return (
+        f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {_cel_list(groups)})) || "
+        "(has(request.userInfo.username) && request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':'))"
+    )
+
+
+def gates_policy(spec: PlatformSpec) -> Manifest:
+    """ValidatingAdmissionPolicy: tenants may not remove Kueue's scheduling gates from their pods.
+
+    Kueue holds a managed pod back with the scheduling gate `kueue.x-k8s.io/admission` until its Workload is
+    admitted (pkg/controller/jobs/pod/pod_webhook.go Default adds it; the pod reconciler removes it on admission),
+    and a TAS pod with `kueue.x-k8s.io/topology` until the topology ungater pins its node. The tenant role may
+    update pods, and the API server lets an update drop gates (pkg/apis/core/validation ValidatePodUpdate allows
+    removing schedulingGates), so a tenant could start a pod outside its quota and placement. Kueue's own service
+    account is not a tenant, so its ungating passes; tenants may still add and keep gates of their own.
+    """
+    gone = (
+        f"has(oldObject.spec.schedulingGates) && oldObject.spec.schedulingGates.exists(g, g.name.startsWith('{KUEUE_GATE_PREFIX}') && "
+        "!(has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(h, h.name == g.name)))"
+    )
+    body: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]},
+            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods"]}],
+        },
+        "variables": [{"name": "tenant", "expression": _tenant_requester(spec)}, {"name": "ungated", "expression": gone}],
+        "validations": [
+            {
+                "expression": "!variables.tenant || !variables.ungated",
+                "message": f"scheduling gates {KUEUE_GATE_PREFIX}* are Kueue's: only Kueue removes them, when it admits the pod's workload",
+                "reason": "Forbidden",
+            }
+        ],
+    }
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(GATES_POLICY), "spec": body}
+
+
+def gates_policy_binding() -> Manifest:
+    """Binds the Kueue-gates policy cluster-wide with Deny (its namespaceSelector limits it to tenant namespaces)."""
+    spec = {"policyName": GATES_POLICY, "validationActions": ["Deny"]}
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(GATES_POLICY), "spec": spec}
+
+
 def owned_policy(spec: PlatformSpec) -> Manifest:
     """ValidatingAdmissionPolicy: tenants may not create, change or delete NetworkPolicies labelled as the platform's.
 
@@ -223,11 +272,7 @@ def owned_policy(spec: PlatformSpec) -> Manifest:
     and `oldObject` is the stored policy; on UPDATE both are set, so removing the label is caught too
     (Kubernetes API reference, ValidatingAdmissionPolicy CEL variables `object`, `oldObject`, `request`).
     """
-    groups = sorted({g for t in spec.tenants for g in t.groups})
-    tenant = (
-        f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {_cel_list(groups)})) || "
-        "(has(request.userInfo.username) && request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':'))"
-    )
+    tenant = _tenant_requester(spec)
     body: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -244,6 +289,13 @@ def owned_policy(spec: PlatformSpec) -> Manifest:
         "variables": [
             {"name": "tenant", "expression": tenant},
             {"name": "owned", "expression": f"({_owned('object', 'DELETE')}) || ({_owned('oldObject', 'CREATE')})"},
+            {
+                "name": "boundary",
+                "expression": (
+                    f"has(namespaceObject.metadata.labels) && '{LABEL_EGRESS_BOUNDARY}' in namespaceObject.metadata.labels && "
+                    f"namespaceObject.metadata.labels['{LABEL_EGRESS_BOUNDARY}'] == 'true'"
+                ),
+            },
         ],
         "validations": [
             {
@@ -253,7 +305,20 @@ def owned_policy(spec: PlatformSpec) -> Manifest:
                     "tenants may add their own policies but not create, change or delete these"
                 ),
                 "reason": "Forbidden",
-            }
+            },
+            {
+                # A namespace whose stack egress is a boundary: the tenant's own policies may not add egress rules
+                # (NetworkPolicies are additive: any `egress` rule of any policy selecting a pod opens that path).
+                "expression": (
+                    "!variables.tenant || request.operation == 'DELETE' || !variables.boundary || "
+                    "!(has(object.spec.egress) && size(object.spec.egress) > 0)"
+                ),
+                "message": (
+                    "this namespace's egress is the stack's (network.egressBoundary): NetworkPolicies a tenant writes may not "
+                    "open egress; ask the platform team to add it to the stack's network.egress"
+                ),
+                "reason": "Forbidden",
+            },
         ],
     }
     return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(OWNED_POLICY), "spec": body}

@@ -71,6 +71,8 @@ from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs, gpu_operator_values
 from gpu_platform.k8s.isolation import (
+    gates_policy,
+    gates_policy_binding,
     gpu_nodes_policy,
     gpu_nodes_policy_binding,
     owned_policy,
@@ -150,6 +152,13 @@ class GpuPlatform(pulumi.ComponentResource):
             owned = create(f"{name}-owned-policy", owned_policy(spec), cluster_scoped)
             after_owned = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[owned])
             create(f"{name}-owned-policy-binding", owned_policy_binding(), after_owned)
+            if spec.queueing.kueue.enabled and spec.tenants:
+                gates = create(f"{name}-kueue-gates-policy", gates_policy(spec), cluster_scoped)
+                create(
+                    f"{name}-kueue-gates-policy-binding",
+                    gates_policy_binding(),
+                    pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[gates]),
+                )
         with source(NS + "storage"):
             classes = tuple(create(f"{name}-storageclass-{sc['metadata']['name']}", sc, cluster_scoped) for sc in storage_classes(spec))
         with source(NS + "monitoring"):

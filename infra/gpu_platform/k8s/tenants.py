@@ -67,6 +67,9 @@ def ceiling_resources(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> d
     return total
 
 
+LABEL_EGRESS_BOUNDARY = f"{DOMAIN}/egress-boundary"
+
+
 def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
     """The tenant namespace: tenant and cohort labels, Pod Security `baseline` (no privileged pods), its Volcano queue."""
     labels = {
@@ -76,6 +79,8 @@ def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
         "pod-security.kubernetes.io/enforce": "baseline",
         "pod-security.kubernetes.io/warn": "restricted",
     }
+    if tenant.network.egress_boundary:
+        labels[LABEL_EGRESS_BOUNDARY] = "true"  # read by the owned-objects admission policy (k8s.isolation)
     meta = metadata(tenant.ns, labels=labels)
     if spec.queueing.volcano.enabled:
         # Volcano's podgroups mutate webhook puts every PodGroup created here in the tenant's queue

@@ -9,7 +9,7 @@ import yaml
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import ConfigError, Problem
-from gpu_platform.input_limits import DEMAND, check_size, check_yaml
+from gpu_platform.input_limits import DEMAND, check_size, check_yaml, not_a_file
 from gpu_platform.planning.declared import declared_demand, looks_like_declared
 from gpu_platform.planning.demand import Demand, Options
 from gpu_platform.planning.prometheus import load_json, looks_like_prometheus, prometheus_demand
@@ -22,8 +22,9 @@ KINDS = "a demand YAML (`demand:` list), an Alibaba GPU trace pod list CSV, or a
 def read_text(path: Path) -> str:
     """The file's text; ConfigError for a missing, unreadable or non-UTF-8 file."""
     file = str(path)
-    if not path.is_file():
-        raise ConfigError([Problem(file, "", "file not found", f"allowed: {KINDS}")])
+    why = not_a_file(path)
+    if why is not None:
+        raise ConfigError([Problem(file, "", why, f"allowed: {KINDS}")])
     check_size(path, DEMAND, f"allowed: {KINDS}")
     try:
         return path.read_text(encoding="utf-8-sig")  # a BOM (spreadsheet exports) is not part of the header

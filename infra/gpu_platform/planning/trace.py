@@ -32,6 +32,11 @@ DEFAULT_INTERRUPTIBLE_QOS = ("BE",)
 DEFAULT_GPU_MAP = {"T4": "T4", "A10": "A10G", "P100": "T4", "V100M16": "A10G", "V100M32": "A10G"}
 UNCONSTRAINED = "unconstrained"
 MAX_PROBLEMS = 50
+# Bounds that keep a hostile or corrupt file from asking for unbounded work: the published traces hold about
+# 8,000 GPU tasks over under a year (times in seconds from the trace's start); a pod list of 5 million rows or a
+# span of 10 years is refused with a line naming the bound instead of filling memory with a demand series.
+MAX_ROWS = 5_000_000
+MAX_SECONDS = 10 * 365 * 86_400
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,9 @@ def read_tasks(text: str, file: str) -> list[Task]:
     problems: list[Problem] = []
     tasks: list[Task] = []
     for line, row in enumerate(reader, start=2):
+        if line - 1 > MAX_ROWS:
+            problems.append(Problem(file, f"line {line}", f"more than {MAX_ROWS:,} rows", f"allowed: at most {MAX_ROWS:,} pods per pod list"))
+            break
         try:
             num = int(row["num_gpu"])
             milli = int(row["gpu_milli"] or 0)
@@ -79,6 +87,18 @@ def read_tasks(text: str, file: str) -> list[Task]:
         if num < 0 or milli < 0 or milli > 1000:
             problems.append(
                 Problem(file, f"line {line}.gpu_milli", f"num_gpu {num}, gpu_milli {milli} out of range", "allowed: num_gpu >= 0, gpu_milli 0..1000")
+            )
+            continue
+        if not (0 <= start <= MAX_SECONDS and 0 <= end <= MAX_SECONDS):
+            bad_key = "creation_time" if not 0 <= start <= MAX_SECONDS else "deletion_time"
+            value = start if bad_key == "creation_time" else end
+            problems.append(
+                Problem(
+                    file,
+                    f"line {line}.{bad_key}",
+                    f"{value} is out of range",
+                    f"allowed: seconds from the trace's start, 0..{MAX_SECONDS:,} (10 years)",
+                )
             )
             continue
         if end < start:

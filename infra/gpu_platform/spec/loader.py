@@ -14,7 +14,7 @@ import yaml
 
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
-from gpu_platform.input_limits import STACK_FILE, check_yaml, read_capped
+from gpu_platform.input_limits import STACK_FILE, check_yaml, not_a_file, read_capped
 from gpu_platform.spec.checks import check_spec
 from gpu_platform.spec.duplicates import duplicate_keys_in
 from gpu_platform.spec.errors import keys_of
@@ -77,8 +77,9 @@ def _read_stack_config(path: Path) -> tuple[dict[str, Any], list[Problem]]:
         found = sorted(p.name for p in path.glob("Pulumi.*.yaml"))
         hint = f"allowed: a stack file, e.g. {path / found[0]}" if found else "allowed: a stack file (stacks/Pulumi.NAME.yaml), not a directory"
         raise ConfigError([Problem(file, "", "is a directory, not a stack file", hint)])
-    if not path.is_file():
-        raise ConfigError([Problem(file, "", "file not found", "pass --stack NAME (stacks/Pulumi.NAME.yaml) or --config FILE")])
+    why = not_a_file(path)
+    if why is not None:
+        raise ConfigError([Problem(file, "", why, "pass --stack NAME (stacks/Pulumi.NAME.yaml) or --config FILE")])
     allowed = "allowed: a Pulumi stack file (UTF-8 YAML with a `config:` mapping)"
     text = read_capped(path, STACK_FILE, allowed)
     check_yaml(text, file, STACK_FILE, allowed)

@@ -269,6 +269,9 @@ class TenantNetwork(Model):
     """Further ingress: `{namespaces, vpc, ports}`."""
     s3: StrictBool = True
     """EKS: egress to S3 on TCP 443, to the CIDRs of the region's S3 prefix list (read at `pulumi up`; the gateway endpoint routes it)."""
+    egress_boundary: StrictBool = False
+    """`true`: the stack's egress is the tenant's limit: NetworkPolicies the tenant writes itself may not open egress
+    (`gpu-platform-owned-objects` refuses ones with `egress` rules); `false` (default): it is a default the tenant may widen."""
 
 
 class WorkloadIdentity(Model):

@@ -95,11 +95,11 @@ def plain_text_credentials(value: Any, path: str, file: str) -> list[Problem]:
             here = f"{path}.{k}" if path else str(k)
             kind = credential_kind("", str(k))
             if kind:
-                out.append(_credential_problem(file, here, kind, str(k)))
+                out.append(credential_problem(file, here, kind, str(k)))
             if isinstance(v, str):
                 kind = credential_kind(str(k), v)
                 if kind:
-                    out.append(_credential_problem(file, here, kind, v))
+                    out.append(credential_problem(file, here, kind, v))
             else:
                 out += plain_text_credentials(v, here, file)
     elif isinstance(value, list):
@@ -107,13 +107,14 @@ def plain_text_credentials(value: Any, path: str, file: str) -> list[Problem]:
             here = f"{path}[{i}]"
             kind = credential_kind("", v) if isinstance(v, str) else None
             if kind:
-                out.append(_credential_problem(file, here, kind, v))
+                out.append(credential_problem(file, here, kind, v))
             elif not isinstance(v, str):
                 out += plain_text_credentials(v, here, file)
     return out
 
 
-def _credential_problem(file: str, path: str, kind: str, text: str) -> Problem:
+def credential_problem(file: str, path: str, kind: str, text: str) -> Problem:
+    """One line for a credential in plain text: the key path, the value masked, what it looks like."""
     return Problem(
         file,
         path,
