@@ -42,6 +42,9 @@ class PlannedResource:
     """The stack key the program built this resource from (gpu_platform.provenance), e.g. `gpu-platform:nodePools[2]`."""
     refs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Input name -> the resources (behaviour.wiring.ref_key) whose outputs it was built from: the request's propertyDependencies."""
+    replace_on_changes: tuple[str, ...] = ()
+    """Input paths whose change replaces the resource instead of updating it (`replaceOnChanges`)."""
+    delete_before_replace: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The contract's JSON shape."""
@@ -231,7 +234,18 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
                 source = recorded(request.type, request.name)
                 # The same map `pulumi preview` stores in state and hands a stack policy (PolicyResource.property_dependencies).
                 refs = {k: tuple(sorted({urn_ref(u) for u in v.urns})) for k, v in request.propertyDependencies.items() if v.urns}
-                planned = PlannedResource(request.type, request.name, parent, inputs, ignored, deps, source, refs)
+                planned = PlannedResource(
+                    request.type,
+                    request.name,
+                    parent,
+                    inputs,
+                    ignored,
+                    deps,
+                    source,
+                    refs,
+                    tuple(request.replaceOnChanges),
+                    bool(request.deleteBeforeReplace),
+                )
                 plan.resources.append(planned)
             return response
 

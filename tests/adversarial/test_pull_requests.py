@@ -186,3 +186,33 @@ def test_a_maintenance_trailer_that_says_too_little_is_refused(repo: Path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert "GPU-Maintenance" in err[0] and says in err[0] and "allowed: GPU-Maintenance: <pool>" in err[0], err[0]
+
+
+def test_a_strict_project_default_removed_from_pulumi_yaml_is_a_loosening(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The base's Pulumi.yaml holds the project default `policy: {enforcement: {spot-exposure: mandatory}}` (prod's own
+    block removed, so the default applies, as pulumi's mergeConfig does). A PR deletes that default: the base read with
+    its own Pulumi.yaml had spot-exposure mandatory, so the change is a loosening even though no stack file changed."""
+    root = make_repo(tmp_path / "repo")
+    project = (ROOT / "Pulumi.yaml").read_text()
+    strict = project.replace(
+        "  policy:\n    type: object\n    default: {}\n",
+        "  policy:\n    type: object\n    default: {enforcement: {documentation-cidr: advisory, spot-exposure: mandatory}}\n",
+    )
+    assert strict != project
+    (root / "Pulumi.yaml").write_text(strict)
+    stack = root / PROD
+    stack.write_text(stack.read_text().replace(BASE_POLICY, "", 1))
+    for args in (["add", "-A"], ["commit", "-qm", "strict project default"], ["tag", "-f", "base"]):
+        git(root, *args)
+    (root / "Pulumi.yaml").write_text(
+        project.replace(
+            "  policy:\n    type: object\n    default: {}\n",
+            "  policy:\n    type: object\n    default: {enforcement: {documentation-cidr: advisory}}\n",
+        )
+    )
+    capsys.readouterr()
+    code = cli.main(["check", "--config", str(stack), "--base", "base", "--format", "json"])
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert code == 1, out.err
+    assert found(doc, "gate-loosened", "spot-exposure mandatory -> advisory"), [v["message"] for v in doc["violations"]][:5]

@@ -7,14 +7,17 @@ admitted 8-GPU pod is stranded; kube-scheduler's default scoring without TAS str
 
 from __future__ import annotations
 
+import celpy
 import pytest
+import yaml
 
 from gpu_platform.behaviour.kueue_tas import Node, admit, flavor_refusal, place, tas_only
 from gpu_platform.behaviour.scheduler import least_allocated_node
 from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s import kueue
 from gpu_platform.pools import GPU_RESOURCE, node_counts, whole_nodes
-from tests.conftest import spec_for
+from gpu_platform.spec import checks
+from tests.conftest import plan_for, require_shared_crds, spec_for
 
 GPU = GPU_RESOURCE
 
@@ -57,6 +60,14 @@ def test_network_blocks_keep_a_required_job_in_one_block() -> None:
     assert place(nodes, 4, {GPU: 8}, "required", level=1) is None
     # preferred moves up a level and spreads over blocks instead of refusing.
     assert place(nodes, 4, {GPU: 8}, "preferred", level=1) is not None
+
+
+def test_below_the_fit_level_all_chosen_domains_children_share_one_sort() -> None:
+    """findTopologyAssignment phase 2b: once blocks A (3 + 2 free) and B (4 free) are chosen for 6 pods, their nodes are
+    sorted together and the whole count is spread again, BestFit giving the last piece the tightest node: b1 takes 4
+    and a2 (not a1) the last 2, although A was picked for 5 and B for 1 at the block level."""
+    nodes = [Node("a1", {GPU: 3, "pods": 110}, ("A",)), Node("a2", {GPU: 2, "pods": 110}, ("A",)), Node("b1", {GPU: 4, "pods": 110}, ("B",))]
+    assert place(nodes, 6, {GPU: 1}, "preferred", level=2) == {"b1": 4, "a2": 2}
 
 
 def _reserved_pool() -> tuple[list[Node], int]:
@@ -128,3 +139,46 @@ def test_prods_queues_place_every_pod_set_kueue_would() -> None:
     )
     annotated = {"kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"}
     assert "does not support" in str(flavor_refusal(mixed, flavors, "default-cpu", ["cpu", "memory"], annotated, requested))
+
+
+def _flavor_spec_rules() -> list[dict[str, str]]:
+    """The `spec` x-kubernetes-validations of Kueue's ResourceFlavor CRD (v1beta2) at the lockfile's tag."""
+    folder = require_shared_crds() / "kueue" / "v0.19.2"
+    for path in sorted(folder.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition" and doc["spec"]["names"]["kind"] == "ResourceFlavor":
+                (v,) = [v for v in doc["spec"]["versions"] if v["name"] == "v1beta2"]
+                return list(v["schema"]["openAPIV3Schema"]["properties"]["spec"].get("x-kubernetes-validations") or [])
+    pytest.fail(f"no ResourceFlavor CRD under {folder}")
+
+
+def _refusals(rules: list[dict[str, str]], new: dict, old: dict) -> list[str]:
+    """What the API server's CEL transition rules say about updating `old` to `new` (apiextensions-apiserver CEL validator)."""
+    env = celpy.Environment()
+    out = []
+    for rule in rules:
+        act = {"self": celpy.json_to_cel(new), "oldSelf": celpy.json_to_cel(old)}
+        if not bool(env.program(env.compile(rule["rule"])).evaluate(act)):
+            out.append(rule.get("message", rule["rule"]))
+    return out
+
+
+def test_switching_whole_nodes_replaces_the_flavor_the_crd_will_not_update() -> None:
+    """Kueue's CRD makes topologyName, nodeLabels and tolerations immutable once topologyName is set, so turning
+    `wholeNodes` off (or relabelling a whole-node pool) cannot be an update: the program replaces the flavor instead."""
+    spec, catalog = spec_for("prod"), load_catalog()
+    pool = spec.pool("train-h100-reserved")
+    tas = kueue.resource_flavor(pool, catalog)["spec"]
+    plain = kueue.resource_flavor(pool.model_copy(update={"whole_nodes": False}), catalog)["spec"]
+    assert "topologyName" in tas and "topologyName" not in plain
+    refused = _refusals(_flavor_spec_rules(), plain, tas)
+    assert refused, "an in-place update would be refused"
+    flavor = plan_for("prod").named("kueue-flavor-train-h100-reserved")
+    assert {"spec.topologyName", "spec.nodeLabels", "spec.tolerations"} <= set(flavor.replace_on_changes) and flavor.delete_before_replace
+
+
+def test_no_tenant_can_be_named_like_a_whole_nodes_queue() -> None:
+    """The spec refuses tenant names ending in the whole-nodes queue's suffix (a tenant `a-whole-nodes` beside a tenant
+    `a` would be two ClusterQueues of one name); the spec's constant is the queue builder's."""
+    assert f"-{kueue.WHOLE_NODES_QUEUE}" == checks.WHOLE_NODES_SUFFIX
+    assert all(kueue.whole_nodes_queue_name(t) == f"{t.name}{checks.WHOLE_NODES_SUFFIX}" for t in spec_for("prod").tenants)

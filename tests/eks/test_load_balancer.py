@@ -65,3 +65,16 @@ def test_no_webhook_of_the_controller_can_fail_every_service_or_pod_in_the_clust
     assert "mservice.elbv2.k8s.aws" not in {w["name"] for w in hooks}
     (klass,) = _release("IngressClass")
     assert klass["metadata"]["name"] == "alb" and klass["spec"]["controller"] == "ingress.k8s.aws/alb"
+
+
+def test_ingresses_get_ip_targets_and_serving_pods_a_readiness_gate() -> None:
+    """The chart's default target type is `instance` (NodePorts on every node, GPU nodes too, and node source addresses
+    the tenant policy does not admit): the platform makes it `ip`. The serving namespace carries the label the
+    controller's `mpod` webhook selects, so its pods get the load balancer's readiness gate on rolling updates."""
+    (deployment,) = _release("Deployment")
+    assert "--default-target-type=ip" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    (mpod,) = [w for cfg in _release("MutatingWebhookConfiguration") for w in cfg["webhooks"] if w["name"] == "mpod.elbv2.k8s.aws"]
+    serving = next(r for r in plan_for("prod").resources if r.type == "kubernetes:core/v1:Namespace" and r.inputs["metadata"]["name"] == "serving")
+    labels = serving.inputs["metadata"]["labels"]
+    wanted = [e for e in mpod["namespaceSelector"]["matchExpressions"] if e["operator"] == "In"]
+    assert wanted and all(labels.get(e["key"]) in e["values"] for e in wanted), (wanted, labels)

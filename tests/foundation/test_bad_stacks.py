@@ -248,6 +248,13 @@ CASES: list[tuple[str, str, Mutation, str, str]] = [
         "takes no reservation",
     ),
     (
+        "tenant-named-like-a-whole-nodes-queue",
+        "prod",
+        edit("gpu-platform:tenants.1.name", "llm-training-whole-nodes"),
+        "gpu-platform:tenants[1].name",
+        "the suffix of the tenants' whole-node ClusterQueues",
+    ),
+    (
         "whole-nodes-on-autoscaled-pool",
         "prod",
         set_pool("train-h100-ondemand", wholeNodes=True),

@@ -65,6 +65,9 @@ def controller_values(spec: PlatformSpec, vpc_id: pulumi.Input[str]) -> dict[str
         "enableServiceMutatorWebhook": False,
         "keepTLSSecret": True,
         "ingressClass": INGRESS_CLASS,
+        # IP targets unless an Ingress says otherwise: the chart's default `instance` sends traffic through NodePorts on
+        # every node (GPU nodes included), and the pods would see node addresses, which `ingress.loadBalancers` does not admit.
+        "defaultTargetType": "ip",
         "createIngressClassResource": True,
         "nodeSelector": {"gpu-platform.io/node-role": "system"},
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from gpu_platform.behaviour import kueue_tas
 from gpu_platform.behaviour.apimachinery import parse_quantity, selector_matches
 from gpu_platform.behaviour.limitrange import container_items
 from gpu_platform.behaviour.scheduler import affinity_matches, untolerated_taint
@@ -101,11 +102,19 @@ def kueue_manages(config: Mapping[str, Any], kind: str, namespace_labels: Mappin
 
 @dataclass(frozen=True)
 class PodSet:
-    """One pod set of a Workload: name, pod count and the pod spec of its template."""
+    """One pod set of a Workload: name, pod count, the pod spec of its template and the template's annotations."""
 
     name: str
     count: int
     spec: Mapping[str, Any]
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """Where Kueue reads a pod set's topology request (jobframework tas.go podSetTopologyRequestBuilder: Template.Annotations)."""
+
+
+def _template(holder: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, str]]:
+    """(pod spec, pod template annotations) of a `template` holder."""
+    template = holder.get("template") or {}
+    return template.get("spec") or {}, (template.get("metadata") or {}).get("annotations") or {}
 
 
 @dataclass(frozen=True)
@@ -151,18 +160,18 @@ def pod_sets(obj: Mapping[str, Any], runtimes: Sequence[Mapping[str, Any]] = ())
     kind = str(obj.get("kind"))
     spec = obj.get("spec") or {}
     if kind == "Pod":
-        return [PodSet("main", 1, spec)]
+        return [PodSet("main", 1, spec, (obj.get("metadata") or {}).get("annotations") or {})]
     if kind == "Job":
-        return [PodSet("main", _job_pods(spec), (spec.get("template") or {}).get("spec") or {})]
+        return [PodSet("main", _job_pods(spec), *_template(spec))]
     if kind == "Deployment":
-        return [PodSet("main", 1, (spec.get("template") or {}).get("spec") or {})]
+        return [PodSet("main", 1, *_template(spec))]
     if kind == "StatefulSet":
-        return [PodSet("main", _int(spec.get("replicas"), 1), (spec.get("template") or {}).get("spec") or {})]
+        return [PodSet("main", _int(spec.get("replicas"), 1), *_template(spec))]
     if kind == "JobSet":
         out = []
         for rj in spec.get("replicatedJobs") or []:
             job = (rj.get("template") or {}).get("spec") or {}
-            out.append(PodSet(str(rj.get("name")), _int(rj.get("replicas"), 1) * _job_pods(job), (job.get("template") or {}).get("spec") or {}))
+            out.append(PodSet(str(rj.get("name")), _int(rj.get("replicas"), 1) * _job_pods(job), *_template(job)))
         return out
     if kind == "TrainJob":
         return trainjob_pod_sets(obj, runtimes)
@@ -171,14 +180,13 @@ def pod_sets(obj: Mapping[str, Any], runtimes: Sequence[Mapping[str, Any]] = ())
         order = ("Master", "Worker") if kind == "PyTorchJob" else ("Launcher", "Worker")
         replicas = spec.get(key) or {}
         names = [n for n in order if n in replicas] + sorted(n for n in replicas if n not in order)
-        return [PodSet(n.lower(), _int(replicas[n].get("replicas"), 1), (replicas[n].get("template") or {}).get("spec") or {}) for n in names]
+        return [PodSet(n.lower(), _int(replicas[n].get("replicas"), 1), *_template(replicas[n])) for n in names]
     if kind in ("RayJob", "RayCluster"):
         cluster = spec.get("rayClusterSpec") if kind == "RayJob" else spec
         cluster = cluster or {}
-        head = ((cluster.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
-        out = [PodSet("head", 1, head)]
+        out = [PodSet("head", 1, *_template(cluster.get("headGroupSpec") or {}))]
         for g in cluster.get("workerGroupSpecs") or []:
-            out.append(PodSet(str(g.get("groupName")), _int(g.get("replicas"), 1), (g.get("template") or {}).get("spec") or {}))
+            out.append(PodSet(str(g.get("groupName")), _int(g.get("replicas"), 1), *_template(g)))
         return out
     raise ValueError(f"kind {kind!r} has no Kueue integration here; allowed: {', '.join(sorted(KIND_FRAMEWORK))}")
 
@@ -330,7 +338,7 @@ def adjusted_workload(workload: Workload, limit_ranges: Sequence[Mapping[str, An
     above 512Mi if the LimitRange has one, where the API server (limits first, SetDefaults_Pod) would not.
     """
     summary = _summary(limit_ranges)
-    return replace(workload, pod_sets=tuple(PodSet(p.name, p.count, _adjusted_pod_spec(p.spec, summary)) for p in workload.pod_sets))
+    return replace(workload, pod_sets=tuple(PodSet(p.name, p.count, _adjusted_pod_spec(p.spec, summary), p.annotations) for p in workload.pod_sets))
 
 
 def _greater(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -486,6 +494,8 @@ def assign_flavors(
             for f in group.get("flavors") or []:
                 fname = f["name"]
                 mismatch = flavor_mismatch(ps.spec, fname, flavors.get(fname) or {})
+                if mismatch is None:
+                    mismatch = kueue_tas.flavor_refusal(cq, flavors, fname, group.get("coveredResources") or [], ps.annotations, sorted(requests))
                 if mismatch is not None:
                     tried.append(f"{fname}: {mismatch}")
                     continue

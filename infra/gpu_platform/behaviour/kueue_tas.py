@@ -15,8 +15,9 @@ pkg/cache/scheduler/tas_flavor_snapshot.go, with TASProfileMixed on (its default
 - findLevelWithFitDomains: at the requested level, BestFit takes the tightest domain that holds every pod
   (findBestFitDomain), LeastFreeCapacity the first that does; if none does, `required` fails, `preferred` moves a
   level up (at the top it spreads), `unconstrained` spreads over the sorted domains, the last piece going to the
-  tightest fit under BestFit; then each chosen domain's pods go down to its children the same way
-  (updateCountsToMinimumGeneric).
+  tightest fit under BestFit; then, level by level down to the hostname, the children of all chosen domains are
+  sorted together and take the whole count the same way (findTopologyAssignment phase 2b,
+  updateCountsToMinimumGeneric).
 
 A pod set that does not fit is not admitted: the Workload waits, its quota free for others, instead of being
 admitted and then waiting at the scheduler (flavorassigner.go assignFlavors; when it fits no empty cluster either,
@@ -97,20 +98,6 @@ def _spread(ordered: list[_Domain], need: int, best_fit: bool) -> list[tuple[_Do
     return out if need <= 0 else None
 
 
-def _descend(domain: _Domain, depth: int, levels: int, need: int, counts: Mapping[str, int], best_fit: bool) -> dict[str, int]:
-    """Split a chosen domain's pods over its children down to the nodes (updateCountsToMinimumGeneric)."""
-    if depth == levels:
-        return {domain.nodes[0].name: need}
-    children = _sort(_domains(domain.nodes, depth + 1, counts), best_fit)
-    taken = _spread(children, need, best_fit)
-    assert taken is not None  # the parent's count is its children's sum
-    out: dict[str, int] = {}
-    for child, n in taken:
-        for name, k in _descend(child, depth + 1, levels, n, counts, best_fit).items():
-            out[name] = out.get(name, 0) + k
-    return out
-
-
 def place(
     nodes: Sequence[Node], count: int, request: Mapping[str, int], mode: Mode = "unconstrained", level: int | None = None
 ) -> dict[str, int] | None:
@@ -129,7 +116,8 @@ def place(
             return None
         if any(d.count >= count for d in ordered):  # BestFit: the first (largest); LeastFreeCapacity: any
             chosen = _tightest(ordered, count) if best_fit else next(d for d in ordered if d.count >= count)
-            return _descend(chosen, depth, levels, count, counts, best_fit)
+            taken: list[tuple[_Domain, int]] | None = [(chosen, count)]
+            break
         if mode == "required":
             return None
         if mode == "preferred" and depth > 1:
@@ -138,11 +126,17 @@ def place(
         taken = _spread(ordered, count, best_fit)
         if taken is None:
             return None
-        out: dict[str, int] = {}
-        for d, n in taken:
-            for name, k in _descend(d, depth, levels, n, counts, best_fit).items():
-                out[name] = out.get(name, 0) + k
-        return out
+        break
+    # Phase 2b of findTopologyAssignment: down to the hostname, the children of every chosen domain are sorted
+    # together and take the whole count again, greedily (the slice level defaults to the lowest, so no level below
+    # it splits per parent).
+    while depth < levels:
+        assert taken is not None
+        members = [n for d, _ in taken for n in d.nodes]
+        taken = _spread(_sort(_domains(members, depth + 1, counts), best_fit), count, best_fit)
+        depth += 1
+    assert taken is not None  # each level's domains hold what their parents held
+    return {d.nodes[0].name: k for d, k in taken}
 
 
 def admit(nodes: Sequence[Node], assignment: Mapping[str, int], request: Mapping[str, int]) -> None:

@@ -31,6 +31,7 @@ import yaml
 import gpu_platform
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.input_limits import STACK_FILE, check_yaml
+from gpu_platform.spec.loader import project_config, project_file
 from gpu_platform.spec.pulumi_yaml import PulumiLoader
 
 # What the change rules need from a lockfile (the stack's effective one): attribute path per fact.
@@ -118,15 +119,18 @@ class BaseRevision:
     resources: list[dict[str, Any]] = field(default_factory=list)
     lock: dict[str, str | None] = field(default_factory=dict)
     text: str = ""  # the stack file at the base ("" when the stack is new)
+    project_text: str = ""  # the project's Pulumi.yaml at the base ("" when it had none)
 
     @property
     def config(self) -> dict[str, Any]:
-        """The base stack file's `config:` mapping."""
+        """The config `pulumi up` at the base read: the stack file's `config:` over the base Pulumi.yaml's defaults."""
         if not self.text:
             return {}
         check_yaml(self.text, f"{self.ref}:stack file", STACK_FILE, "allowed: a Pulumi stack file")
         doc = yaml.load(self.text, Loader=PulumiLoader)  # as `pulumi up` at the base read it
-        return (doc or {}).get("config") or {} if isinstance(doc, dict) else {}
+        own = (doc or {}).get("config") or {} if isinstance(doc, dict) else {}
+        defaults = project_config(self.project_text, f"{self.ref}:Pulumi.yaml") if self.project_text else {}
+        return {**defaults, **own}
 
 
 class BasePlanJob:
@@ -146,6 +150,12 @@ class BasePlanJob:
         if shown.returncode != 0:
             return  # a new stack: everything is a create
         self.base.text = shown.stdout.decode()
+        # The project file the stack belongs to, as it was at the base: its config defaults are part of the base.
+        head_project = project_file(stack_file)
+        project_rel = head_project.resolve().relative_to(root).as_posix() if head_project is not None else "Pulumi.yaml"
+        project = _git(root, "show", f"{self.commit}:{project_rel}", check=False)
+        if project.returncode == 0:
+            self.base.project_text = project.stdout.decode()
         self.cache = _cache_file(root, self.commit, rel, stack)
         if self.cache is not None and self.cache.is_file():
             doc = json.loads(self.cache.read_text())
@@ -157,8 +167,11 @@ class BasePlanJob:
             self.local = (Path(self.tmp.name) / rel, stack)
             self.local[0].parent.mkdir(parents=True, exist_ok=True)
             self.local[0].write_bytes(shown.stdout)
+            if project.returncode == 0:
+                (Path(self.tmp.name) / project_rel).write_bytes(project.stdout)
             return
-        archive = _git(root, "archive", "--format=tar", self.commit, "infra", rel).stdout
+        paths = ["infra", rel, *([project_rel] if project.returncode == 0 else [])]
+        archive = _git(root, "archive", "--format=tar", self.commit, *paths).stdout
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(self.tmp.name, filter="data")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [f"{self.tmp.name}/infra", os.environ.get("PYTHONPATH")]))}

@@ -368,10 +368,20 @@ class Walk:
             if "topologyName" not in (flavor.get("spec") or {}) or pool is None:
                 continue
             ps = next(p for p in self.workload.pod_sets if p.name == c.pod_set)
+            topology = self.view.find("Topology", str(flavor["spec"]["topologyName"])) or {}
+            levels = [str(lv.get("nodeLabel")) for lv in (topology.get("spec") or {}).get("levels") or []]
+            mode, level = _topology_request(ps.annotations)
+            if level is not None and level not in levels:
+                # tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS: HasLevel (the flavor is skipped)
+                self.add("kueue-topology", "blocked", f'pod set {ps.name}: flavor "{c.flavor}" does not contain the requested level {level}', src)
             nodes = placed.setdefault(pool.pool.name, _empty_nodes(pool))
             # What the view cannot know of the nodes (on-prem cpu and memory) is left out, as _checkable does.
             request = {k: v for k, v in _tas_request(kueue.pod_requests(ps.spec)).items() if k in nodes[0].free} if nodes else {}
-            where = kueue_tas.place(nodes, ps.count, request)
+            # Nodes' network layers are not known offline: every node counts in one domain per layer above the hostname.
+            for n in nodes:
+                n.path = tuple("any" for _ in levels[:-1])
+            depth = levels.index(level) + 1 if level is not None else None
+            where = kueue_tas.place(nodes, ps.count, request, mode, depth)
             if where is None:
                 empty = _empty_nodes(pool)
                 whole = kueue_tas.fits(empty[0], request) if empty else 0
@@ -381,6 +391,8 @@ class Walk:
                     if empty and v > empty[0].free.get(k, 0)
                 ]
                 limit = f"; a pod asks more than a node has: {', '.join(short)}" if short else ""
+                if mode == "required" and not short:
+                    limit = f"; podset-required-topology {level} puts every pod in one such domain"
                 self.add(
                     "kueue-topology",
                     "blocked",
@@ -662,6 +674,19 @@ class Walk:
             if p.pool.name == flavor:
                 return p
         return None
+
+
+def _topology_request(annotations: Mapping[str, str]) -> tuple[kueue_tas.Mode, str | None]:
+    """(mode, requested level) of a pod set, as jobframework tas.go podSetTopologyRequestBuilder reads them.
+
+    Required wins over preferred over unconstrained; no annotation in a TAS-only queue is `unconstrained` at the lowest
+    level (isTASImplied).
+    """
+    if "kueue.x-k8s.io/podset-required-topology" in annotations:
+        return "required", annotations["kueue.x-k8s.io/podset-required-topology"]
+    if "kueue.x-k8s.io/podset-preferred-topology" in annotations:
+        return "preferred", annotations["kueue.x-k8s.io/podset-preferred-topology"]
+    return "unconstrained", None
 
 
 def _tas_request(requests: Mapping[str, Decimal]) -> dict[str, int]:

@@ -97,6 +97,7 @@ def resource_flavor(pool: NodePool, catalog: Catalog) -> Manifest:
 
 
 WHOLE_NODES_QUEUE = "whole-nodes"
+FLAVOR_IMMUTABLE = ("spec.topologyName", "spec.nodeLabels", "spec.tolerations")
 HOSTNAME_TOPOLOGY = "hostname"
 NETWORK_TOPOLOGY = "ec2-network"
 
@@ -260,11 +261,15 @@ def whole_nodes_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> M
         if q.lending_limit is not None:
             gpu["lendingLimit"] = q.lending_limit
         share = q.gpus if pool.instance_types else 1
-        resources = [
-            {"name": "cpu", "nominalQuota": math.floor(cpu * share)},
-            {"name": "memory", "nominalQuota": f"{math.floor(mem * share)}Gi"},
-            gpu,
-        ]
+        cpu_entry: dict[str, Any] = {"name": "cpu", "nominalQuota": math.floor(cpu * share)}
+        mem_entry: dict[str, Any] = {"name": "memory", "nominalQuota": f"{math.floor(mem * share)}Gi"}
+        if pool.instance_types:
+            # The cpu and memory that come with borrowed or lent GPUs move with them, no more.
+            for key, limit in (("borrowingLimit", q.borrowing_limit), ("lendingLimit", q.lending_limit)):
+                if limit is not None:
+                    cpu_entry[key] = math.floor(cpu * limit)
+                    mem_entry[key] = f"{math.floor(mem * limit)}Gi"
+        resources = [cpu_entry, mem_entry, gpu]
         flavors.append({"name": flavor_name(pool), "resources": resources})
     groups = [{"coveredResources": ["cpu", "memory", GPU_RESOURCE], "flavors": flavors}]
     return _queue(spec, tenant, whole_nodes_queue_name(tenant), groups)
@@ -421,9 +426,13 @@ class Kueue(pulumi.ComponentResource):
         release = release_in_namespace(self, name, RELEASE, spec.lock.chart("kueue"), KUEUE_NAMESPACE, kueue_values(spec), args.provider, args.after)
         crd = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[release])
         create(f"{name}-flavor-{CPU_FLAVOR}", cpu_flavor(), crd)
+        # Kueue's ResourceFlavor CRD (CEL) makes topologyName, nodeLabels and tolerations immutable once topologyName is
+        # set: turning whole-node placement on or off, or relabelling a whole-node pool, replaces the flavor (deleted
+        # first: same name) instead of an update the API server would refuse.
+        flavor_opts = pulumi.ResourceOptions.merge(crd, pulumi.ResourceOptions(replace_on_changes=list(FLAVOR_IMMUTABLE), delete_before_replace=True))
         for pool in spec.node_pools:
             with source(pool_key(spec, pool.name)):
-                create(f"{name}-flavor-{pool.name}", resource_flavor(pool, catalog), crd)
+                create(f"{name}-flavor-{pool.name}", resource_flavor(pool, catalog), flavor_opts)
         for topo in topologies(spec):
             create(f"{name}-topology-{topo['metadata']['name']}", topo, crd)
         for wpc in workload_priority_classes():

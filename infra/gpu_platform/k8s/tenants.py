@@ -81,6 +81,10 @@ def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
     }
     if tenant.network.egress_boundary:
         labels[LABEL_EGRESS_BOUNDARY] = "true"  # read by the owned-objects admission policy (k8s.isolation)
+    if tenant.network.ingress.load_balancers and spec.is_eks:
+        # The AWS Load Balancer Controller's pod webhook (`mpod`, failurePolicy Ignore) adds a readiness gate to pods in
+        # namespaces with this label, so a rolling update waits until the load balancer has registered the new pods.
+        labels["elbv2.k8s.aws/pod-readiness-gate-inject"] = "enabled"
     meta = metadata(tenant.ns, labels=labels)
     if spec.queueing.volcano.enabled:
         # Volcano's podgroups mutate webhook puts every PodGroup created here in the tenant's queue

@@ -274,6 +274,7 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
     return out
 
 
+WHOLE_NODES_SUFFIX = "-whole-nodes"  # gpu_platform.k8s.kueue.WHOLE_NODES_QUEUE (that module imports this one's package)
 # EKS CreateNodegroup: nodegroupName is at most 63 characters (the node group is `<cluster>-<pool>`).
 NODEGROUP_NAME_MAX = 63
 
@@ -535,6 +536,10 @@ def _check_tenants(spec: PlatformSpec, file: str) -> list[Problem]:
     for i, t in enumerate(spec.tenants):
         if t.ns in system:
             out.append(Problem(file, f"{P}tenants[{i}].namespace", f"'{t.ns}' is a platform namespace", "allowed: a namespace of the tenant's own"))
+        if t.name.endswith(WHOLE_NODES_SUFFIX):
+            # gpu_platform.k8s.kueue.whole_nodes_queue_name: `<tenant>-whole-nodes` is another tenant's second ClusterQueue.
+            why = f"'{t.name}' ends in '{WHOLE_NODES_SUFFIX}', the suffix of the tenants' whole-node ClusterQueues"
+            out.append(Problem(file, f"{P}tenants[{i}].name", why, f"allowed: a name not ending in '{WHOLE_NODES_SUFFIX}'"))
         out += _check_quotas(t, i, pools, file)
     return out
 

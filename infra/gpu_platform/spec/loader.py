@@ -139,17 +139,21 @@ def project_file(stack_path: Path) -> Path | None:
 
 
 def project_defaults(stack_path: Path) -> dict[str, Any]:
-    """Project-level config of Pulumi.yaml that applies where the stack file sets the key to nothing.
+    """Project-level config of Pulumi.yaml that applies where the stack file sets the key to nothing (project_config)."""
+    found = project_file(stack_path)
+    if found is None:
+        return {}
+    text = read_capped(found, STACK_FILE, "allowed: a Pulumi project file")
+    return project_config(text, str(found))
+
+
+def project_config(text: str, file: str) -> dict[str, Any]:
+    """The config a Pulumi.yaml's text gives every stack of the project, by namespaced key.
 
     pulumi pkg/workspace/config.go `mergeConfig`: a key absent from the stack takes the project's `value` or
     `default` (a shorthand scalar or list is a default, project.go `RewriteShorthandConfigValues`); keys
     without a namespace belong to the project. A stack-file value always wins.
     """
-    found = project_file(stack_path)
-    if found is None:
-        return {}
-    file = str(found)
-    text = read_capped(found, STACK_FILE, "allowed: a Pulumi project file")
     check_yaml(text, file, STACK_FILE, "allowed: a Pulumi project file")
     try:
         doc = yaml.load(text, Loader=PulumiLoader)
