@@ -201,10 +201,18 @@ def priority_policy(spec: PlatformSpec) -> Manifest:
     return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(PRIORITY_POLICY), "spec": body}
 
 
+def deny_binding(policy: str) -> Manifest:
+    """A cluster-wide ValidatingAdmissionPolicyBinding of `policy` with Deny, named after it.
+
+    The policy's own namespaceSelector decides where it applies.
+    """
+    spec = {"policyName": policy, "validationActions": ["Deny"]}
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(policy), "spec": spec}
+
+
 def priority_policy_binding() -> Manifest:
     """Binds the priority policy cluster-wide with Deny (its own namespaceSelector limits it to tenants)."""
-    spec = {"policyName": PRIORITY_POLICY, "validationActions": ["Deny"]}
-    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(PRIORITY_POLICY), "spec": spec}
+    return deny_binding(PRIORITY_POLICY)
 
 
 def _owned(var: str, absent_on: str) -> str:
@@ -260,8 +268,7 @@ def gates_policy(spec: PlatformSpec) -> Manifest:
 
 def gates_policy_binding() -> Manifest:
     """Binds the Kueue-gates policy cluster-wide with Deny (its namespaceSelector limits it to tenant namespaces)."""
-    spec = {"policyName": GATES_POLICY, "validationActions": ["Deny"]}
-    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(GATES_POLICY), "spec": spec}
+    return deny_binding(GATES_POLICY)
 
 
 def owned_policy(spec: PlatformSpec) -> Manifest:
@@ -326,8 +333,7 @@ def owned_policy(spec: PlatformSpec) -> Manifest:
 
 def owned_policy_binding() -> Manifest:
     """Binds the owned-objects policy cluster-wide with Deny (its namespaceSelector limits it to tenant namespaces)."""
-    spec = {"policyName": OWNED_POLICY, "validationActions": ["Deny"]}
-    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(OWNED_POLICY), "spec": spec}
+    return deny_binding(OWNED_POLICY)
 
 
 # Node labels only GPU pools carry (gpu_platform.pools.node_labels); `nvidia.com/` labels come from the GPU
@@ -427,5 +433,4 @@ def gpu_nodes_policy() -> Manifest:
 
 def gpu_nodes_policy_binding() -> Manifest:
     """Binds the GPU-nodes policy cluster-wide with Deny (its namespaceSelector limits it to tenant namespaces)."""
-    spec = {"policyName": GPU_NODES_POLICY, "validationActions": ["Deny"]}
-    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": metadata(GPU_NODES_POLICY), "spec": spec}
+    return deny_binding(GPU_NODES_POLICY)
