@@ -62,9 +62,21 @@ def test_malformed_policy_values_read_as_unset() -> None:
 def test_the_shipped_codeowners_covers_the_gate_and_the_stacks() -> None:
     rules = read_codeowners(ROOT)
     assert rules, ".github/CODEOWNERS exists"
-    for path in ("policies/gpu_platform_policies/rules/security.py", ".github/workflows/pull-request.yml", ".ci/run", "scripts/change-gate.sh"):
+    for path in (
+        "policies/gpu_platform_policies/rules/security.py",
+        "infra/gpu_platform/behaviour/kueue.py",
+        "infra/gpu_platform/change/base_rules.py",
+        "infra/gpu_platform/commands/check.py",
+        "infra/gpu_platform/commands/change.py",
+        ".github/workflows/pull-request.yml",
+        ".ci/run",
+        "scripts/change-gate.sh",
+        "Pulumi.yaml",
+    ):
         assert any(path.startswith(p.rstrip("/")) for p in GATE_PATHS), path
         assert owners_of(path, rules), f"{path} has no code owner"
+    for gate in GATE_PATHS:  # every path the gate names as its own has an owner to name
+        assert owners_of(gate.rstrip("/") + ("/x" if gate.endswith("/") else ""), rules), gate
     assert owners_of("stacks/Pulumi.prod.yaml", rules), "a stack file's policy block needs its owners"
     assert not owners_of("infra/gpu_platform/k8s/kueue.py", rules)
 

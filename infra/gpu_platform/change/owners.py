@@ -16,8 +16,19 @@ from pathlib import Path
 
 CODEOWNERS_PLACES = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 # What the gate is made of: its rules, and how CI runs it. A change here changes the judge, not the judged.
-# Pulumi.yaml too: its project-level config defaults reach every stack that leaves a key unset.
-GATE_PATHS = ("policies/", ".github/", ".ci/", "scripts/change-gate.sh", "Pulumi.yaml")
+# Pulumi.yaml too: its project-level config defaults reach every stack that leaves a key unset. The component
+# behaviour the rules reproduce is rule code (change.base_rules); the commands that run the rules are the gate.
+GATE_PATHS = (
+    "policies/",
+    "infra/gpu_platform/behaviour/",
+    "infra/gpu_platform/change/",
+    "infra/gpu_platform/commands/check.py",
+    "infra/gpu_platform/commands/change.py",
+    ".github/",
+    ".ci/",
+    "scripts/change-gate.sh",
+    "Pulumi.yaml",
+)
 
 
 @cache

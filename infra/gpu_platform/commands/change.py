@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gpu_platform.catalog import load_catalog
 from gpu_platform.change.base import BasePlanJob, changed_paths, lock_facts, maintenance_trailers, repository_root
+from gpu_platform.change.base_rules import JUDGED_PLAN, BaseVerdict, judge, judged_plan, rule_code_changes
 from gpu_platform.change.diff import by_key, diff_plans
 from gpu_platform.change.inputs import demand_p95, usage_snapshot
 from gpu_platform.change.owners import GATE_PATHS, owners_of, read_codeowners
@@ -42,6 +44,7 @@ class Outcome:
     spec: PlatformSpec
     loosened: list[tuple[str, str, str]]
     own_mandatory: int  # mandatory violations with the working tree's own gate settings (what a loosening PR would see)
+    base_rules: BaseVerdict | None = None  # the base revision's rules over this plan, when the change touches rule code
 
 
 def _resources(items: list[dict[str, Any]]) -> list[Resource]:
@@ -65,12 +68,15 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         demand = demand_p95(args.demand, spec, catalog, str(path)) if getattr(args, "demand", None) else None
         if demand is None and spec.demand:
             demand = {d.workload_class: float(d.p95) for d in spec.demand}
-        plan = run_program(config, stack)
+        # In the base revision's process judging a change to the rules (base_rules): the working tree's plan.
+        after = judged_plan()
+        if after is None:
+            plan = run_program(config, stack)
+            after = [{**r.to_json(), "source": r.source, "refs": r.refs} for r in plan.resources]
     except BaseException:
         job.cancel()
         raise
     base = job.result()
-    after = [{**r.to_json(), "source": r.source, "refs": r.refs} for r in plan.resources]
     changes = diff_plans(by_key(base.resources), by_key(after))
     before_view, after_view = PlanView(_resources(base.resources)), PlanView(_resources(after))
     # The base decides how strict the gate is: each setting at the stricter of base and working tree.
@@ -103,6 +109,10 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
     change: list[Violation] = []
     own_mandatory = 0
     loose = loosened(base_setting, own_setting)
+    base_rules = None
+    if rules and rule_code_changes(gate_changes) and os.environ.get(JUDGED_PLAN) is None:
+        extra = [a for option in ("usage", "demand") if getattr(args, option, None) for a in (f"--{option}", str(getattr(args, option).resolve()))]
+        base_rules = judge(root, base.commit, path, after, extra, rule_code_changes(gate_changes))
     if rules:
         state = place(evaluate(after_view.resources, ctx, judged.enforcement), path, root)
         change = place(evaluate_change(view, judged.enforcement), path, root)
@@ -114,7 +124,7 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
     report = ChangeReport(
         stack, str(path), args.base, base.commit, changes, list(tier_rows(view)), findings, view.maintenance, len(CHANGE_RULES) if rules else 0
     )
-    return Outcome(report, state, change, spec, loose, own_mandatory)
+    return Outcome(report, state, change, spec, loose, own_mandatory, base_rules)
 
 
 def run_diff(args: argparse.Namespace, path: Path, stack: str) -> int:
@@ -129,30 +139,81 @@ def run_diff(args: argparse.Namespace, path: Path, stack: str) -> int:
     return 0
 
 
+def base_only(verdict: BaseVerdict | None, own: list[Violation]) -> list[Violation]:
+    """What the base revision's rules found that this change's own rules did not (each marked as the base's).
+
+    A base that could not judge the change is itself a mandatory finding: the change fails closed.
+    """
+    if verdict is None:
+        return []
+    if verdict.problem:
+        why = f"{', '.join(verdict.changed)} changed and {verdict.problem}; the change cannot be judged by the rules it changes"
+        return [Violation("gate-code-changed", "mandatory", "repository", why, verdict.changed[0])]
+    seen = {(v.policy, v.resource, v.message) for v in own}
+    return [
+        Violation(
+            str(v["policy"]),
+            v["level"],
+            str(v["resource"]),
+            f"(the base revision's rule; this change's own rules did not find it) {v['message']}",
+            v.get("file"),
+            v.get("keyPath"),
+            v.get("line"),
+        )
+        for v in verdict.violations
+        if (v["policy"], v["resource"], v["message"]) not in seen
+    ]
+
+
 def run_check(args: argparse.Namespace, path: Path, stack: str) -> int:
-    """`check --base REF`: every state rule as `check` runs them, plus the change rules; exit 1 on a mandatory one."""
+    """`check --base REF`: every state rule as `check` runs them, plus the change rules; exit 1 on a mandatory one.
+
+    When the change touches rule code, the base revision's rules judge it too (change.base_rules): what only
+    they find is reported beside this change's own findings, and counts toward the verdict.
+    """
     out = compare(args, path, stack, rules=True)
     gate = check.GateSettings.of(out.spec, check.gate_context(out.spec))
+    extra = base_only(out.base_rules, out.state + out.change)
+    verdict = out.state + out.change + extra
     if args.format == "json":
-        doc = json.loads(check.render_json(stack, str(path), out.state + out.change, gate))
+        doc = json.loads(check.render_json(stack, str(path), out.state + out.change + extra, gate))
         doc["summary"]["changeRules"] = len(CHANGE_RULES)
         doc["change"] = out.report.to_json()
         if out.loosened:
             doc["summary"]["loosened"] = [{"key": k, "base": b, "change": h} for k, b, h in out.loosened]
             doc["summary"]["mandatoryWithOwnSettings"] = out.own_mandatory
+        if out.base_rules is not None:
+            doc["summary"]["baseRules"] = {
+                "commit": out.base_rules.commit,
+                "ruleCodeChanged": list(out.base_rules.changed),
+                "judged": not out.base_rules.problem,
+                "problem": out.base_rules.problem or None,
+                "mandatory": out.base_rules.mandatory,
+                "onlyBase": len(extra),
+            }
         print(json.dumps(doc, indent=2))
     elif args.format == "github":
-        print(check.render_github(str(path), out.state, gate))
+        print(check.render_github(str(path), out.state + extra, gate))
         print("\n".join(render_github(out.report)))
     elif args.format == "markdown":
-        print(render_markdown(out.report, out.state))
+        print(render_markdown(out.report, out.state + extra))
     else:
-        print(check.render_text(stack, out.state, gate))
+        print(check.render_text(stack, out.state + extra, gate))
         if out.loosened:
             print(
                 f"  Judged with the base's gate settings: this change loosens {len(out.loosened)} of them; "
                 f"with its own it would have {out.own_mandatory} mandatory violation(s)"
             )
+        if out.base_rules is not None:
+            print(f"  {base_rules_line(out.base_rules, extra)}")
         print()
         print(render_text(out.report))
-    return 1 if any(v.level == "mandatory" for v in out.state + out.change) else 0
+    return 1 if any(v.level == "mandatory" for v in verdict) else 0
+
+
+def base_rules_line(verdict: BaseVerdict, extra: list[Violation]) -> str:
+    """One line: the rule code changed, and what the base revision's rules made of the change."""
+    what = f"rule code changed ({len(verdict.changed)} file(s)), so the base revision {verdict.commit[:12]}'s rules judged it too"
+    if verdict.problem:
+        return f"{what}, and could not: {verdict.problem}"
+    return f"{what}: {verdict.mandatory} mandatory violation(s) by its rules, {len(extra)} of them not found by this change's own"
