@@ -199,6 +199,35 @@ CONTROLLER_CASES += [
     ),
 ]
 
+RESEARCH_RB = "tenant-foundation-research-rolebinding-research-scientists"
+LB_POLICY = "platform-load-balancers-policy"
+CONTROLLER_CASES += [
+    *compliant("tenant-load-balancers-guarded", "prod", "staging", "dev", "onprem"),
+    fires("tenant-load-balancers-guarded", "no-policy", drop(LB_POLICY), on=SERVING_RB, says="refuses a NodePort Service"),
+    fires(
+        "tenant-load-balancers-guarded",
+        "audit-only",
+        at(f"{LB_POLICY}-binding", {"spec.validationActions": ["Audit"]}),
+        on=RESEARCH_RB,
+        says="no Deny-bound admission policy refuses a NodePort Service",
+    ),
+    # The CEL itself is evaluated: a validation that always passes lets the Classic ELB through.
+    fires(
+        "tenant-load-balancers-guarded",
+        "class-not-checked",
+        at(LB_POLICY, {"spec.validations.2.expression": "true"}),
+        on=SERVING_RB,
+        says="without the controller's class",
+    ),
+    fires(
+        "tenant-load-balancers-guarded",
+        "declaration-not-checked",
+        at(LB_POLICY, {"spec.validations.1.expression": "true"}),
+        on=RESEARCH_RB,
+        says="declares no network.ingress.loadBalancers",
+    ),
+]
+
 TENANT_ROLE = "platform-tenant-role"
 LEGACY_RULE = {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs", "mpijobs"], "verbs": ["create", "get"]}
 CONTROLLER_CASES += [

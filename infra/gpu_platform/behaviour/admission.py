@@ -21,6 +21,9 @@ BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 # kind -> (group, version, resource) of the kinds the platform's tenants create.
 RESOURCES: dict[str, tuple[str, str, str]] = {
     "Pod": ("", "v1", "pods"),
+    "Service": ("", "v1", "services"),
+    "Ingress": ("networking.k8s.io", "v1", "ingresses"),
+    "NetworkPolicy": ("networking.k8s.io", "v1", "networkpolicies"),
     "Job": ("batch", "v1", "jobs"),
     "CronJob": ("batch", "v1", "cronjobs"),
     "Deployment": ("apps", "v1", "deployments"),

@@ -36,15 +36,21 @@ WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job"}
 
 
 def pod_spec(obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(pod metadata, pod spec) of a Pod, a workload's template or a CronJob's job template; None otherwise."""
+    """(pod metadata, pod spec) of a Pod, a workload's template or a CronJob's job template; None otherwise.
+
+    pod-security-admission admission.go `DefaultPodSpecExtractor` knows resources, not kinds: pods and the
+    core, `apps` and `batch` workloads. A `Job` of another group (Volcano's batch.volcano.sh) is not checked
+    until its pods are created.
+    """
     kind = obj.get("kind")
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    if group not in ("", "apps", "batch"):
+        return None
     if kind == "Pod":
         return obj.get("metadata") or {}, obj.get("spec") or {}
-    if kind in WORKLOADS:
-        t = obj["spec"]["template"]
-        return t.get("metadata") or {}, t.get("spec") or {}
-    if kind == "CronJob":
-        t = obj["spec"]["jobTemplate"]["spec"]["template"]
+    template = (obj.get("spec") or {}).get("jobTemplate", {}).get("spec", {}) if kind == "CronJob" else obj.get("spec") or {}
+    if kind in (*WORKLOADS, "CronJob"):
+        t = template.get("template") or {}
         return t.get("metadata") or {}, t.get("spec") or {}
     return None
 

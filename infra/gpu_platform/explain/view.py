@@ -23,6 +23,8 @@ from gpu_platform.k8s import job_apis, kueue, tenants, volcano
 from gpu_platform.k8s.isolation import (
     gpu_nodes_policy,
     gpu_nodes_policy_binding,
+    load_balancers_policy,
+    load_balancers_policy_binding,
     owned_policy,
     owned_policy_binding,
     priority_policy,
@@ -97,7 +99,7 @@ class StackView:
         out += [priority_policy(spec), priority_policy_binding(), gpu_nodes_policy(), gpu_nodes_policy_binding()]
         out += job_apis.runtimes(spec)
         if spec.tenants:
-            out += [owned_policy(spec), owned_policy_binding()]
+            out += [owned_policy(spec), owned_policy_binding(), load_balancers_policy(), load_balancers_policy_binding()]
         s3 = s3_peers(PLANNED_S3_PREFIX_LIST)  # what the offline engine's plan names (plan_ids)
         out += [np for t in spec.tenants for np in network_policies(spec, t, s3)]
         if spec.queueing.kueue.enabled:

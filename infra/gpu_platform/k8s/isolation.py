@@ -24,7 +24,7 @@ from typing import Any
 from gpu_platform.k8s import job_apis
 from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
-from gpu_platform.k8s.tenants import LABEL_EGRESS_BOUNDARY, PRIORITY_VALUES, TENANT_ROLE
+from gpu_platform.k8s.tenants import LABEL_EGRESS_BOUNDARY, LABEL_LOAD_BALANCERS, PRIORITY_VALUES, TENANT_ROLE
 from gpu_platform.pools import (
     DOMAIN,
     GPU_TAINT,
@@ -44,6 +44,7 @@ PRIORITY_POLICY = "gpu-platform-tenant-priority"
 GPU_NODES_POLICY = "gpu-platform-gpu-nodes-for-gpu-work"
 OWNED_POLICY = "gpu-platform-owned-objects"
 GATES_POLICY = "gpu-platform-kueue-gates"
+LOAD_BALANCERS_POLICY = "gpu-platform-tenant-load-balancers"
 KUEUE_GATE_PREFIX = "kueue.x-k8s.io/"
 LABEL_PRIORITY = f"{DOMAIN}/priority"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -67,6 +68,8 @@ TENANT_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
     (("policy",), ("poddisruptionbudgets",), (*READ, *WRITE)),
     # Gang scheduling of a Kueue-admitted job with an explicit PodGroup (minMember, queue).
     (("scheduling.volcano.sh",), ("podgroups",), (*READ, *WRITE)),
+    # A way in for serving (ALB Ingresses; NLB Services above): where and how is LOAD_BALANCERS_POLICY's.
+    (("networking.k8s.io",), ("ingresses",), (*READ, *WRITE)),
 )
 
 # Kinds tenants create that carry a priority (pods directly; jobs through Kueue's priority label); the job
@@ -434,3 +437,109 @@ def gpu_nodes_policy() -> Manifest:
 def gpu_nodes_policy_binding() -> Manifest:
     """Binds the GPU-nodes policy cluster-wide with Deny (its namespaceSelector limits it to tenant namespaces)."""
     return deny_binding(GPU_NODES_POLICY)
+
+
+# AWS Load Balancer Controller at the lockfile's tag: the Service class it reconciles (pkg/config
+# `ServiceConfig.LoadBalancerClass` default), the Ingress class the chart creates, and the annotations that set
+# a load balancer's scheme (pkg/annotations constants; pkg/service/model_build_load_balancer.go
+# `buildLoadBalancerSchemeViaAnnotation`, `buildLoadBalancerSchemeLegacyAnnotation` (a bool, Go strconv.ParseBool);
+# pkg/ingress/model_build_load_balancer.go `buildLoadBalancerScheme`), and the IngressGroup annotation
+# (pkg/ingress/group_loader.go: Ingresses of every namespace naming one group share one ALB).
+NLB_CLASS = "service.k8s.aws/nlb"
+ALB_CLASS = "alb"
+SERVICE_SCHEME = "service.beta.kubernetes.io/aws-load-balancer-scheme"
+SERVICE_INTERNAL = "service.beta.kubernetes.io/aws-load-balancer-internal"
+INGRESS_SCHEME = "alb.ingress.kubernetes.io/scheme"
+INGRESS_GROUP = "alb.ingress.kubernetes.io/group.name"
+GO_FALSE = ["0", "f", "F", "false", "FALSE", "False"]  # strconv.ParseBool's false spellings
+
+
+def load_balancers_policy() -> Manifest:
+    """ValidatingAdmissionPolicy: a tenant's load balancers are the ones its stack declares, and only through the controller.
+
+    Tenants may write Services and Ingresses (serving needs them). Without admission a tenant whose stack
+    declares no `network.ingress.loadBalancers` could still buy one, and any Service of `type: LoadBalancer`
+    without `loadBalancerClass: service.k8s.aws/nlb` goes to the in-tree cloud provider (the controller's
+    Service webhook is off), which builds an internet-facing Classic ELB over NodePorts of every node. So, in
+    tenant namespaces: `NodePort` Services are refused (a port on every node, GPU nodes included); a
+    `LoadBalancer` Service or an Ingress needs the namespace label the stack sets from `loadBalancers`; a
+    Service names the controller's NLB class and an Ingress the `alb` class; an `internal` tenant may not ask
+    for `internet-facing` (by either annotation); and no Ingress joins an IngressGroup, which would merge it
+    with other namespaces' Ingresses into one ALB. The controller's defaults are `internal` for both kinds.
+    """
+    labels = "namespaceObject.metadata.labels"
+
+    def annotation(key: str) -> str:  # CEL: the annotation's value, '' when absent (a string either way)
+        return f"(has(object.metadata.annotations) && '{key}' in object.metadata.annotations ? object.metadata.annotations['{key}'] : '')"
+
+    service = "(request.kind.kind == 'Service')"
+    balanced = f"({service} && has(object.spec.type) && object.spec.type == 'LoadBalancer')"
+    ingress = "(request.kind.kind == 'Ingress')"
+    scheme = annotation(SERVICE_SCHEME)
+    public_service = f"({scheme} == 'internet-facing' || ({scheme} == '' && {annotation(SERVICE_INTERNAL)} in {_cel_list(GO_FALSE)}))"
+    public_ingress = f"{annotation(INGRESS_SCHEME)} == 'internet-facing'"
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]},
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["services"]},
+                {"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["ingresses"]},
+            ],
+        },
+        "variables": [
+            {"name": "scheme", "expression": f"has({labels}) && '{LABEL_LOAD_BALANCERS}' in {labels} ? {labels}['{LABEL_LOAD_BALANCERS}'] : ''"},
+            {"name": "wantsBalancer", "expression": f"{balanced} || {ingress}"},
+        ],
+        "validations": [
+            {
+                "expression": f"!({service} && has(object.spec.type) && object.spec.type == 'NodePort')",
+                "message": (
+                    "a NodePort Service opens its port on every node, GPU nodes included; "
+                    "use a ClusterIP Service (and an Ingress or an NLB Service where the stack allows)"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": "!variables.wantsBalancer || variables.scheme != ''",
+                "message": (
+                    "this tenant's stack declares no network.ingress.loadBalancers: it may create no load balancer (LoadBalancer Service or Ingress)"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"!{balanced} || (has(object.spec.loadBalancerClass) && object.spec.loadBalancerClass == '{NLB_CLASS}')",
+                "message": (
+                    f"a LoadBalancer Service needs spec.loadBalancerClass: {NLB_CLASS} (the AWS Load Balancer Controller's NLB); "
+                    "without it the in-tree cloud provider builds an internet-facing Classic ELB over every node's NodePort"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": (
+                    f"!{ingress} || (has(object.spec.ingressClassName) && object.spec.ingressClassName == '{ALB_CLASS}') || "
+                    f"(!has(object.spec.ingressClassName) && {annotation('kubernetes.io/ingress.class')} == '{ALB_CLASS}')"
+                ),
+                "message": (
+                    f"an Ingress needs ingressClassName: {ALB_CLASS} (the AWS Load Balancer Controller; no other ingress controller is installed)"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"variables.scheme != 'internal' || !(({balanced} && {public_service}) || ({ingress} && {public_ingress}))",
+                "message": "this tenant's load balancers are internal (network.ingress.loadBalancers); internet-facing is refused",
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"!{ingress} || {annotation(INGRESS_GROUP)} == ''",
+                "message": f"{INGRESS_GROUP} merges Ingresses of every namespace into one ALB; a tenant's Ingress gets its own",
+                "reason": "Forbidden",
+            },
+        ],
+    }
+    return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(LOAD_BALANCERS_POLICY), "spec": spec}
+
+
+def load_balancers_policy_binding() -> Manifest:
+    """Binds the load-balancers policy cluster-wide with Deny (its namespaceSelector limits it to tenant namespaces)."""
+    return deny_binding(LOAD_BALANCERS_POLICY)

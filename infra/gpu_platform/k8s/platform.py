@@ -15,7 +15,8 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
   `gpu-platform.io/efa: "true"`)
 - `platform-storageclass-<class>` kubernetes:storage.k8s.io/v1:StorageClass (EKS: `gp3`, default, encrypted,
   provisioner `ebs.csi.aws.com` of the `ebs-csi-addon` add-on); `platform-owned-policy` /
-  `platform-owned-policy-binding` ValidatingAdmissionPolicy(Binding) `gpu-platform-owned-objects`
+  `platform-owned-policy-binding` ValidatingAdmissionPolicy(Binding) `gpu-platform-owned-objects`;
+  `platform-load-balancers-policy(-binding)` `gpu-platform-tenant-load-balancers`
 - `platform-tenant-role` kubernetes:rbac.authorization.k8s.io/v1:ClusterRole `gpu-platform-tenant`;
   `platform-priority-policy` ...admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy and
   `platform-priority-policy-binding` ...:ValidatingAdmissionPolicyBinding, both `gpu-platform-tenant-priority`;
@@ -75,6 +76,8 @@ from gpu_platform.k8s.isolation import (
     gates_policy_binding,
     gpu_nodes_policy,
     gpu_nodes_policy_binding,
+    load_balancers_policy,
+    load_balancers_policy_binding,
     owned_policy,
     owned_policy_binding,
     priority_policy,
@@ -152,6 +155,9 @@ class GpuPlatform(pulumi.ComponentResource):
             owned = create(f"{name}-owned-policy", owned_policy(spec), cluster_scoped)
             after_owned = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[owned])
             create(f"{name}-owned-policy-binding", owned_policy_binding(), after_owned)
+            balancers = create(f"{name}-load-balancers-policy", load_balancers_policy(), cluster_scoped)
+            after_balancers = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[balancers])
+            create(f"{name}-load-balancers-policy-binding", load_balancers_policy_binding(), after_balancers)
             if spec.queueing.kueue.enabled and spec.tenants:
                 gates = create(f"{name}-kueue-gates-policy", gates_policy(spec), cluster_scoped)
                 create(

@@ -68,6 +68,9 @@ def ceiling_resources(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> d
 
 
 LABEL_EGRESS_BOUNDARY = f"{DOMAIN}/egress-boundary"
+# The load balancer scheme a tenant may ask for (`network.ingress.loadBalancers`), read by the
+# load-balancers admission policy (k8s.isolation); without it the tenant may create none.
+LABEL_LOAD_BALANCERS = f"{DOMAIN}/load-balancers"
 
 
 def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
@@ -85,6 +88,7 @@ def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
         # The AWS Load Balancer Controller's pod webhook (`mpod`, failurePolicy Ignore) adds a readiness gate to pods in
         # namespaces with this label, so a rolling update waits until the load balancer has registered the new pods.
         labels["elbv2.k8s.aws/pod-readiness-gate-inject"] = "enabled"
+        labels[LABEL_LOAD_BALANCERS] = tenant.network.ingress.load_balancers
     meta = metadata(tenant.ns, labels=labels)
     if spec.queueing.volcano.enabled:
         # Volcano's podgroups mutate webhook puts every PodGroup created here in the tenant's queue

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from gpu_platform.behaviour.admission import Request, denials
 from gpu_platform.behaviour.apimachinery import selector_matches
 from gpu_platform.behaviour.kueue import KIND_FRAMEWORK, kueue_config_errors, kueue_manages
 from gpu_platform.behaviour.rbac import rules_allow
@@ -18,6 +19,7 @@ from gpu_platform.behaviour.volcano import queue_errors as volcano_queue_errors
 from gpu_platform.k8s.dcgm import CsvError, read_metrics_csv
 from gpu_platform.k8s.releases import CRD_GROUPS
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
+from gpu_platform.k8s.tenants import LABEL_LOAD_BALANCERS
 from gpu_platform.versions import OCI
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import HELM_RELEASE, chart_name, get, helm_releases, namespace_of, object_name, objects, tenant_namespaces
@@ -244,6 +246,77 @@ def tenant_priority_restricted(plan: PlanView, ctx: Context) -> Iterator[Finding
                 f"no ValidatingAdmissionPolicy bound with Deny checks pod priorityClassName and Kueue Workload priorityClassRef in tenant "
                 f"namespace {ns}; any PriorityClass is usable there",
             )
+
+
+# What a tenant must not get by writing a Service or an Ingress: (resource, what it is, the object).
+_LOAD_BALANCER_PROBES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("services", "a NodePort Service (a port on every node)", {"apiVersion": "v1", "kind": "Service", "spec": {"type": "NodePort"}}),
+    (
+        "services",
+        "a `type: LoadBalancer` Service without the controller's class (an internet-facing Classic ELB by the in-tree provider)",
+        {"apiVersion": "v1", "kind": "Service", "spec": {"type": "LoadBalancer"}},
+    ),
+)
+_UNDECLARED_PROBE = (
+    "ingresses",
+    "an internet-facing ALB Ingress although the stack declares no network.ingress.loadBalancers for the tenant",
+    {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"annotations": {"alb.ingress.kubernetes.io/scheme": "internet-facing"}},
+        "spec": {"ingressClassName": "alb"},
+    },
+)
+
+
+@rule(
+    "tenant-load-balancers-guarded",
+    "Where tenants may write Services or Ingresses, admission refuses NodePorts, Classic ELBs and load balancers the stack does not declare.",
+    "mandatory",
+    "stack",
+    category="controllers",
+)
+def tenant_load_balancers_guarded(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A tenant who may write Services could open a port on every node, or buy an internet-facing Classic ELB.
+
+    Judged as the API server judges it: the tenant's bound role (RBAC RuleAllows) may create the object, and
+    every Deny-bound ValidatingAdmissionPolicy of the plan is evaluated on it (gpu_platform.behaviour.admission,
+    CEL); a probe nothing refuses is a finding. With the AWS Load Balancer Controller's Service webhook off, a
+    LoadBalancer Service without `loadBalancerClass` goes to the in-tree cloud provider (Classic ELB,
+    internet-facing unless annotated internal).
+    """
+    roles = {object_name(r): get(r.inputs, "rules", default=[]) or [] for r in objects(plan, "ClusterRole", "rbac.authorization.k8s.io")}
+    admission = [
+        dict(r.inputs)
+        for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+        for r in objects(plan, kind, "admissionregistration.k8s.io")
+    ]
+    namespaces = _namespace_labels(plan)
+    for rb in objects(plan, "RoleBinding", "rbac.authorization.k8s.io"):
+        ns = namespace_of(rb)
+        if ns not in namespaces:
+            continue
+        rules = roles.get(str(get(rb.inputs, "roleRef", "name")), [])
+        groups = [str(s.get("name")) for s in get(rb.inputs, "subjects", default=[]) or [] if s.get("kind") == "Group"]
+        user = {"username": "tenant-probe", "groups": groups}
+        labels = namespaces[ns][1]
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}
+        probes = list(_LOAD_BALANCER_PROBES)
+        if LABEL_LOAD_BALANCERS not in labels:
+            probes.append(_UNDECLARED_PROBE)
+        for resource, what, shape in probes:
+            group, _, version = str(shape["apiVersion"]).rpartition("/")
+            if not rules_allow(rules, "create", group, resource):
+                continue
+            obj = {**shape, "metadata": {**shape.get("metadata", {}), "name": "probe", "namespace": ns}}
+            req = Request(obj, group, version, resource, str(shape["kind"]), namespace, "CREATE", None, user)
+            if not denials(admission, req):
+                yield Finding(
+                    rb.name,
+                    f"RoleBinding {object_name(rb)} lets tenants create Services/Ingresses in {ns}, "
+                    f"and no Deny-bound admission policy refuses {what}",
+                )
+                break
 
 
 # Built-in ClusterRoles that write NetworkPolicies (kubernetes bootstrappolicy policy.go: admin, edit; cluster-admin: *).
