@@ -47,8 +47,24 @@ def object_errors(obj: Mapping[str, Any]) -> list[str]:
                 here = f"{path}.{k}" if path else str(k)
                 if k in CONTAINER_LISTS and not (isinstance(v, list) and all(isinstance(c, Mapping) for c in v)):
                     out.append(f"{here}: cannot unmarshal {type(v).__name__} into a list of containers")
-                else:
-                    walk(v, here)
+                    continue
+                if k in CONTAINER_LISTS:  # validation.go validateContainers: a name, a DNS-1123 label, unique in the pod
+                    seen: set[str] = set()
+                    for i, c in enumerate(v):
+                        name = c.get("name")
+                        if not isinstance(name, str) or not name:
+                            out.append(f"{here}[{i}].name: Required value")
+                        elif len(name) > 63 or not DNS1123_LABEL.match(name):
+                            out.append(f"{here}[{i}].name: Invalid value: {name!r}: a lowercase RFC 1123 label is required")
+                        elif name in seen:
+                            out.append(f"{here}[{i}].name: Duplicate value: {name!r}")
+                        else:
+                            seen.add(name)
+                if k == "volumes" and isinstance(v, list):  # validation.go ValidateVolumes: each volume is named
+                    for i, vol in enumerate(v):
+                        if isinstance(vol, Mapping) and not (isinstance(vol.get("name"), str) and vol.get("name")):
+                            out.append(f"{here}[{i}].name: Required value")
+                walk(v, here)
         elif isinstance(node, list):
             for i, v in enumerate(node):
                 walk(v, f"{path}[{i}]")

@@ -22,7 +22,9 @@ from gpu_platform.explain.view import StackView
 from gpu_platform.input_limits import WORKLOAD, check_yaml, not_a_file, read_capped
 from gpu_platform.spec.loader import load_stack
 
-KINDS = [*sorted(k for k in RESOURCES if k not in ("Workload", "PodGroup", "VolcanoJob", "CronJob")), "Job (batch.volcano.sh)"]
+# Kinds the admission model knows that are not workloads a tenant submits for GPUs.
+NOT_WORKLOADS = ("Workload", "PodGroup", "VolcanoJob", "Service", "Ingress", "NetworkPolicy")
+KINDS = [*sorted(k for k in RESOURCES if k not in (*NOT_WORKLOADS, "CronJob")), "Job (batch.volcano.sh)"]
 
 
 def read_workload(path: Path) -> dict[str, Any]:
@@ -43,7 +45,7 @@ def read_workload(path: Path) -> dict[str, Any]:
         raise ConfigError([Problem(file, "", f"{len(docs)} documents", "allowed: exactly one manifest (a mapping)")])
     doc: dict[str, Any] = docs[0]
     kind = doc.get("kind")
-    if kind not in RESOURCES or kind in ("Workload", "PodGroup", "VolcanoJob"):
+    if not isinstance(kind, str) or kind not in RESOURCES or kind in NOT_WORKLOADS:
         raise ConfigError([Problem(file, "kind", f"unknown workload kind {kind!r}", f"allowed: {', '.join(KINDS)}")])
     if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
         raise ConfigError([Problem(file, "metadata.name", "missing", "allowed: the workload's name (and metadata.namespace)")])

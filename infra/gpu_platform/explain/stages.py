@@ -17,6 +17,7 @@ from typing import Any, Literal
 from gpu_platform.behaviour import (
     admission,
     core_validation,
+    decode,
     kueue,
     kueue_tas,
     limitrange,
@@ -769,6 +770,17 @@ def explain(view: StackView, obj: Mapping[str, Any]) -> Explanation:
     A CronJob runs nothing itself: each run's Job is what Kueue manages (its Job integration does not ask who
     created the Job), so the walk follows the Job its jobTemplate makes.
     """
+    obj, refused = decode.decoded(obj, view.spec.lock.kubernetes.version)
+    if refused:
+        # The body is decoded into the kind's Go type before any other check (namespace lifecycle included).
+        raw = obj.get("metadata")
+        meta: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        name, namespace = meta.get("name"), meta.get("namespace")
+        e = Explanation(str(obj.get("kind")), name if isinstance(name, str) else "", namespace if isinstance(namespace, str) else "default")
+        why = f"the API server refuses the {e.kind}: {'; '.join(refused)}"
+        src = "apimachinery runtime/serializer/json (encoding/json into the kind's Go type; gpu_platform.behaviour.decode)"
+        e.steps.append(Step("api", "blocked", why, src))
+        return e
     if obj.get("kind") == "CronJob" and str(obj.get("apiVersion")) == "batch/v1":
         e = Walk(view, job_from_cronjob(obj)).run()
         meta = obj.get("metadata") or {}
