@@ -170,6 +170,27 @@ CASES = [
         lambda d: ["capacity", "plan", "--demand", str(_file("t.csv", TRACE_HEADER + "p1,1000,1000,1,1000,,LS,Running,300,200,100\n")(d))],
         "is before creation_time",
     ),
+    # Sizes that once made the planner loop for ever (Erlang C walks servers one by one; sizing walks GPUs).
+    Hostile(
+        "demand-peak-1e30",
+        lambda d: ["capacity", "plan", "--demand", str(_file("d.yaml", "demand:\n- {team: t, class: training, p50: 1, p95: 2, peak: 1.0e+30}\n")(d))],
+        "demand[0].peak: 1e+30 is out of range; allowed: <= 1000000",
+    ),
+    Hostile(
+        "demand-offered-load-1e11",
+        lambda d: [
+            "capacity",
+            "plan",
+            "--demand",
+            str(
+                _file(
+                    "d.yaml",
+                    "demand:\n- {team: t, class: inference, p50: 1, p95: 2, requests: {arrivalRate: 1.0e+7, serviceTime: 86400, targetWait: 1}}\n",
+                )(d)
+            ),
+        ],
+        "erlangs (concurrent requests); allowed: at most 1,000,000",
+    ),
     Hostile("demand-is-a-device", lambda d: ["capacity", "plan", "--demand", "/dev/zero"], "is a device, not a regular file"),
     Hostile("render-into-root", lambda d: ["render", "--config", str(STACK), "--out", "/"], "is the root of the file system"),
     Hostile("render-into-home", lambda d: ["render", "--config", str(STACK), "--out", str(Path.home())], "is the home folder"),

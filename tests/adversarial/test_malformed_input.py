@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import zlib
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
@@ -24,6 +25,7 @@ from gpu_platform import cli
 from gpu_platform.behaviour.decode import decoded
 from gpu_platform.versions import load_lockfile
 from tests.conftest import ROOT
+from tests.planning.test_inputs import prometheus_export
 
 SHAPES = sorted((ROOT / "tests" / "workloads" / "shapes").glob("*.yaml"))
 WRONG: tuple[Any, ...] = (None, [], {}, "x", -1, 10**30, 1.5, True, "99999999999Gi", "1e400")
@@ -100,5 +102,28 @@ def test_a_mistyped_stack_file_is_refused_in_one_line(stack: str, tmp_path: Path
         file.write_text(yaml.safe_dump(replaced(doc, ("config", *path), value)))
         code, err = run(["check", "--config", str(file)])
         if code not in (0, 1, 2) or "internal error" in err or (code == 2 and not err.strip()):
+            crashed.append(f"{'.'.join(map(str, path))} = {value!r}: exit {code}: {err.strip()[:300]}")
+    assert not crashed, "\n".join(crashed[:10])
+
+
+@pytest.mark.parametrize("demand", ["teams.yaml", "serving-requests.yaml", "prometheus"])
+def test_a_mistyped_demand_input_is_refused_in_one_line(demand: str, tmp_path: Path) -> None:
+    """Each field of a demand file (and of a Prometheus export) given a value of the wrong kind: exit 0, 1 or 2, never 70.
+
+    The sweep that made this a test found a label value that was not text crashing the export reader (label sets
+    map names to strings: prometheus/model LabelSet) and a peak of 1e30 GPUs sizing for ever.
+    """
+    if demand == "prometheus":
+        doc: Any = prometheus_export({("serving", "nvidia_com_gpu"): [1, 2, 3, 4], ("data-platform", "nvidia_com_gpu"): [0, 8, 8, 2]})
+        file = tmp_path / "usage.json"
+    else:
+        doc = yaml.safe_load((ROOT / "examples" / "demand" / demand).read_text())
+        file = tmp_path / "demand.yaml"
+    crashed = []
+    for path in paths(doc):
+        value = wrong_for(path)
+        file.write_text(json.dumps(replaced(doc, path, value)) if demand == "prometheus" else yaml.safe_dump(replaced(doc, path, value)))
+        code, err = run(["capacity", "plan", "--demand", str(file), "--stack", "prod"])
+        if code not in (0, 1, 2) or "internal error" in err:
             crashed.append(f"{'.'.join(map(str, path))} = {value!r}: exit {code}: {err.strip()[:300]}")
     assert not crashed, "\n".join(crashed[:10])

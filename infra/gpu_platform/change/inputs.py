@@ -31,7 +31,8 @@ def usage_snapshot(path: Path, spec: PlatformSpec, catalog: Catalog) -> dict[str
         at = f"data.result[{i}]"
         metric = series.get("metric", {}) if isinstance(series, dict) else {}
         values = series.get("values") if isinstance(series, dict) else None
-        if metric.get("__name__", TENANT_ALLOCATED) != TENANT_ALLOCATED or not isinstance(values, list) or not values:
+        labels_ok = isinstance(metric, dict) and all(isinstance(v, str) for v in metric.values())  # prometheus/model LabelSet
+        if not labels_ok or metric.get("__name__", TENANT_ALLOCATED) != TENANT_ALLOCATED or not isinstance(values, list) or not values:
             problems.append(Problem(file, at, "not a series of the per-tenant allocation rule with samples", ALLOWED))
             continue
         tenant, resource = str(metric.get("tenant")), str(metric.get("resource", ""))

@@ -30,7 +30,7 @@ from gpu_platform.planning.demand import (
     Options,
     Sla,
 )
-from gpu_platform.planning.queueing import Requests, gpus_for, servers_for
+from gpu_platform.planning.queueing import MAX_SERVERS, Requests, gpus_for, servers_for
 from gpu_platform.pricing import load_commitments
 
 KEYS = {
@@ -164,6 +164,18 @@ def _check_entry(e: dict[str, Any], at: str, file: str, catalog: Catalog) -> lis
                 f"allowed: at most x{MAX_HORIZON_GROWTH:g} to the horizon (a fraction: 0.05 is 5 % a month)",
             )
         )
+    req = e.get("requests") or {}
+    if isinstance(req, dict) and req.get("arrivalRate") and req.get("serviceTime"):
+        load = float(req["arrivalRate"]) * float(req["serviceTime"])
+        if load > MAX_SERVERS:  # Erlang C walks the servers one by one: the offered load bounds the time it takes
+            out.append(
+                Problem(
+                    file,
+                    f"{at}.requests",
+                    f"arrivalRate x serviceTime offers {load:.3g} erlangs (concurrent requests)",
+                    f"allowed: at most {MAX_SERVERS:,} (a rate in requests per second, a service time in seconds)",
+                )
+            )
     values = [(k, e[k]) for k in ("p50", "p95", "p99", "peak") if k in e]
     for (k1, v1), (k2, v2) in pairwise(values):
         if v1 > v2:

@@ -98,6 +98,10 @@ def prometheus_demand(
             problems.append(Problem(file, at, "not a series", 'allowed: {"metric": {...}, "values": [[time, "value"], ...]}'))
             continue
         metric = series.get("metric", {})
+        odd = next((k for k, v in metric.items() if not isinstance(v, str)), None)
+        if odd is not None:  # the HTTP API's label sets map names to strings (prometheus/model LabelSet)
+            problems.append(Problem(file, f"{at}.metric.{odd}", f"{metric[odd]!r} is not a label value", "allowed: text (label values are strings)"))
+            continue
         name = metric.get("__name__", TENANT_ALLOCATED)
         if name != TENANT_ALLOCATED:
             problems.append(Problem(file, f"{at}.metric.__name__", f"{name!r} is not the per-tenant allocation rule", f"allowed: {TENANT_ALLOCATED}"))

@@ -64,6 +64,8 @@ def servers_for(r: Requests) -> int:
     while True:
         c += 1
         b = load * b / (c + load * b)
+        if c >= MAX_SERVERS:  # the caller refuses loads this large (declared.py); never loop unbounded
+            return c
         if c <= load:
             continue
         waits = c * b / (c - load * (1 - b)) * math.exp(-(c * mu - r.arrival_rate) * r.target_wait)
