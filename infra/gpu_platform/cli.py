@@ -97,7 +97,11 @@ def _add_capacity_plan(capacity: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run one command, map bad input to exit code 2 with one line per problem."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    if not list(sys.argv[1:] if argv is None else argv):  # bare `gpu-platform`: the help, not an error
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
     module, func, _ = COMMANDS[args.command]
     if getattr(args, "capacity_command", None) == "plan":
         module, func = "gpu_platform.commands.capacity_plan", "run"

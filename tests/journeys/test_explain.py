@@ -68,8 +68,9 @@ EXAMPLE_VERDICTS = [
 
 @pytest.mark.parametrize(("name", "stack", "verdict"), EXAMPLE_VERDICTS)
 def test_every_example_says_what_its_comment_promises(name: str, stack: str, verdict: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["explain", "--stack", stack, "--workload", str(EXAMPLES / f"{name}.yaml"), "--format", "json"]) == 0
+    code = main(["explain", "--stack", stack, "--workload", str(EXAMPLES / f"{name}.yaml"), "--format", "json"])
     assert json.loads(capsys.readouterr().out)["verdict"] == verdict
+    assert code == {"runs": 0, "waits": 1, "never": 3}[verdict], "the exit code is the verdict (docs/cli.md)"
 
 
 def test_every_shipped_example_is_checked() -> None:
@@ -78,7 +79,7 @@ def test_every_shipped_example_is_checked() -> None:
 
 
 def test_text_output_names_every_stage_and_its_source(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["explain", "--config", str(stack_path("prod")), "--workload", str(EXAMPLES / "above-tier.yaml")]) == 0
+    assert main(["explain", "--config", str(stack_path("prod")), "--workload", str(EXAMPLES / "above-tier.yaml")]) == 3
     out = capsys.readouterr().out
     assert out.startswith("Job foundation-research/sneaky-priority: never")
     assert "admission-policy  blocked" in out and "source: apiserver" in out
@@ -101,3 +102,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str | None, m
     assert main(["explain", "--stack", "prod", "--workload", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"{path}: ") and message in err[0], err
+
+
+def test_bare_gpu_platform_prints_its_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """A newcomer typing the command alone gets the list of commands, not an argparse error (docs/cli.md)."""
+    assert main([]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("usage: gpu-platform") and "explain" in out.out and not out.err

@@ -71,8 +71,12 @@ def render_text(e: Explanation) -> str:
     return "\n".join(printable(line) for line in lines)
 
 
+# The verdict as the exit code, so a script or CI step can act on it without parsing (docs/cli.md).
+EXIT_CODES = {"runs": 0, "waits": 1, "never": 3}
+
+
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
-    """Entry point of the subcommand."""
+    """Entry point of the subcommand: exit 0 runs, 1 waits, 3 never (2 is bad input, raised)."""
     e = explain_file(path, stack, args.workload)
     print(json.dumps(e.to_json(), indent=2) if args.format == "json" else render_text(e))
-    return 0
+    return EXIT_CODES[e.verdict]
