@@ -53,3 +53,10 @@ def test_readme_has_every_promised_recipe() -> None:
 def test_readme_points_into_every_docs_page() -> None:
     for page in sorted((ROOT / "docs").glob("*.md")):
         assert f"](docs/{page.name})" in README, f"README's 'Where to read more' does not link docs/{page.name}"
+
+
+def test_the_project_has_the_licence_its_metadata_names() -> None:
+    """pyproject.toml says Apache-2.0 (as the components it configures): LICENSE is that licence's text."""
+    text = (ROOT / "LICENSE").read_text()
+    assert 'license = { text = "Apache-2.0" }' in (ROOT / "pyproject.toml").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
