@@ -10,6 +10,7 @@ child themselves (test_hostile_files). A machine without clear_refs gets the tim
 from __future__ import annotations
 
 import re
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,15 +41,29 @@ def _reset_peak() -> bool:
     return True
 
 
+class Overran(Exception):
+    """A case ran past twice its bound: stopped, so a hang fails the case instead of the whole run."""
+
+
+def _overran(signum: int, frame: object) -> None:
+    raise Overran("stopped after twice its time bound (a hang?)")
+
+
 @pytest.fixture(autouse=True)
 def bounded(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Fail the case when it ran longer, or grew the process more, than its module's bound."""
+    """Fail the case when it ran longer, or grew the process more, than its module's bound; stop it at twice the time."""
     module = request.node.module.__name__.rsplit(".", 1)[-1]
     seconds, mib = BOUNDS[module]
     start_rss = _status_kib("VmRSS")
     measured = _reset_peak()
     start = time.monotonic()
-    yield
+    previous = signal.signal(signal.SIGALRM, _overran)
+    signal.setitimer(signal.ITIMER_REAL, 2 * seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     took = time.monotonic() - start
     assert took <= seconds, f"{request.node.name} took {took:.1f} s; its bound is {seconds:g} s"
     if measured:
