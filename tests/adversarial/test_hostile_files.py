@@ -58,19 +58,12 @@ class Hostile:
     says: str
 
 
-def _file(name: str, text: str) -> Callable[[Path], Path]:
+def _file(name: str, content: str | bytes) -> Callable[[Path], Path]:
+    """Lay out `name` with `content` (text as UTF-8, bytes as they are) under the case's folder."""
+
     def make(d: Path) -> Path:
         path = d / name
-        path.write_text(text)
-        return path
-
-    return make
-
-
-def _bytes(name: str, data: bytes) -> Callable[[Path], Path]:
-    def make(d: Path) -> Path:
-        path = d / name
-        path.write_bytes(data)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
         return path
 
     return make
@@ -136,7 +129,7 @@ CASES = [
         "could not determine a constructor",
     ),
     Hostile("stack-tab-indentation", _stack("config:\n\tgpu-platform:tags: {}\n"), "found character that cannot start any token"),
-    Hostile("stack-not-utf8", lambda d: ["plan", "--config", str(_bytes("Pulumi.evil.yaml", b"\xff\xfe\x00config")(d))], "not UTF-8 text"),
+    Hostile("stack-not-utf8", lambda d: ["plan", "--config", str(_file("Pulumi.evil.yaml", b"\xff\xfe\x00config")(d))], "not UTF-8 text"),
     Hostile("stack-is-a-fifo", lambda d: ["plan", "--config", str(_fifo(d / "Pulumi.evil.yaml"))], "is a FIFO, not a regular file"),
     Hostile("stack-links-to-dev-zero", lambda d: ["plan", "--config", str(_link(d / "Pulumi.evil.yaml", Path("/dev/zero")))], "is a device"),
     Hostile("stack-top-level-list", _stack("- config\n- x\n"), "top level is a list, not a mapping"),

@@ -137,10 +137,9 @@ class _Walk:
             return value
         types = schema.get("type")
         types = {types} if isinstance(types, str) else set(types or [])
-        go = _go_type(name, schema, types)
         if "object" in types or "properties" in schema or "additionalProperties" in schema:
             if not isinstance(value, Mapping):
-                self.fail(path, value, go)
+                self.fail(path, value, _go_type(name, schema, types))
                 return value
             props = schema.get("properties") or {}
             extra = schema.get("additionalProperties")
@@ -160,7 +159,7 @@ class _Walk:
             return out
         if "array" in types:
             if not isinstance(value, list):
-                self.fail(path, value, go)
+                self.fail(path, value, _go_type(name, schema, types))
                 return value
             items = schema.get("items") or {}
             return [self.value(item, items, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
@@ -248,13 +247,20 @@ def _json_text(value: Any) -> str:
     return str(value) if isinstance(value, (int, float)) else repr(value)
 
 
+def _go_name(definition: str) -> str:
+    """`io.k8s.api.core.v1.Container` -> `v1.Container`, as Go prints a type (package.Type)."""
+    parts = definition.rsplit(".", 2)
+    return ".".join(parts[-2:]) if len(parts) == 3 else definition
+
+
 def _go_type(name: str | None, schema: Mapping[str, Any], types: set[str]) -> str:
+    """The Go type a decoding error names (only computed when decoding fails)."""
     if name:
-        return name.rsplit(".", 2)[-2] + "." + name.rsplit(".", 1)[-1] if name.count(".") >= 2 else name
+        return _go_name(name)
     if "array" in types:
-        _, items = (None, schema.get("items") or {})
+        items = schema.get("items") or {}
         ref = items.get("$ref") if isinstance(items, Mapping) else None
-        return "[]" + (ref.rsplit(".", 2)[-2] + "." + ref.rsplit(".", 1)[-1] if isinstance(ref, str) else "interface {}")
+        return "[]" + (_go_name(ref) if isinstance(ref, str) else "interface {}")
     if "additionalProperties" in schema:
         return "map[string]" + ("string" if (schema.get("additionalProperties") or {}).get("type") else "interface {}")
     return "struct"

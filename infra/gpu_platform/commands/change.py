@@ -110,9 +110,10 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
     own_mandatory = 0
     loose = loosened(base_setting, own_setting)
     base_rules = None
-    if rules and rule_code_changes(gate_changes) and os.environ.get(JUDGED_PLAN) is None:
+    rule_code = rule_code_changes(gate_changes)
+    if rules and rule_code and os.environ.get(JUDGED_PLAN) is None:
         extra = [a for option in ("usage", "demand") if getattr(args, option, None) for a in (f"--{option}", str(getattr(args, option).resolve()))]
-        base_rules = judge(root, base.commit, path, after, extra, rule_code_changes(gate_changes))
+        base_rules = judge(root, base.commit, path, after, extra, rule_code)
     if rules:
         state = place(evaluate(after_view.resources, ctx, judged.enforcement), path, root)
         change = place(evaluate_change(view, judged.enforcement), path, root)

@@ -103,7 +103,14 @@ def priority_resources(spec: PlatformSpec) -> list[tuple[str, str, tuple[str, ..
 
 # CEL: the tenant a namespace belongs to (its Volcano queue has the tenant's name, gpu_platform.k8s.volcano).
 _NS_LABELS = "namespaceObject.metadata.labels"
-OWN_TENANT = f"has({_NS_LABELS}) && '{LABEL_TENANT}' in {_NS_LABELS} ? {_NS_LABELS}['{LABEL_TENANT}'] : ''"
+
+
+def _ns_label(key: str) -> str:
+    """CEL: the value of the request namespace's label `key`, '' when it has none."""
+    return f"has({_NS_LABELS}) && '{key}' in {_NS_LABELS} ? {_NS_LABELS}['{key}'] : ''"
+
+
+OWN_TENANT = _ns_label(LABEL_TENANT)
 
 
 # The pod specs Kueue reads a priority from, per kind (the PodSets of each integration, kueue
@@ -145,8 +152,7 @@ def priority_policy(spec: PlatformSpec) -> Manifest:
     """ValidatingAdmissionPolicy: tenant pods and jobs use only priorities at or below their namespace's tier."""
     pod_classes = "{" + ", ".join(f"'{t}': {_cel_list([f'gpu-{a}' for a in allowed_tiers(t)])}" for t in PRIORITY_VALUES) + "}"
     workload_classes = "{" + ", ".join(f"'{t}': {_cel_list(allowed_tiers(t))}" for t in PRIORITY_VALUES) + "}"
-    labels = "namespaceObject.metadata.labels"
-    tier = f"has(namespaceObject.metadata.labels) && '{LABEL_PRIORITY}' in {labels} ? {labels}['{LABEL_PRIORITY}'] : ''"
+    tier = _ns_label(LABEL_PRIORITY)
     body: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -467,7 +473,6 @@ def load_balancers_policy() -> Manifest:
     for `internet-facing` (by either annotation); and no Ingress joins an IngressGroup, which would merge it
     with other namespaces' Ingresses into one ALB. The controller's defaults are `internal` for both kinds.
     """
-    labels = "namespaceObject.metadata.labels"
 
     def annotation(key: str) -> str:  # CEL: the annotation's value, '' when absent (a string either way)
         return f"(has(object.metadata.annotations) && '{key}' in object.metadata.annotations ? object.metadata.annotations['{key}'] : '')"
@@ -488,7 +493,7 @@ def load_balancers_policy() -> Manifest:
             ],
         },
         "variables": [
-            {"name": "scheme", "expression": f"has({labels}) && '{LABEL_LOAD_BALANCERS}' in {labels} ? {labels}['{LABEL_LOAD_BALANCERS}'] : ''"},
+            {"name": "scheme", "expression": _ns_label(LABEL_LOAD_BALANCERS)},
             {"name": "wantsBalancer", "expression": f"{balanced} || {ingress}"},
         ],
         "validations": [
