@@ -15,7 +15,7 @@ from typing import Literal
 
 import yaml
 
-from gpu_platform.catalog import Catalog, InstanceType
+from gpu_platform.catalog import Catalog, InstanceType, load_catalog
 from gpu_platform.errors import ConfigError, Problem
 
 HOURS_PER_MONTH = 730
@@ -54,6 +54,7 @@ class Commitments:
     instruments: dict[str, Instrument]
     spot_discount: float
     spot_fallback_share: float
+    spot_source: str
     capacity_blocks: dict[str, CapacityBlockPrice]
     as_of: str
     source: str
@@ -73,6 +74,7 @@ def parse_commitments(raw: dict) -> Commitments:
         },
         spot_discount=float(spot["discount"]),
         spot_fallback_share=float(spot["fallbackShare"]),
+        spot_source=str(spot["source"]),
         capacity_blocks={
             n: CapacityBlockPrice(price=float(v["price"]), as_of=str(v["as_of"]), source=v["source"])
             for n, v in (raw.get("capacityBlocks") or {}).items()
@@ -87,6 +89,55 @@ def load_commitments() -> Commitments:
     """The instruments shipped with the package (cached: immutable data)."""
     text = resources.files("gpu_platform").joinpath("data/commitments.yaml").read_text()
     return parse_commitments(yaml.safe_load(text))
+
+
+TIERS = ("reserved", "capacity-block", "on-demand", "spot")
+
+
+@dataclass(frozen=True)
+class Rate:
+    """What one node-hour of an instance type bills through one tier, and where that figure comes from."""
+
+    price: float
+    basis: str
+    as_of: str
+    source: str
+
+
+def tier_rate(itype: InstanceType, tier: str, catalog: Catalog, commitments: Commitments | None = None) -> Rate | None:
+    """The rate one node-hour of `itype` bills in a stack pool of `tier`, or None when the catalog has none.
+
+    On-demand and reserved (an ODCR bills at the On-Demand rate while held) at list, Spot at its
+    estimate below list, a Capacity Block at its own rate for its dates.
+    """
+    c = commitments or load_commitments()
+    if tier == "capacity-block":
+        block = c.capacity_blocks.get(itype.name)
+        return None if block is None else Rate(block.price, "Capacity Block rate", block.as_of, block.source)
+    if itype.price_per_hour is None:
+        return None
+    p = catalog.pricing
+    if tier == "spot":
+        share = 1 - c.spot_discount
+        return Rate(itype.price_per_hour * share, f"Spot estimate ({share:.0%} of On-Demand list)", c.as_of, c.spot_source)
+    return Rate(itype.price_per_hour, "On-Demand list" + (" (an ODCR bills at list while held)" if tier == "reserved" else ""), p.as_of, p.source)
+
+
+def missing_rate(itype: InstanceType, tier: str, commitments: Commitments | None = None) -> tuple[str, str]:
+    """(problem, allowed) for a pool of `tier` whose type has no rate: the one line `check` and `capacity` both print."""
+    c = commitments or load_commitments()
+    blocks = sorted(c.capacity_blocks)
+    if tier == "capacity-block":
+        return (
+            f"'{itype.name}' ({itype.gpu.name}) has no Capacity Block rate in data/commitments.yaml",
+            f"allowed: a Capacity Block pool of {', '.join(blocks)}, or add the rate with its date and source",
+        )
+    sold = "capacity: capacity-block (it has a Capacity Block rate)" if itype.name in blocks else ""
+    return (
+        f"'{itype.name}' ({itype.gpu.name}) has no On-Demand list price in the catalog, which capacity: {tier} "
+        + ("is estimated from" if tier == "spot" else "bills at"),
+        "allowed: " + (f"{sold}, " if sold else "") + "a priced instance type, or add its price with date and source to data/catalog.yaml",
+    )
 
 
 def list_price(itype: InstanceType, file: str, where: str) -> float:
@@ -107,27 +158,12 @@ def list_price(itype: InstanceType, file: str, where: str) -> float:
 
 
 def node_hour_price(itype: InstanceType, tier: str, file: str, where: str, commitments: Commitments | None = None) -> float:
-    """What one node-hour of a stack pool's tier bills.
-
-    On-demand and ODCR (`reserved`) at list, Spot at its discount, a Capacity Block at its rate.
-    """
-    c = commitments or load_commitments()
-    if tier == "capacity-block":
-        block = c.capacity_blocks.get(itype.name)
-        if block is None:
-            raise ConfigError(
-                [
-                    Problem(
-                        file,
-                        where,
-                        f"{itype.name} has no Capacity Block rate in data/commitments.yaml",
-                        f"allowed: {', '.join(sorted(c.capacity_blocks))}",
-                    )
-                ]
-            )
-        return block.price
-    price = list_price(itype, file, where)
-    return price * (1 - c.spot_discount) if tier == "spot" else price
+    """What one node-hour of a stack pool's tier bills (tier_rate); ConfigError (never $0) without a rate."""
+    rate = tier_rate(itype, tier, load_catalog(), commitments)
+    if rate is None:
+        problem, allowed = missing_rate(itype, tier, commitments)
+        raise ConfigError([Problem(file, where, problem, allowed)])
+    return rate.price
 
 
 def committed_price(itype: InstanceType, instrument: Instrument, file: str, where: str) -> float:

@@ -50,7 +50,7 @@ def test_diff_prints_replacements_and_gpus_per_tier(tmp_path: Path, capsys: pyte
     text = stack.read_text().replace(
         ondemand + "      scaling: {min: 0, desired: 0, max: 2}", ondemand + "      scaling: {min: 0, desired: 0, max: 4}"
     )
-    text = text.replace("instanceTypes: [p5.48xlarge]\n      scaling: {min: 4", "instanceTypes: [p5e.48xlarge]\n      scaling: {min: 4", 1)
+    text = text.replace("instanceTypes: [p5.48xlarge]\n      scaling: {min: 4", "instanceTypes: [p4de.24xlarge]\n      scaling: {min: 4", 1)
     stack.write_text(text)
     assert main(["diff", "--config", str(stack), "--base", "base", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

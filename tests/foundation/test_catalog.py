@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,12 @@ import yaml
 
 from gpu_platform.behaviour import mig
 from gpu_platform.catalog import load_catalog
+from gpu_platform.cli import main
+from gpu_platform.pricing import TIERS, tier_rate
+from gpu_platform.spec.checks import CAPACITY_BLOCK_FAMILIES
 from gpu_platform.versions import load_lockfile
 from tests.ansible.helpers import load_nvidia_smi_module
-from tests.conftest import require_shared_crds
+from tests.conftest import require_shared_crds, stack_path
 
 SMI = load_nvidia_smi_module()
 
@@ -134,3 +138,66 @@ def test_placement_check_refuses_what_the_compute_slice_sum_allows() -> None:
 def test_mig_tables_that_are_not_nvidia_smis_are_refused() -> None:
     with pytest.raises(ValueError, match="not a placement row"):
         mig.parse_profiles("", "GPU 0 Profile 19: 0-6")
+
+
+# --- one catalog for every command -----------------------------------------------------------------
+
+WALK = [(t, tier) for t in sorted(load_catalog().instance_types) for tier in TIERS]
+UNPRICED = [(t, tier) for t, tier in WALK if tier_rate(load_catalog().instance(t), tier, load_catalog()) is None]
+
+
+@pytest.mark.parametrize(("itype", "tier"), WALK)
+def test_every_type_and_tier_has_a_dated_sourced_rate_or_none(itype: str, tier: str) -> None:
+    """Every (instance type, tier) the gate accepts is costed by a rate with its date and source; the rest are refused below."""
+    c = load_catalog()
+    rate = tier_rate(c.instance(itype), tier, c)
+    if rate is None:
+        assert (itype, tier) in UNPRICED
+        return
+    assert rate.price > 0
+    assert date.fromisoformat(rate.as_of) <= date.today()
+    assert rate.source.startswith("https://aws.amazon.com/"), rate.source
+    if tier == "capacity-block":
+        assert rate.basis == "Capacity Block rate"
+
+
+def test_the_unpriced_pairs_are_the_capacity_block_only_types() -> None:
+    """AWS sells p5e and p5en as Capacity Blocks; p5en's rate is not in data/commitments.yaml, so nothing buys it here."""
+    hourly = [(t, tier) for t, tier in UNPRICED if tier != "capacity-block"]
+    assert hourly == [(t, tier) for t in ("p5e.48xlarge", "p5en.48xlarge") for tier in TIERS if tier != "capacity-block"]
+    blocks = {t for t, tier in WALK if tier == "capacity-block" and (t, tier) not in UNPRICED}
+    assert blocks == {"p4d.24xlarge", "p5.48xlarge", "p5e.48xlarge"}
+
+
+def _stack_with_pool(tmp_path: Path, itype: str, tier: str) -> Path:
+    doc = yaml.safe_load(stack_path("dev").read_text())
+    pool: dict[str, Any] = {"name": "walk", "workloadClass": "training", "capacity": tier, "instanceTypes": [itype]}
+    if tier in ("reserved", "capacity-block"):
+        pool["reservation"] = {"id": "cr-0a1b2c3d4e5f60718"} | ({"start": "2026-11-16", "end": "2027-05-17"} if tier == "capacity-block" else {})
+        pool["availabilityZones"] = ["us-west-2a"]
+    pool["scaling"] = {"min": 0 if tier != "reserved" else 1, "desired": 0 if tier != "reserved" else 1, "max": 1}
+    doc["config"]["gpu-platform:nodePools"].append(pool)
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+# A Capacity Block pool of a family AWS does not sell as blocks (g6) is refused for that, not for its rate.
+SOLD_UNPRICED = [(t, tier) for t, tier in UNPRICED if tier != "capacity-block" or t.split(".")[0] in CAPACITY_BLOCK_FAMILIES]
+
+
+@pytest.mark.parametrize(("itype", "tier"), SOLD_UNPRICED)
+def test_check_and_capacity_refuse_an_unpriced_pool_with_the_same_line(
+    itype: str, tier: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`check` accepted what `capacity` refused (p5e, reserved): now both exit 2 with one identical line naming the type."""
+    path = _stack_with_pool(tmp_path, itype, tier)
+    lines = {}
+    for command in ("check", "capacity"):
+        code = main([command, "--config", str(path)])
+        err = capsys.readouterr().err
+        assert code == 2, (command, err)
+        lines[command] = [line for line in err.splitlines() if itype in line and "nodePools[3].instanceTypes[0]" in line]
+    assert lines["check"] == lines["capacity"] and len(lines["check"]) == 1, lines
+    what = "Capacity Block rate" if tier == "capacity-block" else "On-Demand list price"
+    assert f"'{itype}' ({load_catalog().instance(itype).gpu.name}) has no {what}" in lines["check"][0]

@@ -118,9 +118,9 @@ def test_replacing_a_reserved_pools_instance_type_is_caught_at_its_line(repo: Pa
     v = walk(
         repo,
         capsys,
-        lambda t: t.replace("instanceTypes: [p5.48xlarge]", "instanceTypes: [p5e.48xlarge]", 1),
+        lambda t: t.replace("instanceTypes: [p5.48xlarge]", "instanceTypes: [p4de.24xlarge]", 1),
         "fixed-capacity-replaced",
-        "p5e.48xlarge",
+        "p4de.24xlarge",
     )
     assert "train-h100-reserved" in v["message"] and v["keyPath"] == "gpu-platform:nodePools[0].instanceTypes"
 

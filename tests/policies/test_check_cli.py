@@ -227,9 +227,11 @@ def test_stack_versions_override_is_what_driver_rule_judges(tmp_path: Path, caps
             {
                 "name": "train-h200",
                 "workloadClass": "training",
-                "capacity": "on-demand",
+                "capacity": "capacity-block",
                 "instanceTypes": ["p5e.48xlarge"],
                 "scaling": {"min": 0, "desired": 0, "max": 2},
+                "reservation": {"id": "cr-0d1b2c3d4e5f6071b", "start": "2026-11-16", "end": "2027-05-17"},
+                "availabilityZones": ["us-east-1a"],
             }
         )
         cfg["gpu-platform:versions"] = {"eks": {"ami_driver_branch": "535"}}

@@ -9,6 +9,7 @@ from gpu_platform.catalog import Catalog
 from gpu_platform.errors import Problem, did_you_mean, one_of
 from gpu_platform.pools import FALLBACK_SUFFIX, NETWORK_TOPOLOGY_FAMILIES, always_present, whole_nodes
 from gpu_platform.pools import RESERVED_LABEL_PREFIXES as RESERVED_PREFIXES
+from gpu_platform.pricing import missing_rate, tier_rate
 from gpu_platform.spec import aws_values
 from gpu_platform.spec.identity_checks import check_identity
 from gpu_platform.spec.labels import KEY_ALLOWED, VALUE_ALLOWED, kubelet_refuses, label_key_problem, label_value_problem
@@ -216,6 +217,7 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
                         )
                     )
         out += _check_capacity(pool, at, catalog, file)
+        out += _check_rates(pool, at, catalog, file)
         zones = spec.network.zones()
         for j, az in enumerate(pool.availability_zones):
             if az not in zones:
@@ -387,6 +389,22 @@ def _check_block_dates(pool: NodePool, at: str, file: str) -> list[Problem]:
     if r.start >= r.end:
         return [Problem(file, f"{at}.reservation.end", f"{r.end} is not after start {r.start}", "allowed: a day after the block's start")]
     return []
+
+
+def _check_rates(pool: NodePool, at: str, catalog: Catalog, file: str) -> list[Problem]:
+    """Every instance type has a rate for the pool's tier (gpu_platform.pricing.tier_rate), so `check` and `capacity` agree.
+
+    The same line `capacity` would print when it prices the pool: a type AWS sells only as Capacity
+    Blocks has no On-Demand rate, so no reserved, on-demand or Spot pool of it can be costed or bought.
+    """
+    out = []
+    for j, t in enumerate(pool.instance_types):
+        itype = catalog.instance_types.get(t)
+        if itype is None or (pool.capacity == "capacity-block" and itype.family not in CAPACITY_BLOCK_FAMILIES):
+            continue  # reported above: unknown, or not sold as a Capacity Block
+        if tier_rate(itype, pool.capacity, catalog) is None:
+            out.append(Problem(file, f"{at}.instanceTypes[{j}]", *missing_rate(itype, pool.capacity)))
+    return out
 
 
 def _check_capacity(pool: NodePool, at: str, catalog: Catalog, file: str) -> list[Problem]:
