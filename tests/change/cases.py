@@ -412,4 +412,61 @@ CHANGE_CASES: tuple[ChangeCase, ...] = (
         message="tenant llm-training's quota on Spot training pools grows 0 -> 8 GPUs",
     ),
     ChangeCase("training-quota-on-spot", "training-quota-cut", config=(tenant_quota(0, 1, 4),)),
+    # reservation-still-matches: the reservation was bought for p5.48xlarge in us-east-1a, Linux/UNIX, default tenancy.
+    ChangeCase(
+        "reservation-still-matches",
+        "reserved-instance-type",
+        after=(set_in(RESERVED_NG, ["p4de.24xlarge"], "instanceTypes"),),
+        fires_on=RESERVED_NG,
+        key="gpu-platform:nodePools[0].instanceTypes",
+        message="instance type p5.48xlarge -> p4de.24xlarge",
+    ),
+    ChangeCase(
+        "reservation-still-matches",
+        "reserved-instance-type-with-maintenance",
+        after=(set_in(RESERVED_NG, ["p4de.24xlarge"], "instanceTypes"),),
+        maintenance=("train-h100-reserved 2026-12-05T02:00Z/6h OPS-4711",),
+        fires_on=RESERVED_NG,
+        key="gpu-platform:nodePools[0].instanceTypes",
+        message="every launch of the new group fails",
+    ),
+    ChangeCase(
+        "reservation-still-matches",
+        "reserved-zone",
+        after=(set_in(RESERVED_NG, ["network-private-us-east-1b-id"], "subnetIds"),),
+        fires_on=RESERVED_NG,
+        key="gpu-platform:nodePools[0].availabilityZones",
+        message="zone us-east-1a -> us-east-1b",
+    ),
+    ChangeCase(
+        "reservation-still-matches",
+        "reserved-tenancy",
+        after=(set_in("pool-train-h100-reserved-lt", "dedicated", "placement", "tenancy"),),
+        fires_on=RESERVED_NG,
+        key="gpu-platform:nodePools[0].reservation",
+        message="tenancy default -> dedicated",
+    ),
+    ChangeCase(
+        "reservation-still-matches",
+        "block-instance-type",
+        after=(set_in("pool-train-h100-block-lt", "p5e.48xlarge", "instanceType"),),
+        fires_on="pool-train-h100-block-ng",
+        key="gpu-platform:nodePools[8].instanceTypes",
+        message="instance type p5.48xlarge -> p5e.48xlarge",
+    ),
+    ChangeCase(
+        "reservation-still-matches",
+        "new-type-with-its-own-reservation",
+        after=(
+            set_in(RESERVED_NG, ["p4de.24xlarge"], "instanceTypes"),
+            set_in(
+                "pool-train-h100-reserved-lt",
+                {"capacityReservationTarget": {"capacityReservationId": "cr-0f1b2c3d4e5f6071c"}},
+                "capacityReservationSpecification",
+            ),
+        ),
+    ),
+    ChangeCase(
+        "reservation-still-matches", "on-demand-instance-type", after=(set_in("pool-train-h100-ondemand-ng", ["p4de.24xlarge"], "instanceTypes"),)
+    ),
 )

@@ -83,6 +83,11 @@ def line_of(text: str, fragment: str) -> int:
     return hits[0]
 
 
+def first_line_with(fragment: str) -> Callable[[str], int]:
+    """1-based line of the first line containing `fragment` (the reserved pool comes first in prod's file)."""
+    return lambda text: next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
 def finding(doc: dict, policy: str, repo: Path, about: str = "") -> dict:
     """The violation of `policy` (whose message has `about`), which must sit on prod's stack file."""
     found = [v for v in doc["violations"] if v["policy"] == policy and about in v["message"]]
@@ -120,9 +125,28 @@ def test_replacing_a_reserved_pools_instance_type_is_caught_at_its_line(repo: Pa
         capsys,
         lambda t: t.replace("instanceTypes: [p5.48xlarge]", "instanceTypes: [p4de.24xlarge]", 1),
         "fixed-capacity-replaced",
-        "p4de.24xlarge",
+        first_line_with("p4de.24xlarge"),
     )
     assert "train-h100-reserved" in v["message"] and v["keyPath"] == "gpu-platform:nodePools[0].instanceTypes"
+
+
+def test_a_stated_maintenance_does_not_let_a_reserved_pool_leave_its_reservations_terms(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The trailer waives the replacement (fixed-capacity-replaced), never the reservation match: the new group could not launch."""
+    with stage("change the stack"):
+        text = pull_request(
+            repo,
+            lambda t: t.replace("instanceTypes: [p5.48xlarge]", "instanceTypes: [p4de.24xlarge]", 1),
+            trailer="train-h100-reserved 2026-12-05T02:00Z/6h OPS-4711",
+        )
+    with stage("run check --base"):
+        code, doc = gate(repo, capsys)
+    with stage("read the finding"):
+        assert not [v for v in doc["violations"] if v["policy"] == "fixed-capacity-replaced"]
+        v = finding(doc, "reservation-still-matches", repo, "p4de.24xlarge")
+        assert v["level"] == "mandatory" and code == 1
+        assert "cr-0a1b2c3d4e5f60718" in v["message"] and "instance type p5.48xlarge -> p4de.24xlarge" in v["message"]
+    with stage("find the line"):
+        assert v["line"] == first_line_with("p4de.24xlarge")(text)
 
 
 def test_bumping_the_ami_of_a_reserved_pool_is_caught_at_its_line(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

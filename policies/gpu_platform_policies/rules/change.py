@@ -10,13 +10,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpu_platform.behaviour.provider_diff import NODE_GROUP
+from gpu_platform.behaviour.wiring import ByValue
 from gpu_platform.change.diff import ResourceChange
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
 from gpu_platform_policies.changeview import ChangeView, pool_gpus, quota_total
-from gpu_platform_policies.model import Finding, Resource, rule
+from gpu_platform_policies.model import Finding, PlanView, Resource, rule
 from gpu_platform_policies.rules.rollout import FIXED_TIERS
 from gpu_platform_policies.strictness import loosened, setting_of
-from gpu_platform_policies.view import Pool, get, kind_of, object_name
+from gpu_platform_policies.view import LAUNCH_TEMPLATE, Pool, get, kind_of, object_name
 
 MAINTENANCE_HINT = "state the maintenance in a commit trailer `GPU-Maintenance: {subject} <start>/<end> <ticket>`"
 # Node group inputs -> the pool key that sets them (gpu_platform/aws/nodepools.py).
@@ -521,3 +522,84 @@ def training_quota_on_spot(view: ChangeView) -> Iterator[Finding]:
                 "training interruptible in `demand`",
                 key=f"gpu-platform:tenants[{i}].quotas",
             )
+
+
+# EC2 User Guide, "Capacity Reservations" > "How Capacity Reservations work": an instance runs in a
+# reservation only when its instance type, platform, Availability Zone and tenancy match the reservation's;
+# ModifyCapacityReservation changes a reservation's count and end, never those four. A launch that targets
+# the reservation (capacityReservationTarget) with other attributes is refused, so no node of the group starts.
+SUBNET = "aws:ec2/subnet:Subnet"
+RESERVATION_MATCH = ("instance type", "platform", "zone", "tenancy")
+
+
+def _template_of(plan: PlanView, ng: Resource) -> Resource | None:
+    """The launch template a node group runs: followed by its `launchTemplate` reference, else its sibling under the pool."""
+    identity = plan.wiring.target(ng, "launchTemplate")
+    lt = plan.wiring.resource(identity, LAUNCH_TEMPLATE)
+    return lt or next((r for r in plan.of_type(LAUNCH_TEMPLATE) if ng.parent and r.parent == ng.parent), None)
+
+
+def _subnets(plan: PlanView, ng: Resource) -> list[Resource]:
+    """The planned subnets a node group launches into: followed by reference, else by the ids its input holds (a plan without refs)."""
+    found = [plan.wiring.resource(i, SUBNET) for i in plan.wiring.targets(ng, "subnetIds")]
+    if found and all(found):
+        return [r for r in found if r is not None]
+    by_value = ByValue(plan.of_type(SUBNET))
+    return [r for r in (by_value.resource(str(i), SUBNET) for i in ng.inputs.get("subnetIds") or []) if r is not None]
+
+
+def reservation_terms(plan: PlanView, ng: Resource) -> tuple[str | None, dict[str, str]]:
+    """(reservation a pool's launches target, {instance type, platform, zone, tenancy} they launch with).
+
+    A zone is known when the group's subnets are planned here (a new VPC's subnets); the platform is
+    what the EKS AMI type runs (every EKS GPU AMI is Linux/UNIX, a WINDOWS_* type Windows).
+    """
+    lt = _template_of(plan, ng)
+    target = get(lt.inputs if lt else {}, "capacityReservationSpecification", "capacityReservationTarget") or {}
+    reservation = target.get("capacityReservationId") or target.get("capacityReservationResourceGroupArn")
+    types = ng.inputs.get("instanceTypes") or ([lt.inputs["instanceType"]] if lt and lt.inputs.get("instanceType") else [])
+    terms = {"instance type": ", ".join(map(str, types))}
+    zones = sorted({str(s.inputs.get("availabilityZone")) for s in _subnets(plan, ng)})
+    if zones:
+        terms["zone"] = ", ".join(zones)
+    terms["platform"] = "Windows" if str(ng.inputs.get("amiType", "")).startswith("WINDOWS") else "Linux/UNIX"
+    terms["tenancy"] = str(get(lt.inputs if lt else {}, "placement", "tenancy") or "default")
+    return (str(reservation) if reservation else None), terms
+
+
+RESERVATION_KEYS = {"instance type": "instanceTypes", "zone": "availabilityZones", "platform": "", "tenancy": ""}
+
+
+@rule(
+    "reservation-still-matches",
+    "A reserved or Capacity Block pool does not change its instance type, zone, platform or tenancy while it targets the same "
+    "reservation (EC2 runs an instance in a reservation only when all four match); no maintenance trailer waives it.",
+    "mandatory",
+    "change",
+    category="change",
+)
+def reservation_still_matches(view: ChangeView) -> Iterator[Finding]:
+    """A stated maintenance makes the replacement safe to roll, not possible: the new group can never launch into the old reservation."""
+    for old, new in pool_pairs(view):
+        if old.tier not in FIXED_TIERS or new.tier not in FIXED_TIERS:
+            continue
+        before_ng, after_ng = _node_group(view, old.resource, after=False), _node_group(view, new.resource)
+        if before_ng is None or after_ng is None:
+            continue
+        held, was = reservation_terms(view.before, before_ng)
+        target, now = reservation_terms(view.after, after_ng)
+        if held is None or target != held:
+            continue
+        moved = [t for t in RESERVATION_MATCH if t in was and t in now and was[t] != now[t]]
+        if not moved:
+            continue
+        what = "; ".join(f"{t} {was[t]} -> {now[t]}" for t in moved)
+        yield Finding(
+            after_ng.name,
+            f"pool {new.name} ({new.tier}) still targets reservation {held}, which was made for {was['instance type']}"
+            f"{' in ' + was['zone'] if 'zone' in was else ''} ({was['platform']}, {was['tenancy']} tenancy), but now launches with "
+            f"{what}: EC2 runs an instance in a Capacity Reservation only when its instance type, platform, Availability Zone and "
+            "tenancy match it, and ModifyCapacityReservation cannot change them (EC2 User Guide, 'Capacity Reservations'), so every "
+            "launch of the new group fails; buy a reservation for the new terms and set reservation to it, or keep the old terms",
+            key=view.key_of("nodePools", new.name, RESERVATION_KEYS[moved[0]] or "reservation"),
+        )
