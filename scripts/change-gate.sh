@@ -10,7 +10,8 @@ base=${1:?usage: scripts/change-gate.sh GIT_REF [MARKDOWN_FILE]}
 out=${2:-/dev/null}
 cd "$(dirname "$0")/.."
 status=0
-: > "$out"
+# The gate's marker first: scripts/pr-comment.sh edits the comment that starts with it.
+printf '<!-- gpu-platform-gate -->\n' > "$out"
 # A stack file the change deletes is judged by nothing below (the loop sees only files that exist), yet its
 # stack keeps running until someone destroys it: say so, and fail, so its owners decide (CODEOWNERS: /stacks/).
 while IFS= read -r gone; do

@@ -114,12 +114,12 @@ def evaluate_change(view: ChangeView, enforcement: Mapping[str, Level] | None = 
     return sorted(out, key=lambda v: (v.level != "mandatory", v.policy, v.resource, v.message))
 
 
-def tier_gpus(plan: PlanView, catalog: Catalog) -> dict[tuple[str, str], int]:
-    """(workload class, capacity tier) -> GPUs at maximum size, over every GPU pool of a plan."""
-    out: dict[tuple[str, str], int] = {}
+def tier_gpus(plan: PlanView, catalog: Catalog) -> dict[tuple[str, str, str], int]:
+    """(workload class, capacity tier, GPU model) -> GPUs at maximum size, over every GPU pool of a plan."""
+    out: dict[tuple[str, str, str], int] = {}
     for p in pools(plan, catalog):
         # A Spot pool's own fallback group is on-demand, but only for Spot's work while Spot is gone: its own row.
-        key = (p.workload_class or "unknown", "spot fallback" if p.spot_fallback else p.tier)
+        key = (p.workload_class or "unknown", "spot fallback" if p.spot_fallback else p.tier, p.gpu_model or "unknown")
         out[key] = out.get(key, 0) + pool_gpus(p)
     return out
 
@@ -136,8 +136,8 @@ def pool_gpus(p: Pool) -> int:
     return p.nodes * int(label) if label.isdigit() else 0
 
 
-def tier_rows(view: ChangeView) -> Iterator[tuple[str, str, int, int]]:
-    """(class, tier, GPUs before, GPUs after) for every class and tier on either side."""
+def tier_rows(view: ChangeView) -> Iterator[tuple[str, str, str, int, int]]:
+    """(class, tier, GPU model, GPUs before, GPUs after) for every class, tier and model on either side."""
     before, after = tier_gpus(view.before, view.catalog), tier_gpus(view.after, view.catalog)
     for key in sorted(before.keys() | after.keys()):
-        yield key[0], key[1], before.get(key, 0), after.get(key, 0)
+        yield key[0], key[1], key[2], before.get(key, 0), after.get(key, 0)

@@ -58,12 +58,14 @@ def test_diff_prints_replacements_and_gpus_per_tier(tmp_path: Path, capsys: pyte
     assert replaced["pool-train-h100-reserved-ng"]["replaceFields"] == ["instanceTypes"]
     scaled = next(c for c in doc["changes"] if c["name"] == "pool-train-h100-ondemand-ng")
     assert scaled["action"] == "update" and scaled["fields"] == ["scalingConfig.maxSize"] and "rollsNodes" not in scaled
-    gpus = {(g["workloadClass"], g["tier"]): (g["before"], g["after"]) for g in doc["gpus"]}
-    assert gpus[("training", "on-demand")] == (16, 32) and gpus[("training", "reserved")] == (32, 32)
+    assert {"key": "scalingConfig.maxSize", "before": 2, "after": 4} in scaled["values"]
+    gpus = {(g["workloadClass"], g["tier"], g["gpuModel"]): (g["before"], g["after"]) for g in doc["gpus"]}
+    assert gpus[("training", "on-demand", "H100-80GB")] == (16, 32)
+    assert gpus[("training", "reserved", "H100-80GB")] == (32, 0) and gpus[("training", "reserved", "A100-80GB")] == (0, 32)
     assert main(["diff", "--config", str(stack), "--base", "base", "--format", "markdown"]) == 0
     md = capsys.readouterr().out
-    assert "| training | on-demand | 16 | 32 | +16 |" in md
-    assert "| replace | `pool-train-h100-reserved-ng` | `aws:eks/nodeGroup:NodeGroup` | instanceTypes |" in md
+    assert "| training | on-demand | H100-80GB | 16 | 32 | +16 |" in md
+    assert '| replace | `pool-train-h100-reserved-ng` | `aws:eks/nodeGroup:NodeGroup` | instanceTypes: ["p5.48xlarge"] → ["p4de.24xlarge"] |' in md
 
 
 def test_policy_reference_lists_every_change_rule() -> None:

@@ -3,7 +3,8 @@
 One walk over the JSON of every command on prod (plan, render, check, check --all, check --base, diff,
 capacity, capacity plan, explain); a snake_case key fails the test with the command and the key's path.
 Documents someone else owns are not ours to rename and are skipped: a resource's recorded inputs (Helm
-values such as Alertmanager's `send_resolved` are the chart's keys).
+values such as Alertmanager's `send_resolved` are the chart's keys), and the old and new values a change
+report quotes from them or from the stack file (a `versions` override copies the lockfile's snake_case keys).
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ from tests.conftest import ROOT
 
 SNAKE = re.compile(r"[a-z0-9]_[a-z0-9]")
 # paths of documents whose keys belong to upstream APIs and charts
-UPSTREAM_OWNED = (re.compile(r"^\.resources\[\]\.inputs(\.|$)"),)
+UPSTREAM_OWNED = (
+    re.compile(r"^\.resources\[\]\.inputs(\.|$)"),
+    re.compile(r"^(\.change)?\.stackKeys\[\]\.(before|after)(\.|$)"),
+    re.compile(r"^(\.change)?\.changes\[\]\.values\[\]\.(before|after)(\.|$)"),
+)
 AMI = "1.35.7-20260812"
 AMI_OVERRIDE = f"""  gpu-platform:versions:
     eks: {{ami_release_version: "{AMI}"}}
@@ -46,8 +51,12 @@ def snake_keys(value: Any, path: str = "") -> Iterator[str]:
 
 
 def test_the_walk_finds_snake_case_and_skips_upstream_inputs() -> None:
-    doc = {"pools": [{"monthly_cost": 1, "gpuModel": "L4"}], "resources": [{"inputs": {"send_resolved": True}, "type": "t"}]}
-    assert list(snake_keys(doc)) == [".pools[].monthly_cost"]
+    doc = {
+        "pools": [{"monthly_cost": 1, "gpuModel": "L4"}],
+        "resources": [{"inputs": {"send_resolved": True}, "type": "t"}],
+        "stackKeys": [{"key": "v", "after": {"eks": {"ami_release_version": "1"}}, "some_key": 1}],
+    }
+    assert list(snake_keys(doc)) == [".pools[].monthly_cost", ".stackKeys[].some_key"]
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpu_platform.behaviour.provider_diff import NODE_GROUP, Action, decide, launch_template_versioned
+from gpu_platform.change.values import ValueChange, field_changes
 
 # Under the offline engine a resource's id is `<logical name>-id` (gpu_platform.engine.Recorder.new_resource),
 # so a node group's launchTemplate.id names the template it runs.
@@ -29,6 +30,7 @@ class ResourceChange:
     replace_fields: tuple[str, ...] = ()
     rolls_nodes: bool = False
     rolled_by: str | None = None  # the launch template whose new version rolls this node group
+    values: tuple[ValueChange, ...] = ()  # each changed field's old and new value, secrets masked
 
     def to_json(self) -> dict[str, Any]:
         """`diff --format json` shape of one change."""
@@ -41,6 +43,8 @@ class ResourceChange:
             out["rollsNodes"] = True
         if self.rolled_by:
             out["rolledBy"] = self.rolled_by
+        if self.values:
+            out["values"] = [v.to_json() for v in self.values]
         return out
 
 
@@ -64,7 +68,8 @@ def diff_plans(before: Inputs, after: Inputs) -> list[ResourceChange]:
         decision = decide(key[0], before[key], after[key])
         if decision is None:
             continue
-        changes[key] = ResourceChange(key[0], key[1], decision.action, decision.fields, decision.replace_fields, decision.rolls_nodes)
+        values = tuple(field_changes(key[0], before[key], after[key]))
+        changes[key] = ResourceChange(key[0], key[1], decision.action, decision.fields, decision.replace_fields, decision.rolls_nodes, values=values)
         if launch_template_versioned(key[0], decision):
             versioned.add(key[1])
     # A new launch template version is picked up by the node group (update_default_version, latestVersion):
@@ -77,7 +82,7 @@ def diff_plans(before: Inputs, after: Inputs) -> list[ResourceChange]:
         if old is not None and old.action in ("replace", "create"):
             continue
         fields = tuple(sorted({*(old.fields if old else ()), "launchTemplate.version"}))
-        changes[key] = ResourceChange(key[0], key[1], "update", fields, rolls_nodes=True, rolled_by=template)
+        changes[key] = ResourceChange(key[0], key[1], "update", fields, rolls_nodes=True, rolled_by=template, values=old.values if old else ())
     order = {"replace": 0, "delete": 1, "update": 2, "create": 3}
     return sorted(changes.values(), key=lambda c: (order[c.action], c.type, c.name))
 

@@ -27,6 +27,7 @@ GATE_PATHS = (
     ".github/",
     ".ci/",
     "scripts/change-gate.sh",
+    "scripts/pr-comment.sh",
     "Pulumi.yaml",
 )
 

@@ -10,22 +10,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gpu_platform.catalog import load_catalog
+from gpu_platform.catalog import Catalog, load_catalog
 from gpu_platform.change.base import BasePlanJob, changed_paths, lock_facts, maintenance_trailers, repository_root
 from gpu_platform.change.base_rules import JUDGED_PLAN, BaseVerdict, judge, judged_plan, rule_code_changes
 from gpu_platform.change.diff import by_key, diff_plans
 from gpu_platform.change.inputs import demand_p95, usage_snapshot
 from gpu_platform.change.owners import GATE_PATHS, owners_of, read_codeowners
 from gpu_platform.change.report import ChangeReport, Finding, render_github, render_markdown, render_text
+from gpu_platform.change.summary import CostDelta, cost_delta, quota_changes
 from gpu_platform.change.trailers import read_trailers
+from gpu_platform.change.values import key_changes
 from gpu_platform.commands import check
 from gpu_platform.engine import run_program
 from gpu_platform.errors import ConfigError
-from gpu_platform.spec.loader import load_stack
+from gpu_platform.spec.loader import load_stack, spec_from_config
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform_policies import CHANGE_RULES, Resource, Violation, evaluate
 from gpu_platform_policies.changeview import ChangeView, evaluate_change, tier_rows
@@ -123,9 +126,31 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
             own_mandatory = sum(v.level == "mandatory" for v in own if v.policy not in ("gate-loosened",))
     findings = [Finding(v.policy, v.level, v.resource, v.message, v.file or str(path), v.key, v.line) for v in change]
     report = ChangeReport(
-        stack, str(path), args.base, base.commit, changes, list(tier_rows(view)), findings, view.maintenance, len(CHANGE_RULES) if rules else 0
+        stack,
+        str(path),
+        args.base,
+        base.commit,
+        changes,
+        list(tier_rows(view)),
+        findings,
+        view.maintenance,
+        len(CHANGE_RULES) if rules else 0,
+        stack_keys=key_changes(base_config, config),
+        quotas=quota_changes(base_config, config),
+        cost=_cost(base_config, spec, stack, path, catalog),
     )
     return Outcome(report, state, change, spec, loose, own_mandatory, base_rules)
+
+
+def _cost(base_config: Mapping[str, Any], spec: PlatformSpec, stack: str, path: Path, catalog: Catalog) -> CostDelta:
+    """Both sides priced by `capacity`'s model; a base this revision's code cannot read is said, not guessed."""
+    try:
+        before = spec_from_config(base_config, stack, f"{path} at the base revision")
+    except ConfigError as err:
+        first = next(iter(err.problems), None)
+        why = f"the base revision's stack does not load with this revision's code: {first.path}: {first.message}" if first else ""
+        return cost_delta(None, spec, catalog, str(path), why)
+    return cost_delta(before, spec, catalog, str(path))
 
 
 def run_diff(args: argparse.Namespace, path: Path, stack: str) -> int:
@@ -199,7 +224,9 @@ def run_check(args: argparse.Namespace, path: Path, stack: str) -> int:
     elif args.format == "markdown":
         print(render_markdown(out.report, out.state + extra))
     else:
-        print(check.render_text(stack, out.state + extra, gate))
+        print(verdict_line(out, extra))
+        print()
+        print(check.render_text(stack, out.state + extra, gate, title=f"State rules on stack {stack}"))
         if out.loosened:
             print(
                 f"  Judged with the base's gate settings: this change loosens {len(out.loosened)} of them; "
@@ -209,7 +236,24 @@ def run_check(args: argparse.Namespace, path: Path, stack: str) -> int:
             print(f"  {base_rules_line(out.base_rules, extra)}")
         print()
         print(render_text(out.report))
+        print()
+        print(verdict_line(out, extra))
     return 1 if any(v.level == "mandatory" for v in verdict) else 0
+
+
+def verdict_line(out: Outcome, extra: list[Violation]) -> str:
+    """The verdict the exit code carries, counted over every finding that decides it (state, change, the base's rules)."""
+    parts = [("state", out.state), ("change", out.change), ("the base revision's", extra)]
+    mandatory = {name: sum(v.level == "mandatory" for v in found) for name, found in parts}
+    advisory = sum(v.level == "advisory" for _, found in parts for v in found)
+    total = sum(mandatory.values())
+    where = ", ".join(f"{n} from {name} rules" for name, n in mandatory.items() if n or name != "the base revision's")
+    verdict = "FAILS" if total else "passes"
+    r = out.report
+    return (
+        f"Stack {r.stack} against {r.base} ({r.commit[:12]}): the gate {verdict}: {total} mandatory ({where}) "
+        f"and {advisory} advisory finding(s); exit {1 if total else 0}"
+    )
 
 
 def base_rules_line(verdict: BaseVerdict, extra: list[Violation]) -> str:

@@ -141,10 +141,10 @@ def _rules_run(gate: GateSettings | None) -> str:
     return ran + (f" ({idle} not applicable)" if idle else "")
 
 
-def render_text(stack: str, violations: Sequence[Violation], gate: GateSettings | None = None) -> str:
+def render_text(stack: str, violations: Sequence[Violation], gate: GateSettings | None = None, title: str = "") -> str:
     """For people: the stack's gate settings, then violations grouped under their resource, mandatory first."""
     counts = _counts(violations)
-    lines = [f"Stack {stack}: {_rules_run(gate)}, {counts['mandatory']} mandatory and {counts['advisory']} advisory violation(s)"]
+    lines = [f"{title or 'Stack ' + stack}: {_rules_run(gate)}, {counts['mandatory']} mandatory and {counts['advisory']} advisory violation(s)"]
     lines += [f"  {line}" for line in (gate.lines() if gate else [])]
     current = None
     for v in violations:
