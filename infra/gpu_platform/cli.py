@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 from gpu_platform.commands import capacity_plan_args
-from gpu_platform.commands.bad_input import print_bad_input
+from gpu_platform.commands.bad_input import located, print_bad_input
 from gpu_platform.commands.options import FORMATS, add_format
 from gpu_platform.commands.stacks import resolve_stack_file
 from gpu_platform.errors import ConfigError
@@ -62,11 +62,13 @@ def _parser() -> argparse.ArgumentParser:
         if name in ("check", "diff"):
             _add_base(p, check=name == "check")
         if name == "render":
-            p.add_argument("--out", type=Path, required=True, help="directory to write manifests and Helm values into")
+            p.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory to write manifests and Helm values into")
         if name == "capacity":
             _add_capacity_plan(p)
         if name == "explain":
-            p.add_argument("--workload", type=Path, required=True, help="a workload manifest: Pod, Job, JobSet, PyTorchJob, Deployment, ...")
+            p.add_argument(
+                "--workload", type=Path, required=True, metavar="FILE", help="a workload manifest: Pod, Job, JobSet, PyTorchJob, Deployment, ..."
+            )
     return parser
 
 
@@ -115,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return command(args, path, stack)
     except ConfigError as err:
         for problem in err.problems:
-            print(problem, file=sys.stderr)
+            print(located(problem), file=sys.stderr)
         if args.command == "check":  # check prints its format on stdout whatever went wrong
             print_bad_input(args.format, stack, str(path) if stack else "", err.problems)
         return 2

@@ -40,7 +40,7 @@ def test_pools_and_quotas_are_matched_by_name_so_an_insert_shows_one_change() ->
     after = {"gpu-platform:nodePools": [{"name": "new", "gpus": 9}, {"name": "a", "gpus": 1}, {"name": "b", "gpus": 3}]}
     assert [c.key for c in key_changes(before, after)] == ["gpu-platform:nodePools[b].gpus", "gpu-platform:nodePools[new]"]
     quotas = key_changes({"q": [{"pool": "x", "gpus": 8}]}, {"q": [{"pool": "x", "gpus": 4}, {"pool": "y", "gpus": 1}]})
-    assert [(c.key, c.before, c.after) for c in quotas][0] == ("q[x].gpus", 8, 4)
+    assert [(c.key, c.before, c.after) for c in quotas] == [("q[x].gpus", 8, 4), ("q[y]", MISSING, {"pool": "y", "gpus": 1})]
 
 
 def test_duplicate_names_compare_the_list_whole() -> None:

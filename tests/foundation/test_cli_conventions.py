@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -160,3 +163,30 @@ def test_capacity_plan_needs_no_repository_without_a_stack(no_root: pytest.Monke
     code, out, err = run(capsys, "capacity", "plan", "--demand", TEAMS, "--format", "json")
     assert (code, err) == (0, "")
     assert json.loads(out)["plan"]["classes"]
+
+
+def _subparsers(parser: argparse.ArgumentParser, prefix: str = "gpu-platform") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield f"{prefix} {name}", sub
+                yield from _subparsers(sub, f"{prefix} {name}")
+
+
+PLACEHOLDER = re.compile(r"^([A-Z][A-Z_]*(\|[A-Z][A-Z_]*)*|[A-Z]+=[A-Z]+,\.\.\.)$")
+
+
+def test_every_placeholder_names_what_it_takes_in_one_style() -> None:
+    """`--out DIR`, `--workload FILE`, `--base GIT_REF`: never argparse's default echo of the option (`--write-stack WRITE_STACK`)."""
+    seen = {}
+    for command, sub in _subparsers(_parser()):
+        for action in sub._actions:
+            if not action.option_strings or action.nargs == 0 or action.choices is not None or action.help == argparse.SUPPRESS:
+                continue
+            option = action.option_strings[-1]
+            metavar = action.metavar
+            assert isinstance(metavar, str), f"{command} {option}: no placeholder (argparse would print {action.dest.upper()})"
+            assert PLACEHOLDER.match(metavar), f"{command} {option} {metavar}: allowed: an upper-case noun (FILE, DIR, N, GIT_REF)"
+            seen[f"{command} {option}"] = metavar
+    assert seen["gpu-platform render --out"] == "DIR" and seen["gpu-platform capacity plan --write-stack"] == "FILE"
+    assert {seen[f"gpu-platform {c} --config"] for c in COMMANDS} == {"FILE"}

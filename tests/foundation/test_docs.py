@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from gpu_platform.change.lines import key_line
 from gpu_platform.cli import main
 from tests.conftest import ROOT
+from tests.foundation.docs import OUTPUT as OUTPUT_BLOCK
 from tests.foundation.docs import anchors, links, outputs, pages, run_shown
 
 PAGES = pages()
@@ -102,3 +104,26 @@ def test_sensitivity_table_is_what_the_planner_prints_for_the_trace(capsys: pyte
         for r in rows
     ]
     assert stated == computed, "docs/capacity-planning.md's sensitivity table drifted from `capacity plan` on the trace"
+
+
+# `stacks/Pulumi.dev.yaml:19 gpu-platform:nodePools[0].capacity` (or with the key path in parentheses)
+LINE_REF = re.compile(r"(?P<file>stacks/Pulumi\.[a-z0-9-]+\.yaml):(?P<line>\d+) \(?(?P<key>gpu-platform:[A-Za-z0-9_.\[\]-]+)")
+
+
+def hand_written(text: str) -> str:
+    """A page without its generated `<!-- output: -->` blocks (those are rerun by the test above)."""
+    return OUTPUT_BLOCK.sub("", text)
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
+def test_every_stack_line_a_page_quotes_is_that_keys_line(page: Path) -> None:
+    """A hand-copied finding (`at stacks/Pulumi.dev.yaml:19 gpu-platform:nodePools[0].capacity`) goes stale when the stack moves."""
+    for m in LINE_REF.finditer(hand_written(page.read_text())):
+        text = (ROOT / m["file"]).read_text()
+        assert key_line(text, m["key"]) == int(m["line"]), f"{page.name}: {m[0]} — {m['key']} is on line {key_line(text, m['key'])}"
+
+
+def test_the_line_check_sees_a_stale_line() -> None:
+    stale = "at stacks/Pulumi.dev.yaml:3 gpu-platform:nodePools[0].capacity"
+    m = LINE_REF.search(stale)
+    assert m is not None and key_line((ROOT / m["file"]).read_text(), m["key"]) != 3

@@ -139,7 +139,7 @@ def test_run_ansible_on_your_own_hosts(tmp_path: Path) -> None:
     out = _follow(recipe, clone).stdout
     assert (clone / "ansible" / "inventories" / "mysite" / "hosts.yml").exists()
     assert "lab-a100-01" in out, "--list-hosts does not list the copied inventory's hosts"
-    assert "(dry run, nothing changed)" in out and "wave 1 (pool_" in out, "the dry run printed no waves (it needs no SSH and no cluster)"
+    assert "(dry run," in out and "wave 1 (pool_" in out, "the dry run printed no waves (it needs no SSH and no cluster)"
     assert any(NEEDS in line and "site.yml" in line for line in recipe.shell), "the converge itself is not shown"
 
 

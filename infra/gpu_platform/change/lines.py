@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import yaml
 
@@ -21,14 +22,23 @@ def key_line(text: str, path: str, under: str | None = "config") -> int | None:
 
     A key the change removed points at its nearest surviving parent, so the finding still lands in the file.
     """
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError:
-        return None
+    found = _walk(text, path, under)
+    return None if found is None else found[0]
+
+
+def found_line(text: str, path: str, under: str | None = "config") -> int | None:
+    """Like key_line, but None unless at least the path's first key is in the file (a path into another document is no line)."""
+    found = _walk(text, path, under)
+    return found[0] if found is not None and found[1] > 0 else None
+
+
+def _walk(text: str, path: str, under: str | None) -> tuple[int, int] | None:
+    """(line of the deepest existing node of `path`, how many of its segments exist), or None when `under` is missing."""
+    root = _composed(text)
     node = root if under is None or root is None else _child(root, under)
     if node is None:
         return None
-    line = node.start_mark.line + 1
+    line, depth = node.start_mark.line + 1, 0
     for seg in segments(path):
         found = None
         if isinstance(seg, int) and isinstance(node, yaml.SequenceNode) and seg < len(node.value):
@@ -41,7 +51,21 @@ def key_line(text: str, path: str, under: str | None = "config") -> int | None:
         if found is None:
             break
         node, line = found
-    return line
+        depth += 1
+    return line, depth
+
+
+@lru_cache(maxsize=4)
+def _composed(text: str) -> yaml.Node | None:
+    """The node tree of a file (cached: every problem of one bad file asks for a line); None when it is not YAML.
+
+    Composing builds nodes only (an alias is one shared node, never expanded); a nesting deeper than the
+    parser's recursion is no line, not a crash.
+    """
+    try:
+        return yaml.compose(text)
+    except (yaml.YAMLError, RecursionError):
+        return None
 
 
 def _child(node: yaml.Node, key: str) -> yaml.Node | None:

@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpu_platform.change.lines import key_line
-from gpu_platform.errors import Problem
+from gpu_platform.change.lines import found_line, key_line
+from gpu_platform.errors import Problem, printable
 
 BAD_INPUT = "bad-input"
 _LINE = re.compile(r"line (\d+)")
 
 
-def problem_line(problem: Problem) -> int | None:
+def problem_line(problem: Problem, exact: bool = False) -> int | None:
     """1-based line of the stack file the problem is about (None when it names no key of the file).
 
     A problem that carries its own `line` (the validator may set it) wins; else the line of its key path
@@ -41,7 +41,22 @@ def problem_line(problem: Problem) -> int | None:
         text = Path(problem.file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    return key_line(text, path, under="config" if ":" in path.split(".")[0] else None)
+    under = "config" if ":" in path.split(".")[0] else None
+    return (found_line if exact else key_line)(text, path, under=under)
+
+
+def located(problem: Problem) -> str:
+    """One problem as text with its line: `file:line: key path: what is wrong; what is allowed` (`file:line: ...` for a YAML error).
+
+    The line is given only where the file holds the path's first key (or the problem names its line): a
+    path into another document, or a key the file lacks entirely, keeps `file: key path: ...`.
+    """
+    line = problem_line(problem, exact=True)
+    if line is None:
+        return str(problem)
+    if _LINE.fullmatch(problem.path) or not problem.path:
+        return printable(f"{problem.file}:{line}: {problem.message}" + (f"; {problem.allowed}" if problem.allowed else ""))
+    return str(Problem(f"{problem.file}:{line}", problem.path, problem.message, problem.allowed))
 
 
 def findings(problems: Sequence[Problem]) -> list[dict[str, Any]]:

@@ -12,17 +12,25 @@ from pathlib import Path
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of `capacity plan` (`--stack`, `--config` and `--format` come from the CLI's common options)."""
-    p.add_argument("--demand", type=Path, required=True, help="demand YAML, Alibaba trace pod list CSV, or Prometheus query_range JSON")
-    p.add_argument("--chart", type=Path, help="write demand over time and the tiers to FILE.svg or FILE.png")
     p.add_argument(
-        "--write-stack", type=Path, help="write a new stack file: the base stack (--stack, default dev) with the plan's pools and quotas merged in"
+        "--demand", type=Path, required=True, metavar="FILE", help="demand YAML, Alibaba trace pod list CSV, or Prometheus query_range JSON"
+    )
+    p.add_argument("--chart", type=Path, metavar="FILE", help="write demand over time and the tiers to FILE.svg or FILE.png")
+    p.add_argument(
+        "--write-stack",
+        type=Path,
+        metavar="FILE",
+        help="write a new stack file: the base stack (--stack, default dev) with the plan's pools and quotas merged in",
     )
     p.add_argument("--force", action="store_true", help="let --write-stack replace an existing file")
-    p.add_argument("--window-days", type=float, help="plan a history on its last N days (the sensitivity table shows full, 90 and 28 days)")
-    p.add_argument("--qos-class", default="", help="trace QoS -> workload class overrides, e.g. Burstable=training,BE=batch")
+    p.add_argument(
+        "--window-days", type=float, metavar="N", help="plan a history on its last N days (the sensitivity table shows full, 90 and 28 days)"
+    )
+    p.add_argument("--qos-class", default="", metavar="QOS=CLASS,...", help="trace QoS -> workload class overrides, e.g. Burstable=training,BE=batch")
     p.add_argument(
         "--gpu-map",
         default="",
+        metavar="MODEL=GPU,...",
         help="catalog GPU for a trace GPU model or for a class's unconstrained demand (histories), e.g. V100M32=A100-40GB,training=L40S",
     )
 

@@ -279,7 +279,7 @@ def run_all(args: argparse.Namespace, root: Path) -> int:
         except ConfigError as err:
             codes[stack] = 2
             for problem in err.problems:
-                print(problem, file=sys.stderr)
+                print(bad_input.located(problem), file=sys.stderr)
             if args.format == "json":
                 docs.append(bad_input.json_doc(stack, str(path), err.problems))
             else:

@@ -19,6 +19,10 @@ from gpu_platform.spec.quota_checks import check_quotas_within_pools
 
 P = "gpu-platform:"
 REPLICAS_MIN, REPLICAS_MAX = 2, 48
+# EC2 families with NVIDIA GPUs (EC2 User Guide, "Accelerated computing instances"); the catalog lists those it prices.
+NVIDIA_FAMILIES = frozenset(
+    {"p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6e-gb200", "g3", "g3s", "g4dn", "g5", "g5g", "g6", "g6e", "g6f", "gr6", "gr6f"}
+)
 CAPACITY_BLOCK_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en")
 FIXED_CAPACITY = ("reserved", "capacity-block")
 
@@ -192,15 +196,25 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
             add(Problem(file, f"{at}.instanceTypes", "no instance types", "allowed: one or more EC2 GPU instance types, e.g. g6.xlarge"))
         known = [t for t in pool.instance_types if t in catalog.instance_types]
         for j, t in enumerate(pool.instance_types):
-            if t not in catalog.instance_types:
-                add(
-                    Problem(
-                        file,
-                        f"{at}.instanceTypes[{j}]",
-                        f"unknown instance type '{t}'{did_you_mean(t, catalog.instance_types)}",
-                        one_of(catalog.instance_types),
-                    )
+            if t in catalog.instance_types:
+                continue
+            # An EC2 type botocore knows but the catalog does not: a newer NVIDIA type, or not a GPU type at all (no typo to suggest).
+            ec2_knows = t in aws_values.ec2_instance_types()
+            if ec2_knows and t.split(".", 1)[0] in NVIDIA_FAMILIES:
+                what = "is an NVIDIA GPU type the catalog does not list yet (add it to data/catalog.yaml with its GPU, count and price)"
+            elif ec2_knows:
+                what = "is not a GPU instance type (an EC2 type without an NVIDIA GPU)"
+            else:
+                what = "is unknown"
+            hint = "" if known else did_you_mean(t, catalog.instance_types)
+            add(
+                Problem(
+                    file,
+                    f"{at}.instanceTypes[{j}]",
+                    f"'{t}' {what}{hint}",
+                    "allowed: a GPU instance type: " + one_of(catalog.instance_types).removeprefix("allowed: "),
                 )
+            )
         if known:
             first = catalog.instance(known[0])
             gpu_name = first.gpu.name

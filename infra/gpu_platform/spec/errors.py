@@ -21,6 +21,28 @@ EXPECTED = {
 }
 
 
+# A key's pattern said in words (the pattern itself after it, for whoever wants the exact rule).
+PATTERN_WORDS = {
+    r"^[a-z]([-a-z0-9]*[a-z0-9])?$": "lower-case letters, digits and '-', starting with a letter and not ending with '-' (a DNS label)",
+    r"^[a-z][-a-z0-9]*$": "lower-case letters, digits and '-', starting with a letter",
+    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$": "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit (a DNS subdomain)",
+    r"^[-._a-zA-Z0-9]+$": "letters, digits, '-', '_' and '.'",
+    r"^(\d+|\d{1,3}%)$": "a whole number of nodes (2) or a percentage (25%)",
+    r"^[a-z]{2}(-[a-z]+)+-[0-9]$": "an AWS region name such as us-east-1",
+    r"^cr-[0-9a-f]{8,17}$": "a Capacity Reservation id: cr- and 8 to 17 lower-case hex digits",
+    r"^vpc-[0-9a-f]{8,17}$": "a VPC id: vpc- and 8 to 17 lower-case hex digits",
+    r"^subnet-[0-9a-f]{8,17}$": "a subnet id: subnet- and 8 to 17 lower-case hex digits",
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$": "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 255 characters",
+    r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/.+$": "a resource group ARN, arn:aws:resource-groups:<region>:<account>:group/<name>",
+}
+
+
+def pattern_in_words(pattern: str) -> str:
+    """What a pattern accepts, in words where this project knows it, else the pattern itself."""
+    words = PATTERN_WORDS.get(pattern)
+    return f"{words} (pattern {pattern})" if words else f"text matching {pattern}"
+
+
 def format_loc(loc: tuple[Any, ...], prefix: str) -> str:
     """('nodePools', 2, 'min') -> 'prefix nodePools[2].min'."""
     out = prefix
@@ -84,7 +106,7 @@ def problems_from_validation(exc: Exception, file: str, prefix: str, model: type
         elif kind == "literal_error":
             problems.append(Problem(file, path, f"'{value}' is not a valid choice", f"allowed: {ctx.get('expected', '')}"))
         elif kind == "string_pattern_mismatch":
-            problems.append(Problem(file, path, f"'{value}' has the wrong format", f"allowed: text matching {ctx.get('pattern')}"))
+            problems.append(Problem(file, path, f"'{value}' has the wrong format", f"allowed: {pattern_in_words(str(ctx.get('pattern')))}"))
         elif kind == "value_error":
             # A validator may say what is allowed itself ("...; allowed: ..."); the CIDR hint is the default.
             text, _, allowed = str(ctx.get("error", err["msg"])).partition("; allowed: ")
@@ -104,4 +126,21 @@ def problems_from_validation(exc: Exception, file: str, prefix: str, model: type
             shown = "a mapping" if isinstance(value, dict) else "a list" if isinstance(value, list) else repr(value)
             expected = next((v for k, v in EXPECTED.items() if kind.startswith(k)), "")
             problems.append(Problem(file, path, f"{shown}: {err['msg'].lower()}", f"allowed: {expected}" if expected else ""))
-    return problems
+    return merge_typos(problems)
+
+
+def merge_typos(problems: list[Problem]) -> list[Problem]:
+    """A misspelt required key is one problem, not two: the unknown key whose suggestion is the missing key says both."""
+    missing = {p.path for p in problems if p.message == "required key is missing"}
+    merged: set[str] = set()
+    out = []
+    for p in problems:
+        parent, _, key = p.path.rpartition(".")
+        suggestion = p.message.partition("(did you mean '")[2].partition("'?)")[0] if p.message.startswith("unknown key") else ""
+        wanted = f"{parent}.{suggestion}" if parent else suggestion
+        if suggestion and wanted in missing:
+            merged.add(wanted)
+            out.append(Problem(p.file, p.path, f"unknown key '{key}' (did you mean '{suggestion}'? it is required and missing)", p.allowed))
+        else:
+            out.append(p)
+    return [p for p in out if not (p.message == "required key is missing" and p.path in merged)]

@@ -95,7 +95,8 @@ def _read_stack_config(path: Path) -> tuple[dict[str, Any], list[Problem]]:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError([Problem(file, where, f"invalid YAML: {reason}", "allowed: a YAML mapping with a `config:` key")]) from None
+        hint = "allowed: YAML whose keys line up with their siblings (indent with spaces, never tabs), under a top-level `config:`"
+        raise ConfigError([Problem(file, where, f"invalid YAML: {reason}", hint)]) from None
     finally:
         loader.dispose()
     if duplicates:
