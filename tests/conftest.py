@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -68,3 +69,14 @@ def plan(stack: str) -> Plan:
 def spec(stack: str) -> PlatformSpec:
     """The validated spec of the current stack."""
     return spec_for(stack)
+
+
+LINE_AFTER_FILE = re.compile(r"(?m)^(\S+?):\d+: ")
+
+
+def without_lines(text: str) -> str:
+    """Error output with each line's `:<line>` after the file left out (`f.yaml:12: key: ...` -> `f.yaml: key: ...`).
+
+    For tests about what a message says; tests/foundation/bad_stack.assert_at_key checks the line itself.
+    """
+    return LINE_AFTER_FILE.sub(r"\1: ", text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,29 @@ def assert_one_clear_line(
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith(f"{path}: {key}: "), lines[0]
+    assert_at_key(lines[0], path, key)
     assert fragment in lines[0]
     assert "; " in lines[0], "every error says what is allowed"
+
+
+LOCATED = re.compile(r"^(?P<file>.+?)(?::(?P<line>\d+))?: (?P<rest>.*)$")
+
+
+def unlocated(line: str, path: Path | str) -> tuple[int | None, str]:
+    """(the line number after `<file>:`, or None; the rest after `<file>[:N]: `) of one error line about `path`."""
+    prefix = str(path)
+    assert line.startswith(prefix), f"{line!r} does not start with {prefix!r}"
+    m = re.match(r"^(?::(\d+))?: ", line[len(prefix) :])
+    assert m, f"{line!r}: no ': ' after the file"
+    return (int(m.group(1)) if m.group(1) else None), line[len(prefix) + m.end() :]
+
+
+def assert_at_key(line: str, path: Path, key: str) -> None:
+    """`<file>:<N>: <key>: ...` where line N of the file is where the key (or the nearest key above it that exists) is written."""
+    number, rest = unlocated(line, path)
+    assert rest.startswith(f"{key}: "), line
+    if number is None:
+        return
+    text = path.read_text().splitlines()[number - 1]
+    names = [n for n in re.split(r"[.\[\]]+", key.split(":", 1)[-1]) if n and not n.isdigit()]
+    assert any(n in text for n in names) or text.lstrip().startswith("- "), f"line {number} ({text!r}) names none of {names}"

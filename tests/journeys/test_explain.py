@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpu_platform.cli import main
-from tests.conftest import ROOT, stack_path
+from tests.conftest import ROOT, stack_path, without_lines
 from tests.journeys.journey import view
 from tests.k8s.helpers import objects
 
@@ -100,7 +100,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str | None, m
     if content is not None:
         path.write_text(content)
     assert main(["explain", "--stack", "prod", "--workload", str(path)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = without_lines(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"{path}: ") and message in err[0], err
 
 

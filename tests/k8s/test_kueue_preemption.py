@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
-from tests.conftest import spec_for, stack_path
+from tests.conftest import spec_for, stack_path, without_lines
 from tests.foundation.bad_stack import plan_errors as _run
 from tests.foundation.test_bad_stacks import edit
 from tests.k8s.helpers import helm_values, objects
@@ -70,5 +70,5 @@ def test_spec_refuses_borrow_within_cohort_under_fair_sharing(tmp_path: Path, ca
     code, err = _run(capsys, path)
     assert code == 2 and "Traceback" not in err
     (line,) = err.strip().splitlines()
-    assert line.startswith(f"{path}: gpu-platform:queueing.kueue.preemption.borrowWithinCohort: ")
+    assert without_lines(line).startswith(f"{path}: gpu-platform:queueing.kueue.preemption.borrowWithinCohort: ")
     assert "ignored by Kueue when fairSharing is true" in line and "allowed: remove it" in line

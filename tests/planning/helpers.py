@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from gpu_platform.cli import main
-from tests.conftest import ROOT
+from tests.conftest import ROOT, without_lines
 
 TRACE_FILES = ("openb_pod_list_default.csv", "openb_pod_list_gpushare40.csv")
 
@@ -43,7 +43,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     """(exit code, stdout, stderr) of one `gpu-platform` invocation in-process."""
     code = main(list(argv))
     out = capsys.readouterr()
-    return code, out.out, out.err
+    return code, out.out, without_lines(out.err)
 
 
 def plan_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from gpu_platform.change.lines import key_line
 from gpu_platform.cli import main
 from gpu_platform_policies import RULES
 from gpu_platform_policies.model import default_production
-from tests.conftest import STACKS, stack_path
+from tests.conftest import STACKS, stack_path, without_lines
 
 Doc = dict[str, Any]
 
@@ -91,7 +91,7 @@ def test_quota_above_its_pool_is_bad_input_for_check_too(tmp_path: Path, capsys:
     path = broken_copy(tmp_path, "prod", quota_above_capacity)
     code, _, err = run_check(capsys, "--config", str(path))
     assert code == 2
-    assert err.strip().splitlines() == [
+    assert without_lines(err).strip().splitlines() == [
         f"{path}: gpu-platform:tenants[2].quotas[3].gpus: quotas on pool 'infer-l4-ondemand' add up to 40 GPUs (serving 40) but the pool has"
         " 12 GPUs at max size (12 nodes x 1 GPU); allowed: at most 12 GPUs in all on 'infer-l4-ondemand': lower the quotas or raise"
         " gpu-platform:nodePools[5].scaling.max"
@@ -171,7 +171,7 @@ def test_unknown_rule_name_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFi
     path = broken_copy(tmp_path, "dev", lambda cfg: cfg.update({"gpu-platform:policy": {"enforcement": {"spot-exposur": "advisory"}}}))
     code, out, err = run_check(capsys, "--config", str(path))
     assert code == 2 and out == "Stack dev: bad input, not checked (1 problem(s) on stderr)\n"
-    assert err.strip() == (
+    assert without_lines(err).strip() == (
         f"{path}: gpu-platform:policy.enforcement.spot-exposur: unknown rule 'spot-exposur' (did you mean 'spot-exposure'?); "
         + err.split("; ", 1)[1].strip()
     )

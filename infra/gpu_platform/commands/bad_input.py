@@ -63,7 +63,7 @@ def findings(problems: Sequence[Problem]) -> list[dict[str, Any]]:
     """The problems as `check --format json` violations: policy, level, resource, message, file, line, keyPath (as a rule finding)."""
     out = []
     for p in problems:
-        doc: dict[str, Any] = {"policy": BAD_INPUT, "level": "mandatory", "resource": "", "message": str(p), "file": p.file}
+        doc: dict[str, Any] = {"policy": BAD_INPUT, "level": "mandatory", "resource": "", "message": located(p), "file": p.file}
         if p.path and not p.path.startswith("line "):
             doc["keyPath"] = p.path
         line = problem_line(p)

@@ -206,7 +206,7 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
                 what = "is not a GPU instance type (an EC2 type without an NVIDIA GPU)"
             else:
                 what = "is unknown"
-            hint = "" if known else did_you_mean(t, catalog.instance_types)
+            hint = "" if ec2_knows else did_you_mean(t, catalog.instance_types)
             add(
                 Problem(
                     file,

@@ -233,11 +233,15 @@ def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> Platfo
         problems += [Problem(file, f"{PROJECT}:versions.{p.path}" if override else p.path, p.message, p.allowed) for p in err.problems]
         raw["lock"] = parse_lockfile(lock_data, file=file)  # judge the rest against the repository's lockfile
 
-    spec, invalid, set_aside = validate_all(raw, file)
-    problems += _with_config_keys(invalid)
+    repaired = validate_all(raw, file)
+    spec = repaired.spec
+    problems += _with_config_keys(repaired.problems)
     if spec is not None:
-        put_aside = [replace(a, path=_config_key(a.path)) for a in set_aside]
-        problems += [p for p in check_spec(spec, load_catalog(), file) if not follows_from(p, put_aside)]
+        put_aside = [replace(a, path=_config_key(a.path)) for a in repaired.set_aside]
+        for found in check_spec(spec, load_catalog(), file):
+            p = replace(found, path=repaired.file_path(found.path, f"{PROJECT}:"))
+            if not follows_from(p, put_aside) and not repaired.echoes(p):
+                problems.append(p)
     if problems or spec is None:
         raise ConfigError(secure_problem(p, secure) for p in problems)
     return spec
