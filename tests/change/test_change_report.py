@@ -101,7 +101,7 @@ def test_json_has_the_values_the_model_change_the_cost_and_the_quotas(reports: d
     assert reserved["before"]["gpuModel"] == "H100-80GB" and reserved["after"]["gpuModel"] == "A100-80GB"
     assert reserved["before"]["monthlyCost"] == pytest.approx(RESERVED_BEFORE, abs=0.01)
     assert reserved["after"]["monthlyCost"] == pytest.approx(RESERVED_AFTER, abs=0.01)
-    assert reserved["after"]["billing"] == "committed: billed used or not"
+    assert reserved["after"]["billing"] == "committed, billed used or not"
     assert pools["batch-l4-spot"]["before"] is None
     assert pools["batch-l4-spot"]["after"]["monthlyCost"] == pytest.approx(SPOT_AFTER, abs=0.01)
     delta = RESERVED_AFTER - RESERVED_BEFORE + SPOT_AFTER

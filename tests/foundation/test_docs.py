@@ -106,8 +106,15 @@ def test_sensitivity_table_is_what_the_planner_prints_for_the_trace(capsys: pyte
     assert stated == computed, "docs/capacity-planning.md's sensitivity table drifted from `capacity plan` on the trace"
 
 
-# `stacks/Pulumi.dev.yaml:19 gpu-platform:nodePools[0].capacity` (or with the key path in parentheses)
-LINE_REF = re.compile(r"(?P<file>stacks/Pulumi\.[a-z0-9-]+\.yaml):(?P<line>\d+) \(?(?P<key>gpu-platform:[A-Za-z0-9_.\[\]-]+)")
+# `stacks/Pulumi.dev.yaml:19 gpu-platform:nodePools[0].capacity` (a finding), `...yaml:19: gpu-platform:...` (an error line),
+# or with the key path in parentheses (a change finding)
+LINE_REF = re.compile(r"(?P<file>stacks/Pulumi\.[a-z0-9-]+\.yaml):(?P<line>\d+):? \(?(?P<key>gpu-platform:[A-Za-z0-9_.\[\]-]+)")
+
+
+# `::error file=stacks/Pulumi.prod.yaml,line=28,title=rule::gpu-platform:nodePools[0].instanceTypes: ...`
+ANNOTATION_REF = re.compile(
+    r"file=(?P<file>stacks/Pulumi\.[a-z0-9-]+\.yaml),line=(?P<line>\d+),title=[^:]+::(?P<key>gpu-platform:[A-Za-z0-9_.\[\]-]+)"
+)
 
 
 def hand_written(text: str) -> str:
@@ -118,9 +125,10 @@ def hand_written(text: str) -> str:
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
 def test_every_stack_line_a_page_quotes_is_that_keys_line(page: Path) -> None:
     """A hand-copied finding (`at stacks/Pulumi.dev.yaml:19 gpu-platform:nodePools[0].capacity`) goes stale when the stack moves."""
-    for m in LINE_REF.finditer(hand_written(page.read_text())):
-        text = (ROOT / m["file"]).read_text()
-        assert key_line(text, m["key"]) == int(m["line"]), f"{page.name}: {m[0]} — {m['key']} is on line {key_line(text, m['key'])}"
+    text = hand_written(page.read_text())
+    for m in [*LINE_REF.finditer(text), *ANNOTATION_REF.finditer(text)]:
+        stack = (ROOT / m["file"]).read_text()
+        assert key_line(stack, m["key"]) == int(m["line"]), f"{page.name}: {m[0]} — {m['key']} is on line {key_line(stack, m['key'])}"
 
 
 def test_the_line_check_sees_a_stale_line() -> None:

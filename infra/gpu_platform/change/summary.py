@@ -18,8 +18,8 @@ from gpu_platform.pricing import HOURS_PER_MONTH
 from gpu_platform.spec.models import PlatformSpec
 
 BILLING = {
-    "reserved": "committed: billed used or not",
-    "capacity-block": "Capacity Block: paid up front for its dates",
+    "reserved": "committed, billed used or not",
+    "capacity-block": "paid up front for the block's dates",
     "on-demand": "per hour at desired size",
     "spot": "Spot estimate at desired size",
 }
