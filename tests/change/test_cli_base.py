@@ -95,3 +95,26 @@ def test_base_whose_stack_does_not_plan_names_the_base(tmp_path: Path, capsys: p
     assert main(["diff", "--config", str(stack), "--base", "broken"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{PROD}@broken: --base: the base revision's stack does not plan: {PROD}: gpu-platform:tagz: unknown key 'tagz'"), err
+
+
+def test_a_deleted_pool_says_what_it_was_built_from(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A reviewer sees why a node group goes: the base's stack key it came from, in JSON, text and Markdown."""
+    repo = make_repo(tmp_path / "repo")
+    stack = repo / "stacks/Pulumi.dev.yaml"
+    text = stack.read_text()
+    pool = "    - name: dev-l4-ondemand\n      workloadClass: development\n      capacity: on-demand\n      instanceTypes: [g6.xlarge]\n"
+    pool += "      scaling: {min: 0, desired: 0, max: 2}\n      sharing: {mode: time-slicing, replicas: 4}\n"
+    assert pool in text
+    text = text.replace(pool, "").replace("        - {pool: dev-l4-ondemand, gpus: 1}\n", "")
+    stack.write_text(text)
+    assert main(["diff", "--config", str(stack), "--base", "base", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    gone = next(c for c in doc["changes"] if c["name"] == "pool-dev-l4-ondemand-ng")
+    assert gone["action"] == "delete" and gone["source"] == "gpu-platform:nodePools[2]"
+    assert any(k["key"] == "gpu-platform:nodePools[dev-l4-ondemand]" and "after" not in k for k in doc["stackKeys"])
+    assert main(["diff", "--config", str(stack), "--base", "base", "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    row = "| delete | `pool-dev-l4-ondemand-ng` | `aws:eks/nodeGroup:NodeGroup` | built from gpu-platform:nodePools[2] of the base, which this change"
+    assert row in md
+    assert main(["diff", "--config", str(stack), "--base", "base"]) == 0
+    assert "delete   pool-dev-l4-ondemand-ng  (built from gpu-platform:nodePools[2] of the base)" in capsys.readouterr().out

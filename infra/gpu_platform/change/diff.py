@@ -31,6 +31,7 @@ class ResourceChange:
     rolls_nodes: bool = False
     rolled_by: str | None = None  # the launch template whose new version rolls this node group
     values: tuple[ValueChange, ...] = ()  # each changed field's old and new value, secrets masked
+    source: str | None = None  # a deleted resource: the base's stack key it was built from (gone or changed)
 
     def to_json(self) -> dict[str, Any]:
         """`diff --format json` shape of one change."""
@@ -45,6 +46,8 @@ class ResourceChange:
             out["rolledBy"] = self.rolled_by
         if self.values:
             out["values"] = [v.to_json() for v in self.values]
+        if self.source:
+            out["source"] = self.source
         return out
 
 

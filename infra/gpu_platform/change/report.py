@@ -86,6 +86,8 @@ def _action(c: ResourceChange) -> str:
         rolls = " -> rolls every node" + (f" (new version of {c.rolled_by})" if c.rolled_by else "") if c.rolls_nodes else ""
         shown = ", ".join(c.fields[:6]) + (f", +{len(c.fields) - 6} more" if len(c.fields) > 6 else "")
         return f"update   {c.name}  [{shown}]{rolls}"
+    if c.action == "delete" and c.source:
+        return f"delete   {c.name}  (built from {c.source} of the base)"
     return f"{c.action:<8} {c.name}"
 
 
@@ -204,6 +206,8 @@ def render_markdown(report: ChangeReport, state: Sequence[Any] = ()) -> str:
         lines += ["", "**Replaced, deleted and recycled resources**", "", "| action | resource | type | why |", "|---|---|---|---|"]
         for c in heavy[:ROWS_SHOWN]:
             why = ", ".join(c.replace_fields) if c.action == "replace" else ("nodes roll: " + ", ".join(c.fields) if c.rolls_nodes else "")
+            if c.action == "delete":
+                why = f"built from {c.source} of the base, which this change removes or changes" if c.source else "no longer built"
             changed = {v.key: v for v in c.values}
             shown_values = [changed[f] for f in (c.replace_fields if c.action == "replace" else ()) if f in changed]
             if shown_values:

@@ -80,7 +80,11 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         job.cancel()
         raise
     base = job.result()
-    changes = diff_plans(by_key(base.resources), by_key(after))
+    sources = {(str(r["type"]), str(r["name"])): r.get("source") for r in base.resources}
+    changes = [
+        replace(c, source=sources.get((c.type, c.name))) if c.action == "delete" and sources.get((c.type, c.name)) else c
+        for c in diff_plans(by_key(base.resources), by_key(after))
+    ]
     before_view, after_view = PlanView(_resources(base.resources)), PlanView(_resources(after))
     # The base decides how strict the gate is: each setting at the stricter of base and working tree.
     base_config = base.config  # parsed (and bounded) once
