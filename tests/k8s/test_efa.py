@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from gpu_platform import efa
-from gpu_platform.behaviour import kueue, scheduler
+from gpu_platform.behaviour import ecr, kueue, scheduler
 from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.catalog import load_catalog
 from gpu_platform.efa import interface_layout
@@ -130,10 +130,10 @@ def test_efa_device_plugin_runs_on_every_efa_pool_and_nowhere_else(stack: str) -
     lock = spec.lock
     assert (release["chart"], release["version"]) == ("aws-efa-k8s-device-plugin", lock.chart("aws-efa-k8s-device-plugin").version)
     assert release["repositoryOpts"]["repo"] == "https://aws.github.io/eks-charts"
-    assert release["values"]["image"] == {
-        "repository": lock.image("aws-efa-k8s-device-plugin").repository,
-        "tag": lock.image("aws-efa-k8s-device-plugin").tag,
-    }
+    # The lockfile's image, from the stack's own region's EKS registry (behaviour.ecr, amazon-eks-ami get-ecr-uri.sh).
+    pinned = lock.image("aws-efa-k8s-device-plugin")
+    assert release["values"]["image"] == {"repository": f"{ecr.registry(str(spec.region))}/eks/aws-efa-k8s-device-plugin", "tag": pinned.tag}
+    assert pinned.repository.endswith("/eks/aws-efa-k8s-device-plugin")
     (rel,) = [r for r in charts.releases(plan) if r.resource == "efa-device-plugin-release"]
     rendered = charts.template(rel, lock.kubernetes.version, ())
     (daemonset,) = [o for o in rendered.objects if o.get("kind") == "DaemonSet"]

@@ -124,6 +124,23 @@ NETWORK_CASES: list[Case] = [
         on=RESERVED_NG,
         says="route table network-private-us-east-1a",
     ),
+    *compliant("images-pulled-in-region", "prod", "staging", "dev"),
+    silent("images-pulled-in-region", "on-prem-has-no-endpoint", stack="onprem"),
+    fires(
+        "images-pulled-in-region",
+        "efa-plugin-from-the-charts-default-region",
+        at("efa-device-plugin-release", {"values.image.repository": "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin"}),
+        on="efa-device-plugin-release",
+        says="is pulled from us-west-2, but the stack runs in us-east-1: its ecr.dkr endpoint answers only *.dkr.ecr.us-east-1.amazonaws.com, "
+        "so this pull goes out through NAT, cross-region (EKS serves it from 602401143452.dkr.ecr.us-east-1.amazonaws.com)",
+    ),
+    fires(
+        "images-pulled-in-region",
+        "own-registry-in-another-region",
+        at("autoscaler-release", {"values.image.repository": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/mirror/cluster-autoscaler"}),
+        on="autoscaler-release",
+        says="image 123456789012.dkr.ecr.eu-west-1.amazonaws.com/mirror/cluster-autoscaler is pulled from eu-west-1",
+    ),
     *compliant("deployer-rule-off-node-groups", "prod"),
     silent("deployer-rule-off-node-groups", "on-control-plane-group", add(deployer_rule("cluster-control-plane-sg-id"))),
     fires(

@@ -38,6 +38,13 @@ VERSION_CASES: list[Case] = [
     ),
     fires(
         "images-pinned",
+        "eks-registry-image-drift-in-the-stacks-region",
+        at("efa-device-plugin-release", {"values.image.tag": "v0.5.19"}),
+        on="efa-device-plugin-release",
+        says="image 602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.19 differs from the lockfile's",
+    ),
+    fires(
+        "images-pinned",
         "untagged-image",
         add(privileged_deployment("kube-system")),
         at("debug-kube-system", {"spec.template.spec.containers.0.image": "docker.io/library/busybox"}),

@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpu_platform.behaviour import ecr
 from gpu_platform.catalog import Catalog
 from gpu_platform.k8s.objects import helm_release, tolerations
 from gpu_platform.pools import LABEL_EFA, node_groups, node_taints
@@ -25,7 +26,7 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 def device_plugin_values(spec: PlatformSpec, catalog: Catalog) -> dict[str, Any]:
-    """Helm values of the device plugin chart: pinned image, EFA pools only, their taints tolerated.
+    """Helm values of the device plugin chart: pinned image from the stack's region, EFA pools only, their taints tolerated.
 
     The chart's DaemonSet (aws/eks-charts stable/aws-efa-k8s-device-plugin, templates/daemonset.yaml)
     takes `nodeSelector` and `tolerations` as given and adds a required node affinity on
@@ -34,10 +35,12 @@ def device_plugin_values(spec: PlatformSpec, catalog: Catalog) -> dict[str, Any]
     """
     pools = [p for p in node_groups(spec, catalog) if p.efa]  # a Spot EFA pool's fallback group too
     image = spec.lock.image(CHART)
+    # The lockfile names the chart's default (us-west-2); nodes pull from their own region's copy (behaviour.ecr).
+    repository = ecr.in_region(image.repository, spec.region) if spec.region else image.repository
     taints = {(t.key, t.value, t.effect): t for pool in pools for t in node_taints(pool)}
     types = sorted({t for pool in pools for t in pool.instance_types})
     return {
-        "image": {"repository": image.repository, "tag": image.tag},
+        "image": {"repository": repository, "tag": image.tag},
         "nodeSelector": {LABEL_EFA: "true"},
         "tolerations": tolerations(taints[k] for k in sorted(taints)),
         "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL], "values": types},

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpu_platform.behaviour import eks_identity, rbac, vpc
+from gpu_platform.behaviour import ecr, eks_identity, rbac, vpc
 from gpu_platform.behaviour import security_groups as sg
 from gpu_platform.behaviour.wiring import UNKNOWN, label
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
+from gpu_platform_policies.rules.versions import image_refs
 from gpu_platform_policies.view import EKS_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, kind_of, namespace_of, pools, tenant_namespaces
 
 ROLE_BINDING = "RoleBinding"
@@ -145,4 +146,39 @@ def deployer_rule_off_node_groups(plan: PlanView, ctx: Context) -> Iterator[Find
                 rule_.resource,
                 f"TCP 443 from {rule_.cidr} is opened on {label(rule_.group_id)}, which {carried[rule_.group_id]}'s node interfaces carry; "
                 "put the deployers' rule on the control-plane security group (EKS vpcConfig.securityGroupIds)",
+            )
+
+
+@rule(
+    "images-pulled-in-region",
+    "Every image from an ECR registry is pulled from the stack's own region, where the VPC's ecr.dkr interface endpoint answers.",
+    "mandatory",
+    "stack",
+    category="network",
+)
+def images_pulled_in_region(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """The ecr.dkr endpoint's private DNS answers `*.dkr.ecr.<its region>.amazonaws.com` only (behaviour.vpc).
+
+    An image named in another region's registry resolves to public addresses: the pull leaves through NAT
+    (billed per GB, cross-region), and a VPC without NAT cannot start the pod at all. EKS serves its own
+    images in every region (behaviour.ecr, amazon-eks-ami get-ecr-uri.sh), so the fix is the node's region.
+    """
+    regions = {
+        str(e.inputs.get("serviceName", "")).removeprefix("com.amazonaws.").removesuffix(".ecr.dkr")
+        for e in plan.of_type(vpc.VPC_ENDPOINT)
+        if str(e.inputs.get("serviceName", "")).endswith(".ecr.dkr")
+    }
+    if len(regions) != 1:
+        return  # no endpoint (on-prem, or a VPC whose endpoints this stack does not create): nothing answers privately
+    region = next(iter(regions))
+    for r in plan:
+        for path, repo, _, _ in image_refs(r.inputs):
+            pulled = ecr.ecr_region(repo)
+            if pulled is None or pulled == region:
+                continue
+            fix = f" (EKS serves it from {ecr.registry(region)})" if repo.split(".", 1)[0] in ecr.EKS_ACCOUNTS else ""
+            yield Finding(
+                r.name,
+                f"{path}: image {repo} is pulled from {pulled}, but the stack runs in {region}: its ecr.dkr endpoint answers "
+                f"only *.dkr.ecr.{region}.amazonaws.com, so this pull goes out through NAT, cross-region{fix}",
             )

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gpu_platform.behaviour import ecr
 from gpu_platform.versions import (
     SUPPORT_DRIVER_BRANCHES,
     SUPPORT_EKS_AMI,
@@ -101,13 +102,14 @@ def image_refs(inputs: Any) -> Iterator[tuple[str, str, str | None, str | None]]
 )
 def images_pinned(r: Resource, ctx: Context) -> Iterator[str]:
     """Images drift silently: the same tag can be re-pushed, a missing tag means latest."""
-    pinned = {img.repository: (key, img.tag) for key, img in ctx.lock.images.items()}
+    # An EKS-registry image is the same image in every region's registry (behaviour.ecr): pinned by its path.
+    pinned = {ecr.canonical(img.repository): (key, img.tag) for key, img in ctx.lock.images.items()}
     for path, repo, tag, digest in image_refs(r.inputs):
         if not tag and not digest:
             yield f"{path}: image {repo} has no tag or digest"
             continue
-        if repo in pinned and tag and tag != pinned[repo][1]:
-            key, want = pinned[repo]
+        if ecr.canonical(repo) in pinned and tag and tag != pinned[ecr.canonical(repo)][1]:
+            key, want = pinned[ecr.canonical(repo)]
             yield f"{path}: image {repo}:{tag} differs from the lockfile's images.{key}.tag {want!r}"
 
 
