@@ -10,6 +10,7 @@ fails on the host in the middle of a converge; the preflight refuses it first, i
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import yaml
 from gpu_platform.errors import ConfigError
 from gpu_platform.versions import PackagePin, check_availability, check_image_kernels, minor, node_oses, parse_lockfile
 from tests.ansible.helpers import (
+    ANSIBLE_DIR,
     DEBIAN_12,
     HERE,
     RHEL_8,
@@ -204,6 +206,14 @@ def test_rhel_8_is_refused_because_it_boots_cgroup_v1(facts: dict[str, str]):
     rc, msg = preflight("nvidia_driver", facts, nvidia_driver_running_kernel=False)
     assert rc != 0
     assert msg.startswith("nvidia_driver: RedHat 8 on x86_64 is not supported")
+
+
+def test_the_image_manifest_role_offers_exactly_the_node_oses() -> None:
+    """Its argument spec listed rhel8 after the lockfile dropped it as a node OS (issue 34)."""
+    spec = yaml.safe_load((ANSIBLE_DIR / "roles/image_manifest/meta/argument_specs.yml").read_text())
+    text = " ".join(spec["argument_specs"]["declared_os"]["options"]["image_manifest_os"]["description"].split())
+    offered = re.findall(r"C\((\w+)\)", text.split("; not ")[0])
+    assert set(offered) - {"package_availability"} == set(node_oses(parse_lockfile(load_lockfile())))
 
 
 def test_a_host_not_booted_into_cgroup_v2_fails_preflight_in_one_line(tmp_path: Path):
