@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "check": ("gpu_platform.commands.check", "run", "run every policy over the offline plan; exit 1 on a mandatory violation"),
     "diff": ("gpu_platform.commands.change", "run_diff", "plan the stack at a git revision and at the working tree, and diff them per resource"),
     "explain": ("gpu_platform.commands.explain", "run", "say what the platform does with one workload manifest, stage by stage"),
+    "versions": ("gpu_platform.commands.versions", "run", "every pinned version of the stack with its end of support and the days left"),
 }
 
 
@@ -65,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory to write manifests and Helm values into")
         if name == "capacity":
             _add_capacity_plan(p)
+        if name == "versions":
+            p.add_argument("--today", metavar="YYYY-MM-DD", help="the day to judge support on (default today)")
         if name == "explain":
             p.add_argument(
                 "--workload", type=Path, required=True, metavar="FILE", help="a workload manifest: Pod, Job, JobSet, PyTorchJob, Deployment, ..."

@@ -508,6 +508,11 @@ def past_support(entry: SupportEnd | None, today: date) -> bool:
     return entry is not None and entry.ends is not None and today > entry.ends
 
 
+def days_left(entry: SupportEnd | None, today: date) -> int | None:
+    """Days from `today` to the last day of standard support (0 on that day; negative after); None without a date."""
+    return None if entry is None or entry.ends is None else (entry.ends - today).days
+
+
 def check_support_recorded(lock: Lockfile, file: str = LOCKFILE, skip: frozenset[str] = frozenset()) -> list[Problem]:
     """Every pinned Kubernetes minor, AMI release, driver branch and node component has its end of support recorded.
 

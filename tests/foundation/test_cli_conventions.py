@@ -173,7 +173,7 @@ def _subparsers(parser: argparse.ArgumentParser, prefix: str = "gpu-platform") -
                 yield from _subparsers(sub, f"{prefix} {name}")
 
 
-PLACEHOLDER = re.compile(r"^([A-Z][A-Z_]*(\|[A-Z][A-Z_]*)*|[A-Z]+=[A-Z]+,\.\.\.)$")
+PLACEHOLDER = re.compile(r"^([A-Z][A-Z_-]*(\|[A-Z][A-Z_]*)*|[A-Z]+=[A-Z]+,\.\.\.)$")
 
 
 def test_every_placeholder_names_what_it_takes_in_one_style() -> None:

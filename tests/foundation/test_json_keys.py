@@ -82,6 +82,7 @@ def commands(repo: Path, out: Path) -> dict[str, list[str]]:
         "capacity": ["capacity", "--config", prod],
         "capacity plan": ["capacity", "plan", "--config", prod, "--demand", str(ROOT / "examples/demand/teams.yaml")],
         "explain": ["explain", "--config", prod, "--workload", str(ROOT / "examples/workloads/train-efa-2node.yaml")],
+        "versions": ["versions", "--config", prod, "--today", "2026-12-28"],
     }
 
 

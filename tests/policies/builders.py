@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ class Case:
     repo: Callable[[Path], None] | None = None
     key: str | None = None  # the stack key path the violation must name, where the case pins it
     idle: str | None = None  # the reason `check` reports the (silent) rule not applicable, where the case pins it
+    today: date | None = None  # the day the gate runs, where the case pins it (rules about support dates)
 
 
 # --- cases ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ the cases themselves live in cases_<family>.py, written with tests/policies/buil
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ def run_case(case: Case, tmp: Path, enforcement: dict[str, Any] | None = None) -
         root = tmp / "repo"
         case.repo(root)
     stack_lock = case.stack_lock(load_lockfile()) if case.stack_lock else None
-    ctx = context(case.stack, lock, root, stack_lock)
+    ctx = dataclasses.replace(context(case.stack, lock, root, stack_lock), today=case.today)
     return [v for v in evaluate(res, ctx, enforcement, repository=case.repo is not None) if v.policy == case.rule]
 
 

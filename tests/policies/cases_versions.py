@@ -5,6 +5,8 @@ Kept apart so the version rules' cases read together; tests/policies/cases.py jo
 
 from __future__ import annotations
 
+from datetime import date
+
 from gpu_platform.versions import load_lockfile
 from tests.policies.builders import DROP, NG, Case, add, at, compliant, drop, fires, lock_edit, privileged_deployment, silent
 
@@ -139,6 +141,23 @@ VERSION_CASES: list[Case] = [
         at(NG, {"releaseVersion": "1.35.6-20990101"}),
         on=NG,
         says="no end-of-support entry (support.eks_ami)",
+    ),
+    # Days fixed: EKS standard support of 1.35 ends 2027-03-27 (the advisory starts below 90 days, the failure below 30).
+    silent("versions-support-ending", "a-quarter-and-more-ahead", today=date(2026, 12, 27)),
+    fires(
+        "versions-support-ending",
+        "eighty-nine-days-left",
+        on="cluster-eks",
+        says="Kubernetes 1.35 leaves standard support on 2027-03-27, in 89 day(s)",
+        today=date(2026, 12, 28),
+    ),
+    silent("versions-support-ending", "inside-the-mandatory-window-said-once", today=date(2027, 2, 26)),
+    fires(
+        "versions-in-support",
+        "twenty-nine-days-left",
+        on="cluster-eks",
+        says="Kubernetes 1.35 leaves standard support on 2027-03-27, in 29 day(s)",
+        today=date(2027, 2, 26),
     ),
     *compliant("efa-device-plugin", "prod"),
     silent("efa-device-plugin", "no-efa-pool-no-plugin-needed", stack="dev"),

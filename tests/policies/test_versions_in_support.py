@@ -19,10 +19,32 @@ def _violations(stack: str, today: date, lock_changes: dict[str, str] | None = N
     return [v for v in evaluate(resources(stack), ctx, repository=False) if v.policy == RULE]
 
 
-def test_prod_is_in_support_up_to_the_last_day_of_eks_standard_support() -> None:
-    """EKS user guide, Kubernetes release calendar: 1.35 is in standard support until 2027-03-27."""
+def test_prod_passes_until_thirty_days_before_eks_standard_support_ends() -> None:
+    """EKS user guide, Kubernetes release calendar: 1.35 is in standard support until 2027-03-27; the gate
+    fails from fewer than 30 days before (support-mandatory-days), while the upgrade can still be planned."""
     assert _violations("prod", date(2026, 11, 26)) == []
-    assert _violations("prod", date(2027, 3, 27)) == []
+    assert _violations("prod", date(2027, 2, 25)) == []  # 30 days left
+    hits = _violations("prod", date(2027, 2, 26))  # 29 days left
+    assert any(v.resource == "cluster-eks" and "Kubernetes 1.35 leaves standard support on 2027-03-27, in 29 day(s)" in v.message for v in hits)
+    assert all(v.level == "mandatory" for v in hits)
+
+
+def test_ninety_days_ahead_is_an_advisory_not_a_failure() -> None:
+    def ending(day: date) -> list[Violation]:
+        ctx = dataclasses.replace(context("prod", None), today=day)
+        return [v for v in evaluate(resources("prod"), ctx, repository=False) if v.policy == "versions-support-ending"]
+
+    assert ending(date(2026, 12, 27)) == []  # 90 days left
+    hits = ending(date(2026, 12, 28))  # 89 days left
+    assert hits and all(v.level == "advisory" for v in hits)
+    assert any("Kubernetes 1.35 leaves standard support on 2027-03-27, in 89 day(s)" in v.message for v in hits)
+    assert _violations("prod", date(2026, 12, 28)) == []  # not yet the gate's failure
+    assert ending(date(2027, 2, 26)) == []  # inside the mandatory window: versions-in-support says it once
+
+
+def test_thresholds_move_the_windows() -> None:
+    ctx = dataclasses.replace(context("prod", None), today=date(2027, 1, 27), thresholds={"support-mandatory-days": 60})
+    assert any(v.policy == RULE for v in evaluate(resources("prod"), ctx, repository=False))  # 59 days left
 
 
 def test_the_day_after_fails_the_cluster_and_every_node_group_ami() -> None:
@@ -44,5 +66,5 @@ def test_bare_metal_branch_is_read_from_nvidia_driver_branch() -> None:
     """On-prem pools run the lockfile's `nvidia_driver.branch`: R535 is EOL after June 2026, R580 is not."""
     hits = _violations("onprem", date(2026, 11, 26), {"nvidia_driver__branch": "535"})
     assert hits and all("nvidia_driver.branch) 535 left standard support on 2026-06-30" in v.message for v in hits), hits
-    assert _violations("onprem", date(2026, 6, 30), {"nvidia_driver__branch": "535"}) == []
+    assert _violations("onprem", date(2026, 5, 31), {"nvidia_driver__branch": "535"}) == []  # 30 days left
     assert _violations("onprem", date(2026, 11, 26), {"nvidia_driver__branch": "580"}) == []

@@ -22,6 +22,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     "diff": ("text", "json", "markdown"),
     "capacity": ("text", "json", "markdown"),
     "explain": ("text", "json"),
+    "versions": ("text", "json", "markdown"),
 }
 # old spelling -> the word that replaced it
 DEPRECATED_FORMATS: dict[str, str] = {"table": "text"}

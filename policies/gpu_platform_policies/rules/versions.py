@@ -12,6 +12,7 @@ from gpu_platform.versions import (
     SUPPORT_EKS_AMI,
     SUPPORT_KUBERNETES,
     Lockfile,
+    days_left,
     past_support,
     support_end,
 )
@@ -247,38 +248,81 @@ def _pool_driver_branch(pool_platform: str, plan: PlanView, lock: Lockfile) -> t
     return lock.nvidia_driver.branch, "nvidia_driver.branch"
 
 
-def _support_message(what: str, component: str, key: str, ctx: Context) -> str | None:
-    """Why `key` is not in standard support on the gate's day, or None when it is."""
+def _support_message(what: str, component: str, key: str, ctx: Context, window: str) -> str | None:
+    """What the gate says about `key`'s end of standard support on its day, in one of two windows.
+
+    `window` "mandatory": past the end, or fewer than `support-mandatory-days` days left (or no entry);
+    "advisory": fewer than `support-advisory-days` days left but not yet in the mandatory window.
+    """
     entry = support_end(ctx.lock, component, key)
     if entry is None:
-        return f"{what} {key} has no end-of-support entry (support.{component}) in the lockfile; add one with its source"
+        return (
+            f"{what} {key} has no end-of-support entry (support.{component}) in the lockfile; add one with its source"
+            if window == "mandatory"
+            else None
+        )
     if past_support(entry, ctx.day):
-        return f"{what} {key} left standard support on {entry.ends} ({entry.source}); move to a supported one"
+        return f"{what} {key} left standard support on {entry.ends} ({entry.source}); move to a supported one" if window == "mandatory" else None
+    left = days_left(entry, ctx.day)
+    if left is None:
+        return None
+    fail, warn = ctx.threshold("support-mandatory-days"), ctx.threshold("support-advisory-days")
+    if window == "mandatory" and left < fail:
+        return (
+            f"{what} {key} leaves standard support on {entry.ends}, in {left} day(s) ({entry.source}); the gate fails from "
+            f"{fail:g} days before the end (support-mandatory-days): move to a supported one now"
+        )
+    if window == "advisory" and fail <= left < warn:
+        return (
+            f"{what} {key} leaves standard support on {entry.ends}, in {left} day(s) ({entry.source}); "
+            f"plan the move: the gate fails {fail:g} days before"
+        )
     return None
+
+
+def _support_findings(plan: PlanView, ctx: Context, window: str) -> Iterator[Finding]:
+    for r in plan.of_type(EKS_CLUSTER):
+        version = str(r.inputs.get("version") or "")
+        if msg := _support_message("Kubernetes", SUPPORT_KUBERNETES, version, ctx, window):
+            yield Finding(r.name, msg)
+    for r in plan.of_type(NODE_GROUP):
+        release = r.inputs.get("releaseVersion")
+        if release and (msg := _support_message("EKS AMI release", SUPPORT_EKS_AMI, str(release), ctx, window)):
+            yield Finding(r.name, msg)
+    for pool in pools(plan, ctx.catalog):
+        branch, where = _pool_driver_branch(pool.platform, plan, ctx.lock)
+        if msg := _support_message(f"pool {pool.name}: NVIDIA driver branch ({where})", SUPPORT_DRIVER_BRANCHES, branch, ctx, window):
+            yield Finding(pool.resource, msg)
 
 
 @rule(
     "versions-in-support",
-    "The stack's Kubernetes minor, EKS AMI release and GPU driver branch are within standard support on the day the gate runs.",
+    "The stack's Kubernetes minor, EKS AMI release and GPU driver branch have at least `support-mandatory-days` (30) days of "
+    "standard support left on the day the gate runs.",
     "mandatory",
     "stack",
     category="versions",
+    thresholds={"support-mandatory-days": 30},
 )
 def versions_in_support(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """Past end of standard support a version gets no security fixes, and on EKS it costs extended-support fees.
 
     Dates come from the lockfile's `support:` section (EKS user guide "Kubernetes version lifecycle",
-    NVIDIA's "Supported Drivers and CUDA Toolkit Versions" lifecycle table); the day is `ctx.day`.
+    NVIDIA's "Supported Drivers and CUDA Toolkit Versions" lifecycle table); the day is `ctx.day`. The gate
+    fails a month ahead, while a maintenance can still be planned, not on the day support ends.
     """
-    for r in plan.of_type(EKS_CLUSTER):
-        version = str(r.inputs.get("version") or "")
-        if msg := _support_message("Kubernetes", SUPPORT_KUBERNETES, version, ctx):
-            yield Finding(r.name, msg)
-    for r in plan.of_type(NODE_GROUP):
-        release = r.inputs.get("releaseVersion")
-        if release and (msg := _support_message("EKS AMI release", SUPPORT_EKS_AMI, str(release), ctx)):
-            yield Finding(r.name, msg)
-    for pool in pools(plan, ctx.catalog):
-        branch, where = _pool_driver_branch(pool.platform, plan, ctx.lock)
-        if msg := _support_message(f"pool {pool.name}: NVIDIA driver branch ({where})", SUPPORT_DRIVER_BRANCHES, branch, ctx):
-            yield Finding(pool.resource, msg)
+    yield from _support_findings(plan, ctx, "mandatory")
+
+
+@rule(
+    "versions-support-ending",
+    "The stack's Kubernetes minor, EKS AMI release and GPU driver branch have at least `support-advisory-days` (90) days of "
+    "standard support left (advisory, until the mandatory window of versions-in-support).",
+    "advisory",
+    "stack",
+    category="versions",
+    thresholds={"support-advisory-days": 90},
+)
+def versions_support_ending(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A quarter ahead: the upgrade (EKS control plane, AMIs, a driver branch) is a planned maintenance, not an emergency."""
+    yield from _support_findings(plan, ctx, "advisory")
