@@ -42,7 +42,7 @@ def test_the_windows_are_the_gates(days: int, status: str, code: int, capsys: py
 
 def test_a_stacks_threshold_moves_its_window(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = yaml.safe_load(stack_path("prod").read_text())
-    doc["config"].setdefault("gpu-platform:policy", {}).setdefault("thresholds", {})["support-mandatory-days"] = 60
+    doc["config"].setdefault("gpu-platform:policy", {}).setdefault("thresholds", {})["min-support-days"] = 60
     path = tmp_path / "Pulumi.prod.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     assert K8S_END is not None

@@ -6,6 +6,7 @@ ResourceValidationArgs / StackValidationArgs built from the very inputs the offl
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from pulumi_policy import (
 from pulumi_policy.proxy import unknown_checking_proxy
 
 import gpu_platform_policies.crossguard as crossguard
+import gpu_platform_policies.model as policy_model
 from gpu_platform.behaviour.wiring import ref_key
 from gpu_platform.versions import load_lockfile
 from gpu_platform_policies import RULES, Resource
@@ -88,6 +90,15 @@ PACK_CASES = [c for c in CASES if c.repo is None]
 def test_wrapper_reports_what_the_offline_gate_reports(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if case.lock is not None:
         monkeypatch.setattr(crossguard, "load_lockfile", lambda: case.lock(load_lockfile()))  # type: ignore[misc]
+    if case.today is not None:  # the pack reads the machine's day (Context.day): pin it as the case pins the gate's
+        day = case.today
+
+        class Day(date):
+            @classmethod
+            def today(cls) -> Day:
+                return cls(day.year, day.month, day.day)
+
+        monkeypatch.setattr(policy_model, "date", Day)
     res = resources(case.stack)
     for edit in case.edits:
         res = edit(res)

@@ -21,7 +21,7 @@ def _violations(stack: str, today: date, lock_changes: dict[str, str] | None = N
 
 def test_prod_passes_until_thirty_days_before_eks_standard_support_ends() -> None:
     """EKS user guide, Kubernetes release calendar: 1.35 is in standard support until 2027-03-27; the gate
-    fails from fewer than 30 days before (support-mandatory-days), while the upgrade can still be planned."""
+    fails from fewer than 30 days before (min-support-days), while the upgrade can still be planned."""
     assert _violations("prod", date(2026, 11, 26)) == []
     assert _violations("prod", date(2027, 2, 25)) == []  # 30 days left
     hits = _violations("prod", date(2027, 2, 26))  # 29 days left
@@ -43,7 +43,7 @@ def test_ninety_days_ahead_is_an_advisory_not_a_failure() -> None:
 
 
 def test_thresholds_move_the_windows() -> None:
-    ctx = dataclasses.replace(context("prod", None), today=date(2027, 1, 27), thresholds={"support-mandatory-days": 60})
+    ctx = dataclasses.replace(context("prod", None), today=date(2027, 1, 27), thresholds={"min-support-days": 60})
     assert any(v.policy == RULE for v in evaluate(resources("prod"), ctx, repository=False))  # 59 days left
 
 

@@ -2,8 +2,8 @@
 
 Read from the stack's effective lockfile (the repository's with the stack's `versions` override) and its
 `support:` section, judged on one day (`--today`, default today) by the same windows the gate uses:
-`versions-support-ending` (advisory) below `support-advisory-days` (90) days left, `versions-in-support`
-(mandatory) below `support-mandatory-days` (30) or past the end. Exit 1 when any pin is in the
+`versions-support-ending` (advisory) below `min-support-days-advisory` (90) days left, `versions-in-support`
+(mandatory) below `min-support-days` (30) or past the end. Exit 1 when any pin is in the
 mandatory window, as `check` would.
 """
 
@@ -21,7 +21,7 @@ from gpu_platform.spec.loader import load_stack_file
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.versions import SUPPORT_DRIVER_BRANCHES, SUPPORT_EKS_AMI, SUPPORT_KUBERNETES, days_left, node_support_keys, support_end
 
-DEFAULT_DAYS = {"support-advisory-days": 90.0, "support-mandatory-days": 30.0}  # the rules' thresholds (rules/versions.py)
+DEFAULT_DAYS = {"min-support-days-advisory": 90.0, "min-support-days": 30.0}  # the rules' thresholds (rules/versions.py)
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,9 @@ def report(spec: PlatformSpec, today: date) -> list[Pin]:
             status = "no-date"
         elif left < 0:
             status = "past"
-        elif left < days["support-mandatory-days"]:
+        elif left < days["min-support-days"]:
             status = "mandatory"
-        elif left < days["support-advisory-days"]:
+        elif left < days["min-support-days-advisory"]:
             status = "advisory"
         else:
             status = "ok"

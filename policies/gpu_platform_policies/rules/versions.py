@@ -251,8 +251,8 @@ def _pool_driver_branch(pool_platform: str, plan: PlanView, lock: Lockfile) -> t
 def _support_message(what: str, component: str, key: str, ctx: Context, window: str) -> str | None:
     """What the gate says about `key`'s end of standard support on its day, in one of two windows.
 
-    `window` "mandatory": past the end, or fewer than `support-mandatory-days` days left (or no entry);
-    "advisory": fewer than `support-advisory-days` days left but not yet in the mandatory window.
+    `window` "mandatory": past the end, or fewer than `min-support-days` days left (or no entry);
+    "advisory": fewer than `min-support-days-advisory` days left but not yet in the mandatory window.
     """
     entry = support_end(ctx.lock, component, key)
     if entry is None:
@@ -266,11 +266,11 @@ def _support_message(what: str, component: str, key: str, ctx: Context, window: 
     left = days_left(entry, ctx.day)
     if left is None:
         return None
-    fail, warn = ctx.threshold("support-mandatory-days"), ctx.threshold("support-advisory-days")
+    fail, warn = ctx.threshold("min-support-days"), ctx.threshold("min-support-days-advisory")
     if window == "mandatory" and left < fail:
         return (
             f"{what} {key} leaves standard support on {entry.ends}, in {left} day(s) ({entry.source}); the gate fails from "
-            f"{fail:g} days before the end (support-mandatory-days): move to a supported one now"
+            f"{fail:g} days before the end (min-support-days): move to a supported one now"
         )
     if window == "advisory" and fail <= left < warn:
         return (
@@ -297,12 +297,12 @@ def _support_findings(plan: PlanView, ctx: Context, window: str) -> Iterator[Fin
 
 @rule(
     "versions-in-support",
-    "The stack's Kubernetes minor, EKS AMI release and GPU driver branch have at least `support-mandatory-days` (30) days of "
+    "The stack's Kubernetes minor, EKS AMI release and GPU driver branch have at least `min-support-days` (30) days of "
     "standard support left on the day the gate runs.",
     "mandatory",
     "stack",
     category="versions",
-    thresholds={"support-mandatory-days": 30},
+    thresholds={"min-support-days": 30},
 )
 def versions_in_support(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """Past end of standard support a version gets no security fixes, and on EKS it costs extended-support fees.
@@ -316,12 +316,12 @@ def versions_in_support(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 
 @rule(
     "versions-support-ending",
-    "The stack's Kubernetes minor, EKS AMI release and GPU driver branch have at least `support-advisory-days` (90) days of "
+    "The stack's Kubernetes minor, EKS AMI release and GPU driver branch have at least `min-support-days-advisory` (90) days of "
     "standard support left (advisory, until the mandatory window of versions-in-support).",
     "advisory",
     "stack",
     category="versions",
-    thresholds={"support-advisory-days": 90},
+    thresholds={"min-support-days-advisory": 90},
 )
 def versions_support_ending(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """A quarter ahead: the upgrade (EKS control plane, AMIs, a driver branch) is a planned maintenance, not an emergency."""
