@@ -52,3 +52,16 @@ def test_a_huge_value_is_cut_with_what_was_left_out() -> None:
     text = shown("x" * 100_000)
     assert len(text) < 120 and text.endswith("(+99920 chars)")
     assert "\n" not in shown("a\nb")
+
+
+def test_a_secret_deep_inside_an_added_mapping_or_a_tag_list_is_masked() -> None:
+    """Found by review: a new key holding `{externalId: {secure: ...}}` printed the ciphertext; tag lists printed a password."""
+    [added] = key_changes({}, {"aws:assumeRole": {"roleArn": "arn:aws:iam::1:role/d", "externalId": {"secure": "AAABAcipher"}}})
+    assert "AAABAcipher" not in added.text() and added.after["externalId"] == MASK and added.after["roleArn"].startswith("arn:")
+    tags = [{"key": "team", "value": "ml"}, {"key": "db-password", "value": "hunter2"}]
+    [v] = field_changes(
+        "aws:ec2/launchTemplate:LaunchTemplate", {"tagSpecifications": [{"tags": {}}]}, {"tagSpecifications": [{"tags": {"db-password": "hunter2"}}]}
+    )
+    assert "hunter2" not in str(v.to_json())
+    [w] = field_changes("t", {"tags": []}, {"tags": tags})
+    assert "hunter2" not in str(w.to_json()) and "ml" in str(w.to_json())

@@ -140,3 +140,15 @@ def test_overcommit_threshold_and_disabled_rule_are_honoured(tmp_path: Path, cap
     over.write_text(base + "  gpu-platform:policy:\n    enforcement: {kueue-quota-fits-pool: disabled}\n")
     code, lines = _run(capsys, "plan", "--config", str(over))
     assert code == 0, lines
+
+
+def test_a_pool_set_aside_does_not_hide_other_pools_or_quota_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by review: a misspelt key in one pool hid every 'unknown pool' error; a quota typo hid an overflow on its pool."""
+    text = stack_path("prod").read_text()
+    text = text.replace("      workloadClass: training\n", "      workloadClas: training\n", 1)
+    text = text.replace("        - {pool: infer-l4-ondemand, gpus: 12}\n", "        - {pool: infer-l4-ondemandd, gpus: 12}\n", 1)
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(text)
+    code, lines = _run(capsys, "plan", "--config", str(path))
+    assert code == 2
+    assert any("workloadClas" in line for line in lines) and any("unknown pool 'infer-l4-ondemandd'" in line for line in lines), lines

@@ -63,3 +63,14 @@ def test_a_bad_day_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) ->
     err = without_lines(capsys.readouterr().err)
     assert err.strip().endswith("--today: '2027-13-01' is not a date; allowed: YYYY-MM-DD, e.g. 2027-01-31")
     assert err.count("\n") == 1
+
+
+def test_a_stack_that_lowers_the_rule_is_not_failed_by_versions(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by review: `versions` exited 1 where `check` passed, for a stack enforcing versions-in-support as advisory."""
+    doc = yaml.safe_load(stack_path("prod").read_text())
+    doc["config"].setdefault("gpu-platform:policy", {}).setdefault("enforcement", {})["versions-in-support"] = "advisory"
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert K8S_END is not None
+    code, _ = run(capsys, "--config", str(path), "--today", date.fromordinal(K8S_END.toordinal() - 5).isoformat())
+    assert code == 0

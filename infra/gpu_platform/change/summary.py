@@ -160,9 +160,16 @@ def percent(before: float, after: float) -> str:
     return f", {(after - before) / before:+.1%}" if before else ""
 
 
-def cost_delta(before: PlatformSpec | None, after: PlatformSpec, catalog: Catalog, file: str, problem: str = "") -> CostDelta:
-    """Per pool (base order, then new pools) both sides' capacity and cost; `problem` says why the base was not costed."""
+def cost_delta(
+    before: PlatformSpec | None, after: PlatformSpec, catalog: Catalog, file: str, problem: str = "", new_stack: bool = False
+) -> CostDelta:
+    """Per pool (base order, then new pools) both sides' capacity and cost; `problem` says why the base was not costed.
+
+    `new_stack`: the stack file is absent at the base, so every pool is new and the base costs nothing.
+    """
     new = {p.pool: p for p in pool_capacity_report(after, catalog, file)}
+    if new_stack:
+        return CostDelta([PoolCost(name, None, p) for name, p in new.items()])
     if before is None:
         return CostDelta([PoolCost(name, None, p) for name, p in new.items()], problem or "the base revision's stack could not be read")
     old = {p.pool: p for p in pool_capacity_report(before, catalog, file)}

@@ -74,10 +74,28 @@ def secret(key: str, value: Any, type_token: str = "") -> bool:
     return bool(SECRET_KEY_NAME.search(last)) and isinstance(value, str)
 
 
+def masked(value: Any, key: str = "") -> Any:
+    """`value` with every secret inside it masked, however deep: a `secure:` value, the offline placeholder, a credential-named key's text."""
+    if value is MISSING or value is None:
+        return value
+    if is_secure(value) or value == PLACEHOLDER:
+        return MASK
+    if isinstance(value, Mapping):
+        return {k: MASK if isinstance(v, str | int) and SECRET_KEY_NAME.search(str(k)) else masked(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        # A tag list ({key: db-password, value: ...}) names its secret in a sibling field.
+        out = []
+        for item in value:
+            named = isinstance(item, Mapping) and SECRET_KEY_NAME.search(str(item.get("key", ""))) and "value" in item
+            out.append(masked({**item, "value": MASK} if named else item, key))
+        return out
+    return value
+
+
 def _masked(key: str, before: Any, after: Any, type_token: str = "") -> ValueChange:
     hide = secret(key, before, type_token) or secret(key, after, type_token)
     if not hide:
-        return ValueChange(key, before, after)
+        return ValueChange(key, masked(before, key), masked(after, key))
     return ValueChange(key, MASK if before is not MISSING else MISSING, MASK if after is not MISSING else MISSING)
 
 

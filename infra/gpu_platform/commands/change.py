@@ -148,6 +148,8 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
 
 def _cost(base_config: Mapping[str, Any], spec: PlatformSpec, stack: str, path: Path, catalog: Catalog) -> CostDelta:
     """Both sides priced by `capacity`'s model; a base this revision's code cannot read is said, not guessed."""
+    if not base_config:  # a stack file the change adds: nothing ran at the base, so before is $0
+        return cost_delta(None, spec, catalog, str(path), new_stack=True)
     try:
         before = spec_from_config(base_config, stack, f"{path} at the base revision")
     except ConfigError as err:

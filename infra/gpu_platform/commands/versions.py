@@ -147,4 +147,6 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
         print(render_markdown(stack, today, found))
     else:
         print(render_text(stack, today, found))
-    return 1 if any(p.status in FAILING and p.judged for p in found) else 0
+    # The stack's own enforcement decides, as in `check`: versions-in-support lowered to advisory never fails.
+    fails = spec.policy.enforcement.get("versions-in-support", "mandatory") == "mandatory"
+    return 1 if fails and any(p.status in FAILING and p.judged for p in found) else 0

@@ -88,8 +88,8 @@ class Repaired:
         """Whether a cross-check problem names a list item that was set aside (a quota on a pool with a typo'd key)."""
         if any(f"'{name}'" in problem.message for name in self.dropped_names):
             return True
-        # A pool or tenant set aside may be the one a reference means under its old or misspelt name.
-        lists = {s.path.split("[", 1)[0] for s in self.set_aside if s.path.endswith("]")}
+        # A pool or tenant whose own name was refused may be the one a reference means under its old name.
+        lists = {s.path.split("[", 1)[0] for s in self.set_aside if s.path.endswith("].name")}
         return any(f"unknown {what} '" in problem.message for key, what in REFERENCED.items() if key in lists)
 
 
@@ -158,7 +158,7 @@ def validate_all(raw: Mapping[str, Any], file: str) -> Repaired:
                 return Repaired(None, problems, [], {}, [])
             repaired.set_aside.append(SetAside(format_loc(target, ""), alone=True))
             name = _name_at(raw, target)  # the file's own item: a name set aside first is still its name
-            if name:
+            if name and len(target) == 2 and target[0] in REFERENCED:  # a pool or tenant, not a quota entry
                 repaired.dropped_names.append(name)
         kept: dict[Loc, list[int]] = {}
         view = _without_dropped(work, (), kept)
