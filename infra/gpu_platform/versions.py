@@ -513,6 +513,28 @@ def days_left(entry: SupportEnd | None, today: date) -> int | None:
     return None if entry is None or entry.ends is None else (entry.ends - today).days
 
 
+# support_window's status -> the level the gate gives it (versions-in-support, versions-support-ending; ok and no-date: none).
+SUPPORT_WINDOWS = {"no-entry": "mandatory", "past": "mandatory", "mandatory": "mandatory", "advisory": "advisory"}
+
+
+def support_window(entry: SupportEnd | None, today: date, fail_days: float, warn_days: float) -> str:
+    """Where a pin stands on `today`: no-entry, no-date, past, mandatory, advisory or ok.
+
+    no-date: the vendor publishes none; mandatory: fewer than `fail_days` left; advisory: fewer than
+    `warn_days`. One reading for the gate's rules and `gpu-platform versions`.
+    """
+    left = days_left(entry, today)
+    if entry is None:
+        return "no-entry"
+    if left is None:
+        return "no-date"
+    if left < 0:
+        return "past"
+    if left < fail_days:
+        return "mandatory"
+    return "advisory" if left < warn_days else "ok"
+
+
 def check_support_recorded(lock: Lockfile, file: str = LOCKFILE, skip: frozenset[str] = frozenset()) -> list[Problem]:
     """Every pinned Kubernetes minor, AMI release, driver branch and node component has its end of support recorded.
 

@@ -38,9 +38,6 @@ def assert_one_clear_line(
     assert "; " in lines[0], "every error says what is allowed"
 
 
-LOCATED = re.compile(r"^(?P<file>.+?)(?::(?P<line>\d+))?: (?P<rest>.*)$")
-
-
 def unlocated(line: str, path: Path | str) -> tuple[int | None, str]:
     """(the line number after `<file>:`, or None; the rest after `<file>[:N]: `) of one error line about `path`."""
     prefix = str(path)

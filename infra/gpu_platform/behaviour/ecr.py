@@ -54,17 +54,19 @@ def ecr_region(repository: str) -> str | None:
     return found.group("region") if found else None
 
 
+def _eks_path(repository: str) -> str | None:
+    """The image path of a repository in any region's EKS registry (`eks/aws-efa-k8s-device-plugin`), else None."""
+    found = _ECR.match(repository)
+    return found.group("path") if found is not None and found.group("account") in EKS_ACCOUNTS else None
+
+
 def in_region(repository: str, region: str) -> str:
     """An EKS-registry repository moved to `region`'s own registry (the same path); any other repository unchanged."""
-    found = _ECR.match(repository)
-    if found is None or found.group("account") not in EKS_ACCOUNTS:
-        return repository
-    return f"{registry(region)}/{found.group('path')}"
+    path = _eks_path(repository)
+    return repository if path is None else f"{registry(region)}/{path}"
 
 
 def canonical(repository: str) -> str:
     """One name for an EKS-registry image in any region (`eks-registry/<path>`); any other repository as it is."""
-    found = _ECR.match(repository)
-    if found is None or found.group("account") not in EKS_ACCOUNTS:
-        return repository
-    return f"eks-registry/{found.group('path')}"
+    path = _eks_path(repository)
+    return repository if path is None else f"eks-registry/{path}"

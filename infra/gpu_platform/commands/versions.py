@@ -19,9 +19,19 @@ from typing import Any
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.spec.loader import load_stack_file
 from gpu_platform.spec.models import PlatformSpec
-from gpu_platform.versions import SUPPORT_DRIVER_BRANCHES, SUPPORT_EKS_AMI, SUPPORT_KUBERNETES, days_left, node_support_keys, support_end
+from gpu_platform.versions import (
+    SUPPORT_DRIVER_BRANCHES,
+    SUPPORT_EKS_AMI,
+    SUPPORT_KUBERNETES,
+    SUPPORT_WINDOWS,
+    days_left,
+    node_support_keys,
+    support_end,
+    support_window,
+)
+from gpu_platform_policies import THRESHOLD_DEFAULTS
 
-DEFAULT_DAYS = {"min-support-days-advisory": 90.0, "min-support-days": 30.0}  # the rules' thresholds (rules/versions.py)
+WINDOWS = ("min-support-days", "min-support-days-advisory")  # the thresholds of versions-in-support and versions-support-ending
 
 
 @dataclass(frozen=True)
@@ -72,30 +82,19 @@ def pins(spec: PlatformSpec) -> list[tuple[str, str, str, bool]]:
 
 def report(spec: PlatformSpec, today: date) -> list[Pin]:
     """Every pin with its end of support, days left and status on `today`, with the stack's own thresholds."""
-    days = {**DEFAULT_DAYS, **{k: float(v) for k, v in spec.policy.thresholds.items() if k in DEFAULT_DAYS}}
+    days = {k: float(spec.policy.thresholds.get(k, THRESHOLD_DEFAULTS[k])) for k in WINDOWS}
     out = []
     for key, component, version, judged in pins(spec):
         entry = support_end(spec.lock, component, version)
         left = days_left(entry, today)
-        if entry is None:
-            status = "no-entry"
-        elif left is None:
-            status = "no-date"
-        elif left < 0:
-            status = "past"
-        elif left < days["min-support-days"]:
-            status = "mandatory"
-        elif left < days["min-support-days-advisory"]:
-            status = "advisory"
-        else:
-            status = "ok"
+        status = support_window(entry, today, days["min-support-days"], days["min-support-days-advisory"])
         source = entry.source if entry else f"no support.{component} entry in the lockfile"
         policy = entry.policy if entry else None
         out.append(Pin(key, component, version, entry.ends if entry else None, left, status, source, policy, judged))
     return out
 
 
-FAILING = ("mandatory", "past", "no-entry")
+FAILING = tuple(status for status, level in SUPPORT_WINDOWS.items() if level == "mandatory")
 
 
 def _when(p: Pin) -> str:

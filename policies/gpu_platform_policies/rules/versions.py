@@ -11,10 +11,11 @@ from gpu_platform.versions import (
     SUPPORT_DRIVER_BRANCHES,
     SUPPORT_EKS_AMI,
     SUPPORT_KUBERNETES,
+    SUPPORT_WINDOWS,
     Lockfile,
     days_left,
-    past_support,
     support_end,
+    support_window,
 )
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import (
@@ -255,29 +256,23 @@ def _support_message(what: str, component: str, key: str, ctx: Context, window: 
     "advisory": fewer than `min-support-days-advisory` days left but not yet in the mandatory window.
     """
     entry = support_end(ctx.lock, component, key)
-    if entry is None:
-        return (
-            f"{what} {key} has no end-of-support entry (support.{component}) in the lockfile; add one with its source"
-            if window == "mandatory"
-            else None
-        )
-    if past_support(entry, ctx.day):
-        return f"{what} {key} left standard support on {entry.ends} ({entry.source}); move to a supported one" if window == "mandatory" else None
-    left = days_left(entry, ctx.day)
-    if left is None:
-        return None
     fail, warn = ctx.threshold("min-support-days"), ctx.threshold("min-support-days-advisory")
-    if window == "mandatory" and left < fail:
+    status = support_window(entry, ctx.day, fail, warn)
+    if SUPPORT_WINDOWS.get(status) != window or entry is None:
+        if status == "no-entry" and window == "mandatory":
+            return f"{what} {key} has no end-of-support entry (support.{component}) in the lockfile; add one with its source"
+        return None
+    if status == "past":
+        return f"{what} {key} left standard support on {entry.ends} ({entry.source}); move to a supported one"
+    left = days_left(entry, ctx.day)
+    if status == "mandatory":
         return (
             f"{what} {key} leaves standard support on {entry.ends}, in {left} day(s) ({entry.source}); the gate fails from "
             f"{fail:g} days before the end (min-support-days): move to a supported one now"
         )
-    if window == "advisory" and fail <= left < warn:
-        return (
-            f"{what} {key} leaves standard support on {entry.ends}, in {left} day(s) ({entry.source}); "
-            f"plan the move: the gate fails {fail:g} days before"
-        )
-    return None
+    return (
+        f"{what} {key} leaves standard support on {entry.ends}, in {left} day(s) ({entry.source}); plan the move: the gate fails {fail:g} days before"
+    )
 
 
 def _support_findings(plan: PlanView, ctx: Context, window: str) -> Iterator[Finding]:
