@@ -17,7 +17,7 @@ echo "== ansible-lint"
 ansible-lint --offline
 
 echo "== syntax-check"
-for playbook in site.yml validate.yml golden_image.yml driver_upgrade.yml node_taints.yml; do
+for playbook in site.yml validate.yml golden_image.yml driver_upgrade.yml node_taints.yml gpu_node_repair.yml; do
   for inventory in inventories/*/; do
     ansible-playbook --syntax-check -i "${inventory}" "${playbook}" >/dev/null
     echo "ok: ${playbook} with ${inventory}"

@@ -56,6 +56,22 @@ def fallback_taint(spot_pool: str) -> Taint:
     return Taint(LABEL_SPOT_FALLBACK, spot_pool)
 
 
+# A bare-metal node whose GPU failed: the Ansible role gpu_health_check cordons it and taints it NoExecute with
+# this key (value: the reason, such as xid-79), so tenants' GPU pods leave at once; gpu_node_repair.yml removes it.
+UNHEALTHY_TAINT_KEY = f"{DOMAIN}/gpu-unhealthy"
+
+# GPU nodes carry the GPU taint, on Spot the interruptible taint, and on a Spot pool's fallback group that
+# group's own taint (node_taints below): every node agent (GPU Operator daemonsets, the EKS node monitoring
+# agent's DCGM server) must tolerate all three, whatever their values, and stay on a fenced node (the
+# unhealthy taint), where the exporter keeps reporting and the device plugin comes back after the repair.
+GPU_NODE_TOLERATIONS: list[dict[str, str]] = [
+    {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
+    {"key": LABEL_INTERRUPTIBLE, "operator": "Exists", "effect": "NoSchedule"},
+    {"key": LABEL_SPOT_FALLBACK, "operator": "Exists", "effect": "NoSchedule"},
+    {"key": UNHEALTHY_TAINT_KEY, "operator": "Exists", "effect": "NoExecute"},
+]
+
+
 def gpu_of(pool: NodePool, catalog: Catalog) -> GpuModel:
     """The pool's GPU model (from its instance types on EKS, declared on-prem)."""
     if pool.instance_types:

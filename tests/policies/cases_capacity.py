@@ -5,11 +5,22 @@ Kept apart so the capacity and rollout rules' cases read together; tests/policie
 
 from __future__ import annotations
 
+import json
+
 from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.spec.models import ClassDemand
 from gpu_platform_policies import Resource
 from tests.conftest import spec_for
 from tests.policies.builders import A100_NG, BLOCK_NG, DROP, L4_FB_NG, L4_OD_NG, NG, SPOT_NG, Case, Edit, add, at, compliant, drop, fires, silent
+
+AGENT = "cluster-addon-eks-node-monitoring-agent"
+G5_ONLY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g5.xlarge"]}]}]
+        }
+    }
+}
 
 
 def declare_demand(stack: str, *entries: tuple[str, float, str, bool]) -> Edit:
@@ -246,6 +257,45 @@ CAPACITY_CASES: list[Case] = [
         at(BLOCK_NG, {"updateConfig.updateStrategy": DROP}),
         on=BLOCK_NG,
         says="updateStrategy is DEFAULT on capacity-block capacity",
+    ),
+    # repair: each leg of the path from a fatal XID to a replaced node (gpu_platform.behaviour.node_health)
+    *compliant("gpu-node-repair", "prod", "staging", "dev", "onprem"),
+    fires("gpu-node-repair", "no-agent", drop(AGENT), on="cluster-eks", says="no eks-node-monitoring-agent add-on"),
+    fires(
+        "gpu-node-repair",
+        "agent-default-tolerations",
+        at(AGENT, {"configurationValues": "{}"}),
+        on=AGENT,
+        says=f"cannot watch the GPUs of node group {BLOCK_NG}: its DCGM server does not tolerate the node's taint nvidia.com/gpu=present:NoSchedule",
+    ),
+    fires(
+        "gpu-node-repair",
+        "agent-affinity-misses-type",
+        at(AGENT, {"configurationValues": json.dumps({"dcgmAgent": {"tolerations": [{"operator": "Exists"}], "affinity": G5_ONLY}})}),
+        on=AGENT,
+        says="node affinity does not admit this node (instance type p5.48xlarge)",
+    ),
+    fires("gpu-node-repair", "repair-off", at(NG, {"nodeRepairConfig": DROP}), on=NG, says="is never repaired: node repair is off"),
+    fires(
+        "gpu-node-repair",
+        "reboot-or-replace",
+        at(NG, {"nodeRepairConfig.nodeRepairConfigOverrides": []}),
+        on=NG,
+        says="repaired by 'Replace or Reboot' (default for AcceleratedHardwareReady)",
+    ),
+    fires(
+        "gpu-node-repair",
+        "override-says-reboot",
+        at(NG, {"nodeRepairConfig.nodeRepairConfigOverrides.0.repairAction": "Reboot"}),
+        on=NG,
+        says="repaired by 'Reboot' (override for AcceleratedHardwareReady/NvidiaXID79Error)",
+    ),
+    fires(
+        "gpu-node-repair",
+        "threshold-stops-first-repair",
+        at(NG, {"nodeRepairConfig.maxUnhealthyNodeThresholdPercentage": 10, "nodeRepairConfig.maxUnhealthyNodeThresholdCount": DROP}),
+        on=NG,
+        says="1 of 4 unhealthy is above maxUnhealthyNodeThresholdPercentage 10: repair stops",
     ),
     *compliant("fixed-capacity-placement", "prod"),
     fires(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -11,6 +12,8 @@ import pulumi_aws as aws
 from gpu_platform.aws.iam import CLUSTER_MANAGED_POLICIES, NODE_MANAGED_POLICIES, assume_role_policy
 from gpu_platform.aws.sg_rules import add_sg_rule, sg_rule
 from gpu_platform.aws.storage import COMPONENT_ADDONS
+from gpu_platform.behaviour.node_health import ADDON as NODE_MONITORING_AGENT
+from gpu_platform.pools import GPU_NODE_TOLERATIONS
 from gpu_platform.spec.models import ClusterSpec
 from gpu_platform.versions import Lockfile
 
@@ -40,15 +43,22 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> s
     )
 
 
-def addon_configuration(addon: str) -> dict[str, str] | None:
+def addon_configuration(addon: str) -> dict[str, Any] | None:
     """Configuration values of a managed add-on, or None for its defaults.
 
     vpc-cni enforces Kubernetes NetworkPolicies only with `enableNetworkPolicy` "true" (EKS user guide,
     "Configure your cluster for Kubernetes network policies"); without it the tenants' default-deny
     policies are accepted by the API server and enforced by nothing.
+
+    The node monitoring agent watches GPUs through its DCGM server DaemonSet, whose chart renders
+    `dcgmAgent.tolerations` (empty by default) as the pods' tolerations (eks-node-monitoring-agent v1.7.0,
+    charts/eks-node-monitoring-agent/templates/dcgm-daemonset.yaml): on GPU nodes, which all carry the GPU
+    taint, it would never run and no XID would ever reach node repair (behaviour.node_health).
     """
     if addon == "vpc-cni":
         return {"enableNetworkPolicy": "true"}
+    if addon == NODE_MONITORING_AGENT:
+        return {"dcgmAgent": {"tolerations": GPU_NODE_TOLERATIONS}}
     return None
 
 

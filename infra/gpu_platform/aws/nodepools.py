@@ -9,11 +9,13 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
 from gpu_platform import efa
+from gpu_platform.aws.node_repair import node_repair_config
 from gpu_platform.catalog import Catalog
 from gpu_platform.pools import GPU_RESOURCE, gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
 from gpu_platform.spec.models import NodePool
@@ -62,6 +64,8 @@ class NodeGroupPlan:
     taints: list[dict[str, str]]
     tags: dict[str, str] = field(default_factory=dict)
     template_tags: dict[str, str] = field(default_factory=dict)
+    repair: dict[str, Any] = field(default_factory=dict)
+    """`nodeRepairConfig` (gpu_platform.aws.node_repair)."""
 
 
 def capacity_type(pool: NodePool) -> str:
@@ -195,6 +199,7 @@ def node_group_plan(
         taints=[{"key": t.key, "value": t.value, "effect": TAINT_EFFECT[t.effect]} for t in node_taints(pool)],
         tags={**cost_tags(environment, stack, pool, extra_tags), **autoscaler_tags(cluster_name)},
         template_tags=node_template_tags(pool, catalog),
+        repair=node_repair_config(hi),
     )
 
 
@@ -298,6 +303,12 @@ class GpuNodePool(pulumi.ComponentResource):
             instance_types=list(plan.instance_types) or None,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=plan.min_size, desired_size=plan.desired_size, max_size=plan.max_size),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=plan.max_unavailable, update_strategy=plan.update_strategy),
+            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(
+                **{k: v for k, v in plan.repair.items() if k != "node_repair_config_overrides"},
+                node_repair_config_overrides=[
+                    aws.eks.NodeGroupNodeRepairConfigNodeRepairConfigOverrideArgs(**o) for o in plan.repair["node_repair_config_overrides"]
+                ],
+            ),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
             labels=plan.labels,
             taints=[aws.eks.NodeGroupTaintArgs(**t) for t in plan.taints],

@@ -7,6 +7,7 @@ at all and to which flavor first, not when.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -527,3 +528,31 @@ def assign_flavors(
                     break
             out.append(FlavorChoice(ps.name, tuple(sorted(wanted)), best[0] if best else None, bool(best and best[1]), tuple(tried)))
     return out
+
+
+_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def _go_seconds(text: str) -> float:
+    """Seconds of a Go duration as metav1.Duration reads it (time.ParseDuration: "1h30m", "10m", "0s")."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", str(text))
+    if not parts or "".join(n + u for n, u in parts) != str(text):
+        raise ValueError(f"not a Go duration: {text!r}")
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def recovery_timeout_seconds(config: Mapping[str, Any]) -> float | None:
+    """How long an admitted, running workload may lack a ready pod before Kueue evicts and requeues it; None: never.
+
+    apis/config/v1beta2/defaults.go `SetDefaults_Configuration`: waitForPodsReady is on even when unset, `timeout`
+    defaults to 30m (DefaultWaitForPodsReadyTimeout), `recoveryTimeout` to `timeout`, and "0s" turns it off
+    (configuration_types.go `WaitForPodsReady.RecoveryTimeout`); pkg/controller/core/workload_controller.go
+    then evicts the workload with reason PodsReadyTimeout once the PodsReady=False (WaitForRecovery) condition
+    is older than it, and the requeuing strategy puts it back in its queue after the backoff.
+    """
+    wait = config.get("waitForPodsReady") or {}
+    if not isinstance(wait, Mapping):
+        return None
+    timeout = _go_seconds(wait["timeout"]) if wait.get("timeout") else 1800.0
+    recovery = _go_seconds(wait["recoveryTimeout"]) if wait.get("recoveryTimeout") is not None else timeout
+    return recovery or None

@@ -72,6 +72,13 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str, descrip
     return rule
 
 
+# What happens without a person, and where the rest is written.
+FENCED = (
+    "A fatal XID or a lost GPU fences the node by itself (EKS: node repair replaces it; bare metal: gpu_health_check "
+    "cordons and taints it, gpu_node_repair.yml returns it); see docs/deploying.md, When a GPU fails."
+)
+
+
 def gpu_health_alerts(t: AlertThresholds) -> list[dict[str, Any]]:
     """Hardware health: XID, ECC, retired pages, temperature, memory, lost GPUs, throttling, NVLink."""
     on_gpu = "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}"
@@ -89,7 +96,7 @@ def gpu_health_alerts(t: AlertThresholds) -> list[dict[str, Any]]:
             "0m",
             "critical",
             f"XID error on {on_gpu}",
-            f"XID {{{{ $value }}}} reported in the last {XID_WINDOW}; check dmesg and drain the node if it repeats.",
+            f"XID {{{{ $value }}}} reported in the last {XID_WINDOW}. {FENCED}",
         ),
         _alert(
             "GpuDoubleBitEccError",
@@ -97,7 +104,7 @@ def gpu_health_alerts(t: AlertThresholds) -> list[dict[str, Any]]:
             "0m",
             "critical",
             f"Uncorrectable (double-bit) ECC errors on {on_gpu}",
-            "{{ $value }} double-bit ECC errors since the driver loaded; drain and reset the GPU.",
+            "{{ $value }} double-bit ECC errors since the driver loaded (XID 48). " + FENCED,
         ),
         _alert(
             "GpuRetiredPagesGrowing",
@@ -133,7 +140,7 @@ def gpu_health_alerts(t: AlertThresholds) -> list[dict[str, Any]]:
             "5m",
             "critical",
             f"{on_gpu} stopped reporting",
-            "The node still reports its other GPUs; this one is gone (fallen off the bus or driver failure).",
+            "The node still reports its other GPUs; this one is gone (fallen off the bus or driver failure). " + FENCED,
         ),
         _alert(
             "DcgmExporterDown",

@@ -20,7 +20,7 @@ from gpu_platform.k8s.sharing import (
     mig_configmap,
     sharing_configmap,
 )
-from gpu_platform.pools import DOMAIN, GPU_RESOURCE, LABEL_INTERRUPTIBLE, LABEL_SPOT_FALLBACK, gpu_of
+from gpu_platform.pools import DOMAIN, GPU_NODE_TOLERATIONS, gpu_of
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.versions import Image
 
@@ -28,14 +28,6 @@ RELEASE = "gpu-operator"
 DCGM_METRICS_CONFIGMAP = "dcgm-exporter-metrics"
 DCGM_METRICS_FILE = "dcgm-metrics.csv"
 SYSTEM_NODE_LABEL = f"{DOMAIN}/node-role"
-
-# GPU nodes carry the GPU taint, on Spot the interruptible taint, and on a Spot pool's fallback group that
-# group's own taint (gpu_platform.pools.node_taints): node agents must tolerate all three.
-GPU_NODE_TOLERATIONS = [
-    {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
-    {"key": LABEL_INTERRUPTIBLE, "operator": "Exists", "effect": "NoSchedule"},
-    {"key": LABEL_SPOT_FALLBACK, "operator": "Exists", "effect": "NoSchedule"},
-]
 
 
 def _image(image: Image) -> dict[str, str]:

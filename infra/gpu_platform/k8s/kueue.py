@@ -355,6 +355,10 @@ UNGATED_PREFIXES = ("ephemeral-storage", "hugepages-")
 # Bounds of the fallback (docs/workload-flow.md, "How fallback works"): the autoscaler gives up on a group after
 # max-node-provision-time (gpu_platform.aws.autoscaler) at worst, then a GPU node boots in ~10 min.
 PODS_READY_TIMEOUT = "35m"
+# A running workload that lost a pod (its node fenced for a failed GPU, docs/deploying.md "When a GPU fails") is
+# suspended and requeued after this long, releasing the healthy nodes its hung NCCL ranks hold; the default is
+# `timeout` (apis/config/v1beta2/defaults.go), which would keep them idle 35 minutes.
+PODS_RECOVERY_TIMEOUT = "10m"
 REQUEUE_BASE_SECONDS = 60
 REQUEUE_MAX_SECONDS = 1800
 
@@ -370,6 +374,7 @@ def wait_for_pods_ready() -> dict[str, Any]:
     """
     return {
         "timeout": PODS_READY_TIMEOUT,
+        "recoveryTimeout": PODS_RECOVERY_TIMEOUT,
         "blockAdmission": False,
         "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": REQUEUE_BASE_SECONDS, "backoffMaxSeconds": REQUEUE_MAX_SECONDS},
     }

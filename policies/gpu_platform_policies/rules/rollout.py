@@ -1,13 +1,29 @@
-"""Rollout safety: node group update batches, GPU Operator driver upgrade policy."""
+"""Rollout and repair: node group update batches, GPU Operator driver upgrade policy, a failed GPU's node replaced."""
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
+from gpu_platform.behaviour.node_health import ADDON as NODE_MONITORING_AGENT
+from gpu_platform.behaviour.node_health import dcgm_agent_blocked, repair_decision, xid_condition
 from gpu_platform.pools import LABEL_TIER
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
-from gpu_platform_policies.view import NODE_GROUP, get, helm_releases, truthy
+from gpu_platform_policies.view import (
+    EKS_ADDON,
+    EKS_CLUSTER,
+    LAUNCH_TEMPLATE,
+    NODE_GROUP,
+    TAINT_EFFECTS,
+    get,
+    helm_releases,
+    is_gpu_node_group,
+    truthy,
+)
+
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 @rule(
@@ -99,3 +115,81 @@ def fixed_capacity_update_strategy(r: Resource, ctx: Context) -> Iterator[str]:
             f"updateConfig.updateStrategy is {strategy} on {tier} capacity: new nodes are launched before old ones stop, "
             "and a fully used reservation has no spare instance, so the update stalls; set it to MINIMAL"
         )
+
+
+FAILED_GPU_XID = 79  # "GPU has fallen off the bus": NVIDIA's catalog resolves it with a power cycle
+
+
+def _node_labels(ng: Resource, instance_type: str) -> dict[str, str]:
+    """The labels a node of the group carries that the agent's DCGM server selects on (kubelet's well-known labels)."""
+    arch = "arm64" if "ARM" in str(ng.inputs.get("amiType", "")) else "amd64"
+    return {**(ng.inputs.get("labels") or {}), INSTANCE_TYPE_LABEL: instance_type, "kubernetes.io/arch": arch, "kubernetes.io/os": "linux"}
+
+
+def _instance_types(plan: PlanView, ng: Resource) -> list[str]:
+    """The group's instance types; a Capacity Block's lives in its launch template."""
+    types = [str(t) for t in ng.inputs.get("instanceTypes") or []]
+    if types:
+        return types
+    lt = next((r for r in plan.of_type(LAUNCH_TEMPLATE) if ng.parent and r.parent == ng.parent), None)
+    return [str(lt.inputs["instanceType"])] if lt is not None and lt.inputs.get("instanceType") else []
+
+
+@rule(
+    "gpu-node-repair",
+    "A failed GPU's node is replaced without a person: the node monitoring agent watches every GPU node group, node repair replaces it.",
+    "mandatory",
+    "stack",
+    category="rollout",
+)
+def gpu_node_repair(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Without repair a node with a dead GPU stays in its pool with 7 of 8 GPUs: no 8-GPU job fits and NCCL jobs on it hang.
+
+    Each step as its component takes it (gpu_platform.behaviour.node_health): the agent's DCGM server must run on
+    the node (its chart's affinity and `dcgmAgent.tolerations`), a fatal XID becomes AcceleratedHardwareReady,
+    and the node group's `nodeRepairConfig` must answer XID 79 with Replace (a reboot is no power cycle).
+    """
+    groups = [ng for ng in plan.of_type(NODE_GROUP) if is_gpu_node_group(ng, ctx.catalog)]
+    cluster = next((r for r in plan if r.type == EKS_CLUSTER), None)
+    if not groups or cluster is None:
+        return
+    agent = next((r for r in plan if r.type == EKS_ADDON and r.inputs.get("addonName") == NODE_MONITORING_AGENT), None)
+    config: dict[str, Any] = {}
+    if agent is None:
+        yield Finding(cluster.name, f"no {NODE_MONITORING_AGENT} add-on: a failed GPU never marks its node unhealthy, so nothing repairs it")
+    else:
+        raw = agent.inputs.get("configurationValues")
+        try:
+            parsed = json.loads(raw) if isinstance(raw, str) else (raw or {})
+        except ValueError:
+            parsed = {}
+        config = parsed if isinstance(parsed, dict) else {}
+    condition, reason = xid_condition(FAILED_GPU_XID) or ("", "")
+    for ng in groups:
+        if agent is not None:
+            for kind in _instance_types(plan, ng):
+                blocked = dcgm_agent_blocked(config, _node_labels(ng, kind), _node_taints(ng))
+                if blocked:
+                    yield Finding(agent.name, f"it cannot watch the GPUs of node group {ng.name}: {blocked}", field="configurationValues")
+                    break
+        size = int(get(ng.inputs, "scalingConfig", "maxSize", default=0) or 0)
+        decision = repair_decision(ng.inputs.get("nodeRepairConfig"), condition, reason, 1, size)
+        if decision.action is None:
+            yield Finding(ng.name, f"a node with XID {FAILED_GPU_XID} is never repaired: {decision.why}", field="nodeRepairConfig")
+        elif decision.action != "Replace":
+            yield Finding(
+                ng.name,
+                f"XID {FAILED_GPU_XID} (GPU fell off the bus) is repaired by {decision.action!r} ({decision.why}); only a power cycle "
+                f"brings the GPU back, so add a nodeRepairConfigOverrides entry {condition}/{reason} -> Replace",
+                field="nodeRepairConfig",
+            )
+
+
+def _node_taints(ng: Resource) -> list[dict[str, str]]:
+    """The group's taints as Kubernetes writes them on its nodes (NO_SCHEDULE -> NoSchedule)."""
+    out = []
+    for t in ng.inputs.get("taints") or []:
+        if isinstance(t, Mapping):
+            effect = str(t.get("effect", ""))
+            out.append({"key": str(t.get("key", "")), "value": str(t.get("value", "")), "effect": TAINT_EFFECTS.get(effect, effect)})
+    return out

@@ -1,0 +1,174 @@
+"""The bare-metal GPU health check (role gpu_health_check): the real script, run as its timer runs it.
+
+It reads the kernel log (the driver's `NVRM: Xid (PCI:<bus>): <code>, ...` lines, as NVIDIA's "XID Errors"
+document prints them) and counts the GPUs nvidia-smi still sees; on a fatal XID or a missing GPU it cordons
+the node and taints it NoExecute through kubectl (`kubectl cordon NODE`, `kubectl taint node NODE
+KEY=VALUE:NoExecute --overwrite`), here a fake kubectl that records its arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpu_platform.behaviour.node_health import WELL_KNOWN_XIDS
+from gpu_platform.pools import UNHEALTHY_TAINT_KEY
+from tests.ansible.helpers import ROLES
+
+SCRIPT = ROLES / "gpu_health_check" / "files" / "gpu-health-check"
+DEFAULTS = yaml.safe_load((ROLES / "gpu_health_check" / "defaults" / "main.yml").read_text())
+XID_79 = "[ 8123.456789] NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, name=python3, GPU has fallen off the bus.\n"
+XID_13 = "[ 9001.000001] NVRM: Xid (PCI:0000:5e:00): 13, pid=50123, name=python3, Graphics Exception: ESR 0x404600=0x80000000\n"
+
+
+class Node:
+    """A node as the script sees it: a config file, a kernel log, fake nvidia-smi and kubectl on disk."""
+
+    def __init__(self, tmp: Path, gpus: int = 8, kubectl_rc: int = 0):
+        self.tmp = tmp
+        self.calls = tmp / "kubectl.calls"
+        self.log = tmp / "kern.log"
+        self.log.write_text("")
+        self.state = tmp / "state" / "gpu-health.json"
+        smi = tmp / "nvidia-smi"
+        smi.write_text("#!/bin/sh\n" + "".join(f"echo 00000000:{i:02X}:00.0\n" for i in range(gpus)))
+        kubectl = tmp / "kubectl"
+        kubectl.write_text(f'#!/bin/sh\necho "$@" >> {self.calls}\nexit {kubectl_rc}\n')
+        for f in (smi, kubectl):
+            f.chmod(0o755)
+        self.config = tmp / "config.json"
+        self.config.write_text(
+            json.dumps(
+                {
+                    "node_name": "dgx-h100-02",
+                    "gpu_count": 8,
+                    "fatal_xids": DEFAULTS["gpu_health_check_fatal_xids"],
+                    "taint_key": DEFAULTS["gpu_health_check_taint_key"],
+                    "kubeconfig": str(tmp / "fencer.kubeconfig"),
+                    "kubectl": str(kubectl),
+                    "nvidia_smi": str(smi),
+                    "state_file": str(self.state),
+                }
+            )
+        )
+
+    def check(self) -> subprocess.CompletedProcess[str]:
+        """One timer run."""
+        return subprocess.run(
+            [sys.executable, str(SCRIPT), "--config", str(self.config), "--kernel-log", str(self.log)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PATH": "/usr/bin:/bin"},
+        )
+
+    def kubectl_calls(self) -> list[str]:
+        return self.calls.read_text().splitlines() if self.calls.exists() else []
+
+    def recorded(self) -> dict:
+        return json.loads(self.state.read_text())
+
+
+KUBECONFIG = "--kubeconfig {tmp}/fencer.kubeconfig"
+
+
+def test_the_role_fences_on_the_faults_eks_repairs_with_the_taint_the_platform_tolerates() -> None:
+    """Bare metal and EKS act on the same XIDs; the GPU Operator's daemonsets stay on a fenced node."""
+    assert set(DEFAULTS["gpu_health_check_fatal_xids"]) == WELL_KNOWN_XIDS
+    assert DEFAULTS["gpu_health_check_taint_key"] == UNHEALTHY_TAINT_KEY
+
+
+def test_a_healthy_node_is_left_alone(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.log.write_text(XID_13)  # an application's fault, not the GPU's
+    run = node.check()
+    assert run.returncode == 0, run.stderr
+    assert node.kubectl_calls() == []
+    assert "fenced" not in node.recorded()
+
+
+def test_xid_79_cordons_the_node_and_evicts_its_gpu_pods(tmp_path: Path) -> None:
+    node = Node(tmp_path, gpus=7)
+    node.log.write_text(XID_13 + XID_79)
+    run = node.check()
+    assert run.returncode == 0, run.stderr
+    kc = KUBECONFIG.format(tmp=tmp_path)
+    assert node.kubectl_calls() == [
+        f"{kc} cordon dgx-h100-02",
+        f"{kc} taint node dgx-h100-02 gpu-platform.io/gpu-unhealthy=xid-79:NoExecute --overwrite",
+    ]
+    state = node.recorded()
+    assert state["fenced"] is True and state["reason"] == "xid-79"
+    assert state["details"] == ["XID 79 on GPU 0000:3b:00", "7 of 8 GPUs visible"]
+    assert "fenced (XID 79 on GPU 0000:3b:00; 7 of 8 GPUs visible); run gpu_node_repair.yml" in run.stdout
+
+
+def test_a_missing_gpu_alone_fences(tmp_path: Path) -> None:
+    node = Node(tmp_path, gpus=7)
+    assert node.check().returncode == 0
+    assert node.kubectl_calls()[-1].endswith("gpu-platform.io/gpu-unhealthy=gpu-missing:NoExecute --overwrite")
+
+
+def test_fencing_is_one_way_and_keeps_its_first_reason(tmp_path: Path) -> None:
+    """An uncordon by hand does not return the node: the next run fences again, with the first reason."""
+    node = Node(tmp_path, gpus=7)
+    node.log.write_text(XID_79)
+    node.check()
+    node.log.write_text("")
+    node.check()
+    calls = node.kubectl_calls()
+    assert len(calls) == 4 and calls[1] == calls[3]
+    assert node.recorded()["reason"] == "xid-79"
+
+
+def test_a_failed_fence_is_reported_and_retried(tmp_path: Path) -> None:
+    node = Node(tmp_path, gpus=7, kubectl_rc=1)
+    node.log.write_text(XID_79)
+    run = node.check()
+    assert run.returncode == 0
+    assert "unhealthy (XID 79 on GPU 0000:3b:00; 7 of 8 GPUs visible), fencing failed" in run.stdout
+    assert "fence_error" in node.recorded()
+    node.check()
+    assert len(node.kubectl_calls()) == 2  # cordon tried on each run (it fails first, so no taint call)
+
+
+def test_only_kernel_lines_since_the_last_run_count(tmp_path: Path) -> None:
+    """journald is asked for the kernel's lines since the last run: gpu_node_repair.yml moves that point past the reboot."""
+    node = Node(tmp_path)
+    node.state.parent.mkdir()
+    node.state.write_text(json.dumps({"checked_until": 1795000000}))
+    asked = tmp_path / "journalctl.args"
+    journalctl = tmp_path / "journalctl"
+    journalctl.write_text(f'#!/bin/sh\necho "$@" > {asked}\n')
+    journalctl.chmod(0o755)
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--config", str(node.config)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PATH": f"{tmp_path}:/usr/bin:/bin"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert asked.read_text().split() == ["-k", "-o", "cat", "--no-pager", "--since=@1795000000"]
+    assert node.kubectl_calls() == []
+    assert node.recorded()["checked_until"] > 1795000000
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [("{", "unusable configuration"), (json.dumps({"fatal_xids": [79]}), "KeyError('state_file')")],
+)
+def test_a_broken_configuration_is_one_line_and_exit_2(tmp_path: Path, config: str, says: str) -> None:
+    node = Node(tmp_path)
+    node.config.write_text(config)
+    run = node.check()
+    assert run.returncode == 2
+    assert len(run.stderr.splitlines()) == 1 and says in run.stderr and "Traceback" not in run.stderr
