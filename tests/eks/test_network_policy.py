@@ -13,6 +13,10 @@ from tests.conftest import plan_for
 EKS_STACKS = ("dev", "staging", "prod")
 
 
+# vpc-cni (NetworkPolicy enforcement, here) and the node monitoring agent (its DCGM server's tolerations,
+# tests/journeys/test_gpu_fault_replaced.py) are the only add-ons whose defaults do not serve the platform.
+CONFIGURED = {"vpc-cni", "eks-node-monitoring-agent"}
+
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.lstrip("v").split("-")[0].split("."))
 
@@ -31,7 +35,7 @@ def test_vpc_cni_addon_enforces_network_policies(stack: str) -> None:
     assert isinstance(cni["configurationValues"], str), "EKS takes configurationValues as a JSON string"
     assert json.loads(cni["configurationValues"]) == {"enableNetworkPolicy": "true"}
     for name, addon in addons.items():
-        if name != "vpc-cni":
+        if name not in CONFIGURED:
             assert "configurationValues" not in addon.inputs, name  # their defaults are what we want
 
 
@@ -39,4 +43,4 @@ def test_addon_configuration_is_pure_and_pinned_addons_only() -> None:
     """The add-on values are decided without Pulumi, for exactly the add-ons the lockfile pins."""
     pinned = load_lockfile().eks.addons
     assert "vpc-cni" in pinned
-    assert {a for a in pinned if addon_configuration(a) is not None} == {"vpc-cni"}
+    assert {a for a in pinned if addon_configuration(a) is not None} == CONFIGURED

@@ -293,7 +293,7 @@ CAPACITY_CASES: list[Case] = [
     fires(
         "gpu-node-repair",
         "threshold-stops-first-repair",
-        at(NG, {"nodeRepairConfig.maxUnhealthyNodeThresholdPercentage": 10, "nodeRepairConfig.maxUnhealthyNodeThresholdCount": DROP}),
+        at(NG, {"nodeRepairConfig.maxUnhealthyNodeThresholdPercentage": 10}),
         on=NG,
         says="1 of 4 unhealthy is above maxUnhealthyNodeThresholdPercentage 10: repair stops",
     ),

@@ -51,7 +51,7 @@ def addon_configuration(addon: str) -> dict[str, Any] | None:
     policies are accepted by the API server and enforced by nothing.
 
     The node monitoring agent watches GPUs through its DCGM server DaemonSet, whose chart renders
-    `dcgmAgent.tolerations` (empty by default) as the pods' tolerations (eks-node-monitoring-agent v1.7.0,
+    `dcgmAgent.tolerations` (empty by default) as the pods' tolerations (eks-node-monitoring-agent at the lockfile's add-on release,
     charts/eks-node-monitoring-agent/templates/dcgm-daemonset.yaml): on GPU nodes, which all carry the GPU
     taint, it would never run and no XID would ever reach node repair (behaviour.node_health).
     """

@@ -4,7 +4,7 @@ The agent's condition, where its DCGM server runs, node repair's decision, and t
 replacement into a reservation.
 
 Sources, at the versions the lockfile pins:
-- aws/eks-node-monitoring-agent tag v1.7.0 (the `eks-node-monitoring-agent` add-on):
+- aws/eks-node-monitoring-agent at the tag of the lockfile's `eks-node-monitoring-agent` add-on:
   monitors/nvidia/dcgm/dcgm_policies.go `WellKnownXidCodes` and `handleXidFinding` (a well-known XID becomes
   reason `NvidiaXIDError`, any other XID `NvidiaXIDWarning`); pkg/reasons/reasons.yaml (template
   `NvidiaXID%dError`, severity Fatal: a node condition; `NvidiaXID%dWarning`, Warning: an event only);
@@ -33,9 +33,9 @@ from gpu_platform.behaviour.scheduler import affinity_matches, untolerated_taint
 
 ADDON = "eks-node-monitoring-agent"
 CONDITION = "AcceleratedHardwareReady"
-# dcgm_policies.go `WellKnownXidCodes` (v1.7.0).
+# dcgm_policies.go `WellKnownXidCodes`.
 WELL_KNOWN_XIDS = frozenset({46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 142, 143, 151, 155, 156, 158})
-# values.yaml `dcgmAgent.affinity` (v1.7.0): node.kubernetes.io/instance-type In [...].
+# values.yaml `dcgmAgent.affinity`: node.kubernetes.io/instance-type In [...].
 DCGM_AGENT_INSTANCE_TYPES = frozenset(
     (
         "g3.16xlarge",

@@ -74,7 +74,7 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str, descrip
 
 # What happens without a person, and where the rest is written.
 FENCED = (
-    "A fatal XID or a lost GPU fences the node by itself (EKS: node repair replaces it; bare metal: gpu_health_check "
+    "A fatal XID or a lost GPU fences the node by itself (on EKS node repair replaces it; on bare metal gpu_health_check "
     "cordons and taints it, gpu_node_repair.yml returns it); see docs/deploying.md, When a GPU fails."
 )
 
