@@ -17,6 +17,7 @@ EKS_STACKS = ("dev", "staging", "prod")
 # tests/journeys/test_gpu_fault_replaced.py) are the only add-ons whose defaults do not serve the platform.
 CONFIGURED = {"vpc-cni", "eks-node-monitoring-agent"}
 
+
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.lstrip("v").split("-")[0].split("."))
 

@@ -166,7 +166,8 @@ def test_on_bare_metal_the_check_fences_tenants_leave_and_the_repair_lifts_that_
     key_value, effect = call[call.index("taint") + 3].rsplit(":", 1)
     key, value = key_value.split("=")
     taint = {"key": key, "value": value, "effect": effect}
-    stage("fenced", "cordon" in node.kubectl_calls()[0] and effect == "NoExecute" and key == UNHEALTHY_TAINT_KEY, f"kubectl got {node.kubectl_calls()}")
+    fenced = "cordon" in node.kubectl_calls()[0] and effect == "NoExecute" and key == UNHEALTHY_TAINT_KEY
+    stage("fenced", fenced, f"kubectl got {node.kubectl_calls()}")
 
     # evicted: a tenant pod carries its flavor's tolerations (Kueue adds them on admission); the node's own taints stay
     flavor = next(o for o in manifests("onprem") if o["kind"] == "ResourceFlavor" and o["spec"].get("tolerations"))
