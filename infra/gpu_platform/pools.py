@@ -35,6 +35,8 @@ SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
 # Ansible role k8s_node_taints reads it and merges the taints in (kubernetes.core.k8s_taint); Pulumi
 # never writes spec.taints, an atomic list that server-side apply would own whole.
 ANNOTATION_TAINTS = f"{DOMAIN}/taints"
+# On-prem nodes: the Ansible inventory that builds them (stack key cluster.inventory), for the gate and for people.
+ANNOTATION_INVENTORY = f"{DOMAIN}/inventory"
 RESERVED_LABEL_PREFIXES = (f"{DOMAIN}/", "nvidia.com/", "kubernetes.io/", "k8s.io/", "eks.amazonaws.com/", "k8s.amazonaws.com/")
 
 

@@ -155,7 +155,7 @@ def build_existing(spec: PlatformSpec) -> Built:
         provider = existing_cluster_provider("k8s", spec.cluster)
     for pool in spec.node_pools:
         with source(pool_key(spec, pool.name)):
-            BareMetalPool(f"pool-{pool.name}", BareMetalPoolArgs(pool=pool, catalog=catalog, provider=provider))
+            BareMetalPool(f"pool-{pool.name}", BareMetalPoolArgs(pool=pool, catalog=catalog, provider=provider, inventory=spec.cluster.inventory))
     return Built(provider=provider, cluster_name=spec.cluster.name, kubeconfig=None)
 
 

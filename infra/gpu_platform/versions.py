@@ -31,6 +31,8 @@ class EksAmi(_Frozen):
     ami_release_version: str
     ami_driver_branch: str
     addons: dict[str, str]
+    ami_packages: dict[str, str] = Field(default_factory=dict)
+    """Packages the pinned AMI release installs (amazon-eks-ami CHANGELOG.md): checked against the matrix."""
 
 
 class Kubernetes(_Frozen):
@@ -359,6 +361,7 @@ def check_compatibility(lock: Lockfile, file: str = LOCKFILE, prefix: str = "") 
                 f"allowed: {', '.join(sorted(matrix.driver_branches))}",
             )
         )
+    problems += _check_ami_packages(lock, file)
     if lock.images["mig-manager"].tag.lstrip("v") != lock.mig_parted.version:
         problems.append(
             Problem(file, "images.mig-manager.tag", "mig-manager and mig-parted must be the same release", f"allowed: v{lock.mig_parted.version}")
@@ -422,6 +425,23 @@ def check_availability(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _check_ami_packages(lock: Lockfile, file: str) -> list[Problem]:
+    """The EKS AMI's containerd must read CDI (the device plugin injects GPUs by CDI; the stack configures no containerd there)."""
+    out: list[Problem] = []
+    packages = lock.eks.ami_packages
+    containerd, cdi_min = packages.get("containerd"), lock.compatibility.containerd.get("cdi_min")
+    if containerd and cdi_min and minor(containerd) < minor(cdi_min):
+        out.append(
+            Problem(
+                file,
+                "eks.ami_packages.containerd",
+                f"containerd {containerd} on the EKS GPU nodes cannot inject GPUs by CDI",
+                f"allowed: {cdi_min} or newer (compatibility.containerd.cdi_min)",
+            )
+        )
+    return out
 
 
 def check_image_kernels(lock: Lockfile, file: str = LOCKFILE) -> list[Problem]:

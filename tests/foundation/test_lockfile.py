@@ -40,6 +40,8 @@ def test_lockfile_loads_and_pins_every_component() -> None:
         ({"images": {"device-plugin": {"tag": "latest"}}}, "images.device-plugin.tag", "floating version"),
         ({"eks": {"ami_release_version": "1.32.9-20251001"}}, "eks.ami_release_version", "not built for Kubernetes 1.35"),
         ({"images": {"dcgm-exporter": {"tag": "3.3.9-3.6.1-ubuntu22.04"}}}, "images.dcgm-exporter.tag", "not built on DCGM"),
+        # The EKS AMI's own packages (amazon-eks-ami CHANGELOG.md): CDI needs containerd 1.7+, the driver is the AMI's.
+        ({"eks": {"ami_packages": {"containerd": "1.6.36"}}}, "eks.ami_packages.containerd", "cannot inject GPUs by CDI"),
     ],
 )
 def test_compatibility_matrix_rejects_drift(override: dict, path: str, fragment: str) -> None:
@@ -47,6 +49,12 @@ def test_compatibility_matrix_rejects_drift(override: dict, path: str, fragment:
         parse_lockfile(deep_merge(raw_lockfile(), override))
     lines = [str(p) for p in err.value.problems]
     assert any(f": {path}: " in line and fragment in line for line in lines), lines
+
+
+def test_the_eks_ami_ships_the_driver_branch_the_lockfile_names() -> None:
+    """eks.ami_driver_branch (what the gate judges GPUs against) is the AMI release's real driver (eks.ami_packages)."""
+    eks = load_lockfile().eks
+    assert eks.ami_packages["kmod-nvidia-latest-dkms"].split(".")[0] == eks.ami_driver_branch
 
 
 def test_unknown_lockfile_key_is_rejected() -> None:

@@ -13,7 +13,37 @@ from typing import Any
 import yaml
 
 from gpu_platform.versions import Lockfile
-from tests.policies.builders import REPO, Case, fires, silent
+from tests.policies.builders import DROP, REPO, Case, at, fires, silent
+
+DC1 = Path("ansible/inventories/dc1")
+ONPREM_NODES = (
+    "hgx-h100-train-dgx-h100-01",
+    "hgx-h100-train-dgx-h100-02",
+    "hgx-h100-train-dgx-h100-03",
+    "hgx-h100-train-dgx-h100-04",
+    "hgx-a100-mig-dgx-a100-01",
+    "hgx-a100-mig-dgx-a100-02",
+    "l40s-dev-l40s-01",
+    "l40s-dev-l40s-02",
+)
+A100_NODE = "pool-hgx-a100-mig-dgx-a100-01"
+
+
+def copy_dc1(edit: tuple[str, str, str] | None = None) -> Callable[[Path], None]:
+    """A repository copy holding the onprem stack's inventory (ansible/inventories/dc1), one file edited (path, old, new)."""
+
+    def make(root: Path) -> None:
+        for src in sorted((REPO / DC1).rglob("*")):
+            if src.is_file():
+                rel = src.relative_to(REPO)
+                text = src.read_text()
+                if edit and rel.as_posix() == edit[0]:
+                    assert edit[1] in text, edit
+                    text = text.replace(edit[1], edit[2])
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / rel).write_text(text)
+
+    return make
 
 
 def write_inventory(group_vars: dict[str, Any]) -> Callable[[Path], None]:
@@ -85,6 +115,75 @@ RHEL8_IN_PACKER = ("ansible/packer/gpu-node.pkr.hcl", '"ubuntu2404", "rhel9"]', 
 
 
 ANSIBLE_CASES: list[Case] = [
+    # one owner per node setting: the onprem stack against the inventory it names (read by ansible-core)
+    silent("node-settings-one-owner", "onprem-matches-dc1", stack="onprem", repo=copy_dc1()),
+    silent("node-settings-one-owner", "eks-has-no-inventory", repo=copy_dc1(), idle="the stack has no on-prem nodes"),
+    silent(
+        "node-settings-one-owner",
+        "no-inventory-named",
+        *[at(f"pool-{p}", {"metadata.annotations.gpu-platform.io/inventory": DROP}) for p in ONPREM_NODES],
+        stack="onprem",
+        repo=copy_dc1(),
+        idle="the stack names no cluster.inventory",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "mig-layout-differs",
+        stack="onprem",
+        repo=copy_dc1(("ansible/inventories/dc1/group_vars/pool_hgx_a100_mig.yml", "all-1g.10gb", "all-balanced")),
+        on=A100_NODE,
+        says="the stack says nvidia.com/mig.config=all-1g.10gb, ansible/inventories/dc1 says gpu_pool_mig_config='all-balanced'",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "gpu-count-differs",
+        stack="onprem",
+        repo=copy_dc1(("ansible/inventories/dc1/group_vars/pool_l40s_dev.yml", "gpu_pool_gpu_count: 4", "gpu_pool_gpu_count: 8")),
+        on="pool-l40s-dev-l40s-01",
+        says="gpu-platform.io/gpus-per-node=4, ansible/inventories/dc1 says gpu_pool_gpu_count=8",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "node-not-in-inventory",
+        stack="onprem",
+        repo=copy_dc1(("ansible/inventories/dc1/hosts.yml", "l40s-[01:02]", "l40s-01")),
+        on="pool-l40s-dev-l40s-02",
+        says="node l40s-02 of pool l40s-dev is not in gpu_nodes of ansible/inventories/dc1: Ansible never builds it",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "two-mig-owners",
+        at("gpu-operator-release", {"values.migManager.enabled": True}),
+        stack="onprem",
+        repo=copy_dc1(),
+        on="gpu-operator-release",
+        says="the GPU Operator manages the MIG layout on nodes ansible/inventories/dc1 builds",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "two-drivers",
+        at("gpu-operator-release", {"values.driver.enabled": True}),
+        stack="onprem",
+        repo=copy_dc1(),
+        on="gpu-operator-release",
+        says="set gpuOperator.driver: preinstalled",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "inventory-missing",
+        stack="onprem",
+        repo=lambda root: root.mkdir(parents=True),
+        on=A100_NODE,
+        says="cluster.inventory ansible/inventories/dc1 is not a directory",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "inventory-unreadable",
+        stack="onprem",
+        repo=copy_dc1(("ansible/inventories/dc1/hosts.yml", "  children:\n    gpu_nodes:", "  children: [\n    gpu_nodes:")),
+        on=A100_NODE,
+        says="cluster.inventory ansible/inventories/dc1: ansible-core cannot parse hosts.yml",
+    ),
     silent(
         "ansible-no-version-override",
         "lookup-is-fine",

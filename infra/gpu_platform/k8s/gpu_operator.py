@@ -42,7 +42,14 @@ def controller_node_selector(spec: PlatformSpec) -> dict[str, str]:
 
 
 def uses_mig_manager(spec: PlatformSpec, catalog: Catalog) -> bool:
-    """True when any pool has MIG-capable GPUs (sliced, or pinned to all-disabled)."""
+    """True when the operator owns MIG layouts: some pool has MIG-capable GPUs and no Ansible inventory builds the nodes.
+
+    On nodes an inventory builds (cluster.inventory) the Ansible role `mig` applies the layout at boot, before the
+    kubelet; a mig-manager beside it would re-partition after every reboot by the node's label, evicting the pods
+    that just landed. One owner per node setting: the gate's rule `node-settings-one-owner` compares the two.
+    """
+    if spec.cluster.inventory:
+        return False
     return any(gpu_of(p, catalog).supports_mig for p in spec.node_pools)
 
 

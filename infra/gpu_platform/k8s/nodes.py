@@ -19,7 +19,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_platform.catalog import Catalog
-from gpu_platform.pools import ANNOTATION_TAINTS, node_labels, taints_annotation
+from gpu_platform.pools import ANNOTATION_INVENTORY, ANNOTATION_TAINTS, node_labels, taints_annotation
 from gpu_platform.spec.models import NodePool
 
 
@@ -30,6 +30,8 @@ class BareMetalPoolArgs:
     pool: NodePool
     catalog: Catalog
     provider: k8s.Provider
+    inventory: str | None = None
+    """The stack's cluster.inventory, written on each node (ANNOTATION_INVENTORY)."""
 
 
 class BareMetalPool(pulumi.ComponentResource):
@@ -40,6 +42,8 @@ class BareMetalPool(pulumi.ComponentResource):
         labels = node_labels(args.pool, args.catalog)
         # patchForce: take over the platform's own label keys if another manager set them first.
         annotations = {"pulumi.com/patchForce": "true", ANNOTATION_TAINTS: taints_annotation(args.pool)}
+        if args.inventory:
+            annotations[ANNOTATION_INVENTORY] = args.inventory
         for node in args.pool.nodes:
             k8s.core.v1.NodePatch(
                 f"{name}-{node}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import PurePosixPath
 
 from gpu_platform.aws.access import unreachable_reason
 from gpu_platform.catalog import Catalog
@@ -36,6 +37,18 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
         problems += _check_eks(spec, file)
         problems += aws_values.check_cluster(spec, file)
     problems += aws_values.check_tags(spec, file)
+    inventory = spec.cluster.inventory
+    if inventory is not None and not spec.is_eks:
+        path = PurePosixPath(inventory)
+        if not inventory.strip() or path.is_absolute() or ".." in path.parts or "\\" in inventory:
+            add(
+                Problem(
+                    file,
+                    f"{P}cluster.inventory",
+                    f"'{inventory}' is not a directory inside the repository",
+                    "allowed: a relative path such as ansible/inventories/dc1",
+                )
+            )
     for key, value in spec.monitoring.rule_labels.items():
         problems += _label_problems(key, value, f"{P}monitoring.ruleLabels.{key}", file)
     if not spec.node_pools:
@@ -150,6 +163,9 @@ def _check_eks(spec: PlatformSpec, file: str) -> list[Problem]:
             )
     if spec.cluster.kubeconfig:
         out.append(Problem(file, f"{P}cluster.kubeconfig", "only for cluster.provider existing", "remove it, or set provider: existing"))
+    if spec.cluster.inventory:
+        why = "EKS nodes come from their AMI and node groups, not from Ansible"
+        out.append(Problem(file, f"{P}cluster.inventory", f"only for cluster.provider existing ({why})", "remove it, or set provider: existing"))
     unreachable = unreachable_reason(spec)
     if unreachable is not None:
         out.append(

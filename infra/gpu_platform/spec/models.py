@@ -97,6 +97,10 @@ class ClusterSpec(Model):
     """Kubeconfig file of an existing cluster (provider `existing`)."""
     context: str | None = None
     """Kubeconfig context of an existing cluster."""
+    inventory: str | None = None
+    """Existing clusters: the Ansible inventory directory that builds the nodes, relative to the repository root
+    (e.g. `ansible/inventories/dc1`). Ansible then owns the driver, toolkit and MIG layout on those nodes (the
+    GPU Operator's mig-manager is off) and the gate compares each pool with its inventory group."""
     system_nodes: SystemNodes = SystemNodes()
     """Size of the system node group (EKS): `{instanceType, min, desired, max}`."""
     autoscaler: StrictBool = True

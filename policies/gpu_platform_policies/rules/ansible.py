@@ -1,4 +1,8 @@
-"""Repository rules over the Ansible tree: inventories never override a pinned version, nor converge an unsupported driver or node component."""
+"""Rules over the Ansible tree.
+
+Inventories never override a pinned version nor converge an unsupported driver or node component, and the nodes
+an inventory builds have one owner for each setting.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from gpu_platform.behaviour.ansible_inventory import read_inventory
+from gpu_platform.pools import ANNOTATION_INVENTORY, LABEL_GPU_MODEL, LABEL_GPUS_PER_NODE, LABEL_MIG_CONFIG, LABEL_POOL
 from gpu_platform.versions import (
     SUPPORT_DRIVER_BRANCHES,
     Lockfile,
@@ -21,8 +27,8 @@ from gpu_platform.versions import (
     past_support,
     support_end,
 )
-from gpu_platform_policies.model import Context, Finding, rule
-from gpu_platform_policies.view import walk
+from gpu_platform_policies.model import Context, Finding, PlanView, rule
+from gpu_platform_policies.view import MIG_OFF, NODE_PATCH, get, helm_releases, truthy, walk
 
 # Variable names that carry a version: nvidia_driver_version, *_branch, *_package_version, *_tag.
 VERSION_VAR = re.compile(r"(^|_)(version|versions|branch|tag)$")
@@ -314,3 +320,83 @@ def ansible_node_os_cgroup_v2(root: Path, ctx: Context) -> Iterator[Finding]:
                 file=rel,
                 key=where.removesuffix(" validation").replace(" ", "."),
             )
+
+
+# --- one owner for every node setting -------------------------------------------------------------
+
+# Stack pools compared with the inventory's pool description (ansible/inventories/*/group_vars/pool_*.yml):
+# node label -> inventory variable, and the value the label has when the stack leaves it unset.
+POOL_VARS = (
+    (LABEL_GPU_MODEL, "gpu_pool_gpu_model", None),
+    (LABEL_GPUS_PER_NODE, "gpu_pool_gpu_count", None),
+    (LABEL_MIG_CONFIG, "gpu_pool_mig_config", MIG_OFF),
+)
+
+
+def _inventory_of(plan: PlanView) -> str | None:
+    """The inventory the stack's on-prem nodes name (ANNOTATION_INVENTORY, from cluster.inventory)."""
+    for r in plan.of_type(NODE_PATCH):
+        value = (get(r.inputs, "metadata", "annotations", default={}) or {}).get(ANNOTATION_INVENTORY)
+        if value:
+            return str(value)
+    return None
+
+
+def _no_inventory(plan: PlanView, ctx: Context) -> str | None:
+    if not plan.of_type(NODE_PATCH):
+        return "the stack has no on-prem nodes"
+    if _inventory_of(plan) is None:
+        return "the stack names no cluster.inventory"
+    return None
+
+
+@rule(
+    "node-settings-one-owner",
+    "On nodes an Ansible inventory builds, Ansible alone owns driver, toolkit and MIG layout, and each pool matches its inventory group.",
+    "mandatory",
+    "stack",
+    category="ansible",
+    not_applicable=_no_inventory,
+)
+def node_settings_one_owner(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Two owners of a node setting fight after every reboot.
+
+    The Ansible `mig` role applies its layout at boot, the operator's mig-manager re-partitions by the node's label,
+    evicting the pods that just landed. The inventory is read by ansible-core itself (behaviour.ansible_inventory).
+    """
+    name = _inventory_of(plan)
+    if name is None:
+        return
+    for r in helm_releases(plan, "gpu-operator"):
+        values = r.inputs.get("values") or {}
+        owners = (
+            ("migManager", "MIG layout", "mig role applies each node's layout at boot, and two owners re-partition after every reboot"),
+            ("driver", "driver", "nvidia_driver role installs its own: set gpuOperator.driver: preinstalled"),
+            ("toolkit", "container toolkit", "nvidia_container_toolkit role installs its own: set gpuOperator.driver: preinstalled"),
+        )
+        for key, what, why in owners:
+            if truthy(get(values, key, "enabled")):
+                yield Finding(r.name, f"the GPU Operator manages the {what} on nodes {name} builds, whose {why}", field=f"values.{key}.enabled")
+    root = ctx.root or Path.cwd()
+    path = root / name
+    first = plan.of_type(NODE_PATCH)[0]
+    if not path.is_dir():
+        yield Finding(first.name, f"cluster.inventory {name} is not a directory under {root}")
+        return
+    hosts = read_inventory(path)
+    if isinstance(hosts, str):
+        yield Finding(first.name, f"cluster.inventory {name}: {hosts}")
+        return
+    for r in plan.of_type(NODE_PATCH):
+        labels = get(r.inputs, "metadata", "labels", default={}) or {}
+        node, pool = str(get(r.inputs, "metadata", "name")), labels.get(LABEL_POOL, "?")
+        host = hosts.get(node)
+        if host is None or "gpu_nodes" not in host.groups:
+            yield Finding(r.name, f"node {node} of pool {pool} is not in gpu_nodes of {name}: Ansible never builds it")
+            continue
+        have = host.variables
+        for label, var, unset in POOL_VARS:
+            want = labels.get(label, unset)
+            got = have.get(var)
+            if want is not None and str(got) != str(want):
+                yield Finding(r.name, f"node {node} of pool {pool}: the stack says {label}={want}, {name} says {var}={got!r}")
