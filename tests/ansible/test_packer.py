@@ -17,7 +17,7 @@ import hcl2
 import pytest
 import yaml
 
-from gpu_platform.behaviour.packer import providing_plugin, undeclared
+from gpu_platform.behaviour.packer import providing_plugin, required_plugin_problems, undeclared
 from gpu_platform.versions import node_oses, parse_lockfile
 from tests.ansible.helpers import ANSIBLE_DIR, BIN, DEBIAN_12, HERE, RHEL_9, UBUNTU_2204, UBUNTU_2404, failure_messages, load_lockfile, run_playbook
 
@@ -247,3 +247,44 @@ def test_readme_says_packer_init_before_the_build():
     assert init != -1, "ansible/README.md never says `packer init ansible/packer`"
     assert init < build, "`packer init` must come before `packer build`"
     assert re.search(r"packer build [^\n`]* ansible/packer(`|\s|$)", readme), "the build must name the directory, so plugins.pkr.hcl is read"
+
+
+def _requirements(text: str) -> dict[str, object]:
+    """name -> requirement of a required_plugins block as python-hcl2 reads it (quotes stripped, a string left a string)."""
+    out: dict[str, object] = {}
+    for packer in hcl2.loads(text).get("packer", []):
+        for block in packer.get("required_plugins", []):
+            for name, spec in block.items():
+                if name.startswith("__"):
+                    continue
+                out[name] = {k: _unquote(v) for k, v in spec.items() if not k.startswith("__")} if isinstance(spec, dict) else _unquote(spec)
+    return out
+
+
+def test_packer_accepts_every_required_plugin_the_directory_declares():
+    """Packer 1.16's decoding of required_plugins (behaviour.packer), over the real file: CI's Packer 1.6 cannot read it."""
+    reqs = _requirements(PLUGINS_FILE.read_text())
+    assert set(reqs) == {"amazon", "ansible"}
+    assert {name: required_plugin_problems(name, req) for name, req in reqs.items()} == {"amazon": [], "ansible": []}
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ('amazon = "1.8.2"', "is not possible; write an object"),
+        ('amazon = { source = "github.com/hashicorp/amazon" }', "no version constraint was set"),
+        ('amazon = { version = "latest", source = "github.com/hashicorp/amazon" }', "is not a version constraint"),
+        ('amazon = { version = "= 1.8.2-rc1", source = "github.com/hashicorp/amazon" }', "names a pre-release"),
+        ('amazon = { version = "= 1.8.2" }', "no source was set"),
+        ('amazon = { version = "= 1.8.2", source = "hashicorp/amazon" }', "a host and a path with 2 components"),
+        ('amazon = { version = "= 1.8.2", source = "github.com/hashicorp/packer-plugin-amazon" }', "'packer-' prefix"),
+        ('amazon = { version = "= 1.8.2", source = "https://github.com/hashicorp/amazon" }', "must not contain a scheme"),
+        ('Amazon = { version = "= 1.8.2", source = "github.com/hashicorp/amazon" }', "must be normalized"),
+        ('amazon = { version = "= 1.8.2", source = "github.com/hashicorp/amazon", sha = "x" }', "can only contain version and source"),
+    ],
+)
+def test_a_required_plugin_packer_refuses_is_refused_here(entry: str, says: str):
+    reqs = _requirements(f"packer {{\n  required_plugins {{\n    {entry}\n  }}\n}}\n")
+    ((name, req),) = reqs.items()
+    problems = required_plugin_problems(name, req)
+    assert any(says in p for p in problems), problems

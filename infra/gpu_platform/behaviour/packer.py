@@ -11,6 +11,7 @@ the amazon plugin's builder "ebs" is `amazon-ebs` and the ansible plugin's defau
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 # command/execute.go of Packer 1.16.
@@ -36,3 +37,88 @@ def undeclared(used: Iterable[tuple[str, str]], plugins: Iterable[str]) -> list[
     """`<kind> "<type>"` for each used component that neither Packer nor a required plugin provides."""
     names = list(plugins)
     return [f'{kind} "{component}"' for kind, component in used if providing_plugin(kind, component, names) is None]
+
+
+# hashicorp/go-version (v1.9.0, Packer 1.16's go.mod) constraint.go `constraintRegexp` over version.go
+# `VersionRegexpRaw`: an optional operator, then a version with optional pre-release and metadata.
+_OPERATOR = r"(=|!=|>|<|>=|<=|~>)?"
+_VERSION = (
+    r"v?([0-9]+(?:\.[0-9]+)*?)"
+    r"(-([0-9]+[0-9A-Za-z\-~]*(?:\.[0-9A-Za-z\-~]+)*)|(-?([A-Za-z\-~]+[0-9A-Za-z\-~]*(?:\.[0-9A-Za-z\-~]+)*)))?"
+    r"(\+[0-9A-Za-z\-~]+(?:\.[0-9A-Za-z\-~]+)*)?"
+)
+_CONSTRAINT = re.compile(rf"^\s*{_OPERATOR}\s*{_VERSION}\s*$")
+_PLUGIN_PART = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$")
+
+
+def _plugin_part(text: str) -> str | None:
+    """hcl2template/addrs/plugin.go `ParsePluginPart` for ASCII names: why `text` is no valid plugin part, or None.
+
+    A part is a DNS label: letters, digits and dashes, no leading or trailing dash, no "--", no dot; Packer
+    requires it already normalized (lower case, `IsPluginPartNormalized`).
+    """
+    if not text:
+        return "must have at least one character"
+    if "." in text:
+        return "dots are not allowed"
+    if "--" in text:
+        return "cannot use multiple consecutive dashes"
+    if not _PLUGIN_PART.match(text.lower()):
+        return "must contain only letters, digits, and dashes, and may not use leading or trailing dashes"
+    if text != text.lower():
+        return f"must be normalized: {text.lower()!r}"
+    return None
+
+
+def _source_problem(source: str) -> str | None:
+    """hcl2template/addrs/plugin.go `ParsePluginSourceString`: why Packer refuses a plugin source, or None."""
+    if source.startswith("/") or source.endswith("/"):
+        return "a source must not start or end with '/'"
+    if source.count("/") < 2:
+        return "a source must contain a host and a path with 2 components (github.com/<namespace>/<name>)"
+    if "://" in source or "?" in source or "#" in source:
+        return "a source must not contain a scheme, a query or a fragment"
+    name = source.rsplit("/", 1)[1]
+    why = _plugin_part(name)
+    if why:
+        return f"invalid plugin type {name!r}: {why}"
+    if name.startswith("packer-"):
+        return f"the type {name!r} carries the 'packer-' prefix, which is not valid in a source"
+    if source.count("/") + 1 > 16:
+        return "a source has at most 16 components"
+    return None
+
+
+def required_plugin_problems(name: str, requirement: object) -> list[str]:
+    """What Packer reports for one `required_plugins` entry; [] when Packer accepts it.
+
+    hcl2template/types.required_plugins.go `decodeRequiredPluginsBlock`, in the order it checks (Packer 1.16).
+    """
+    out = []
+    why = _plugin_part(name)
+    if why:
+        out.append(f"{name}: invalid plugin local name: {why}")
+    if not isinstance(requirement, Mapping):
+        return [*out, f'{name}: "{name} = <string>" is not possible; write an object with source and version']
+    version = requirement.get("version")
+    if version is None:
+        return [*out, f"{name}: no version constraint was set"]
+    if not isinstance(version, str):
+        return [*out, f"{name}: the version must be a string"]
+    parsed = [_CONSTRAINT.match(part) for part in version.split(",")]
+    if not all(parsed):
+        return [*out, f"{name}: version {version!r} is not a version constraint (e.g. \"= 1.2.3\", \">= 1.2, < 2.0\")"]
+    if any(m.group(3) or m.group(5) for m in parsed if m):
+        out.append(f"{name}: version {version!r} names a pre-release, which Packer does not support")
+    source = requirement.get("source")
+    if source is None:
+        return [*out, f"{name}: no source was set"]
+    if not isinstance(source, str):
+        return [*out, f"{name}: the source must be a string"]
+    why = _source_problem(source)
+    if why:
+        return [*out, f"{name}: source {source!r}: {why}"]
+    extra = sorted(set(requirement) - {"version", "source"})
+    if extra:
+        out.append(f"{name}: required_plugins objects can only contain version and source, not {', '.join(extra)}")
+    return out
