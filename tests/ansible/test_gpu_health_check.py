@@ -30,14 +30,16 @@ XID_13 = "[ 9001.000001] NVRM: Xid (PCI:0000:5e:00): 13, pid=50123, name=python3
 class Node:
     """A node as the script sees it: a config file, a kernel log, fake nvidia-smi and kubectl on disk."""
 
-    def __init__(self, tmp: Path, gpus: int = 8, kubectl_rc: int = 0):
+    def __init__(self, tmp: Path, gpus: int | None = 8, kubectl_rc: int = 0, smi: str | None = None):
         self.tmp = tmp
         self.calls = tmp / "kubectl.calls"
         self.log = tmp / "kern.log"
         self.log.write_text("")
         self.state = tmp / "state" / "gpu-health.json"
-        smi = tmp / "nvidia-smi"
-        smi.write_text("#!/bin/sh\n" + "".join(f"echo 00000000:{i:02X}:00.0\n" for i in range(gpus)))
+        smi_path = tmp / "nvidia-smi"
+        smi_path.write_text(smi or ("#!/bin/sh\n" + "".join(f"echo 00000000:{i:02X}:00.0\n" for i in range(gpus or 0))))
+        smi = smi_path
+        (tmp / "fencer.kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
         kubectl = tmp / "kubectl"
         kubectl.write_text(f'#!/bin/sh\necho "$@" >> {self.calls}\nexit {kubectl_rc}\n')
         for f in (smi, kubectl):
@@ -54,6 +56,7 @@ class Node:
                     "kubectl": str(kubectl),
                     "nvidia_smi": str(smi),
                     "state_file": str(self.state),
+                    "command_timeout_seconds": 2,
                 }
             )
         )
@@ -106,8 +109,8 @@ def test_xid_79_cordons_the_node_and_evicts_its_gpu_pods(tmp_path: Path) -> None
     ]
     state = node.recorded()
     assert state["fenced"] is True and state["reason"] == "xid-79"
-    assert state["details"] == ["XID 79 on GPU 0000:3b:00", "7 of 8 GPUs visible"]
-    assert "fenced (XID 79 on GPU 0000:3b:00; 7 of 8 GPUs visible); run gpu_node_repair.yml" in run.stdout
+    assert state["details"] == ["XID 79 on GPU 0000:3b:00"]  # acted on before nvidia-smi, which may hang after an XID 79
+    assert "fenced (XID 79 on GPU 0000:3b:00); run gpu_node_repair.yml" in run.stdout
 
 
 def test_a_missing_gpu_alone_fences(tmp_path: Path) -> None:
@@ -128,27 +131,60 @@ def test_fencing_is_one_way_and_keeps_its_first_reason(tmp_path: Path) -> None:
     assert node.recorded()["reason"] == "xid-79"
 
 
-def test_a_failed_fence_is_reported_and_retried(tmp_path: Path) -> None:
+def test_a_failed_fence_fails_the_unit_and_is_retried(tmp_path: Path) -> None:
     node = Node(tmp_path, gpus=7, kubectl_rc=1)
     node.log.write_text(XID_79)
     run = node.check()
-    assert run.returncode == 0
-    assert "unhealthy (XID 79 on GPU 0000:3b:00; 7 of 8 GPUs visible), fencing failed" in run.stdout
-    assert "fence_error" in node.recorded()
+    assert run.returncode == 1, "systemd must show the unit failed"
+    assert "fencing failed: " in run.stderr and "cordon exited 1" in run.stderr
+    assert node.recorded()["fenced"] is True
     node.check()
     assert len(node.kubectl_calls()) == 2  # cordon tried on each run (it fails first, so no taint call)
 
 
-def test_only_kernel_lines_since_the_last_run_count(tmp_path: Path) -> None:
-    """journald is asked for the kernel's lines since the last run: gpu_node_repair.yml moves that point past the reboot."""
-    node = Node(tmp_path)
+def test_no_kubeconfig_fails_the_unit_instead_of_pretending(tmp_path: Path) -> None:
+    node = Node(tmp_path, gpus=7)
+    (tmp_path / "fencer.kubeconfig").unlink()
+    run = node.check()
+    assert run.returncode == 1 and "no kubeconfig at" in run.stderr
+    assert node.kubectl_calls() == []
+
+
+@pytest.mark.parametrize(
+    "smi",
+    ["#!/bin/sh\necho 'Failed to initialize NVML: Driver/library version mismatch'\nexit 18\n", "#!/bin/sh\nexec sleep 30\n"],
+    ids=["driver-being-upgraded", "hung"],
+)
+def test_nvidia_smi_not_answering_is_reported_not_fenced(tmp_path: Path, smi: str) -> None:
+    """Between a driver package upgrade and its reboot nvidia-smi fails; after XID 79 it may hang: neither fences."""
+    node = Node(tmp_path, smi=smi)
+    run = node.check()
+    assert run.returncode == 0, run.stderr
+    assert "nvidia-smi did not answer; not fenced on that alone" in run.stderr
+    assert node.kubectl_calls() == []
+
+
+@pytest.mark.parametrize("content", ["[]", "null", '"x"', '{"checked_until": "soon"}', '{"fenced": true}', "{"])
+def test_a_damaged_record_never_disables_the_check(tmp_path: Path, content: str) -> None:
+    node = Node(tmp_path, gpus=7)
     node.state.parent.mkdir()
-    node.state.write_text(json.dumps({"checked_until": 1795000000}))
+    node.state.write_text(content)
+    run = node.check()
+    assert run.returncode == 0, run.stderr
+    assert node.recorded()["fenced"] is True and "Traceback" not in run.stderr
+
+
+def _journal(tmp_path: Path, rc: int = 0) -> Path:
+    """A fake journalctl that records its arguments and prints nothing."""
     asked = tmp_path / "journalctl.args"
     journalctl = tmp_path / "journalctl"
-    journalctl.write_text(f'#!/bin/sh\necho "$@" > {asked}\n')
+    journalctl.write_text(f'#!/bin/sh\necho "$@" > {asked}\nexit {rc}\n')
     journalctl.chmod(0o755)
-    run = subprocess.run(
+    return asked
+
+
+def _check_journald(node: Node, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, str(SCRIPT), "--config", str(node.config)],
         check=False,
         capture_output=True,
@@ -156,10 +192,32 @@ def test_only_kernel_lines_since_the_last_run_count(tmp_path: Path) -> None:
         timeout=60,
         env={**os.environ, "PATH": f"{tmp_path}:/usr/bin:/bin"},
     )
+
+
+def test_journald_is_read_across_reboots_from_the_last_run_on(tmp_path: Path) -> None:
+    """`_TRANSPORT=kernel`, not `-k` (which implies -b, this boot only); a cursor, else the last run's time."""
+    node = Node(tmp_path)
+    node.state.parent.mkdir()
+    node.state.write_text(json.dumps({"checked_until": 1795000000}))
+    asked = _journal(tmp_path)
+    cursor = node.state.with_name("journal.cursor")
+    run = _check_journald(node, tmp_path)
     assert run.returncode == 0, run.stderr
-    assert asked.read_text().split() == ["-k", "-o", "cat", "--no-pager", "--since=@1795000000"]
+    assert asked.read_text().split() == ["_TRANSPORT=kernel", "-o", "cat", "--no-pager", f"--cursor-file={cursor}", "--since=@1795000000"]
+    cursor.write_text("s=abc")
+    _check_journald(node, tmp_path)
+    assert asked.read_text().split() == ["_TRANSPORT=kernel", "-o", "cat", "--no-pager", f"--cursor-file={cursor}"]
     assert node.kubectl_calls() == []
-    assert node.recorded()["checked_until"] > 1795000000
+
+
+def test_a_failed_journal_read_fails_the_unit_and_keeps_its_place(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.state.parent.mkdir()
+    node.state.write_text(json.dumps({"checked_until": 1795000000}))
+    _journal(tmp_path, rc=1)
+    run = _check_journald(node, tmp_path)
+    assert run.returncode == 1 and "cannot read the kernel log" in run.stderr
+    assert node.recorded()["checked_until"] == 1795000000
 
 
 @pytest.mark.parametrize(

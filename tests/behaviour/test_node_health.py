@@ -39,8 +39,10 @@ def test_repair_stops_above_half_the_group(unhealthy: int, acts: bool) -> None:
     assert (decision.action == "Replace") is acts, decision.why
 
 
-def test_a_one_node_group_is_still_repaired() -> None:
-    config = _api_names(node_repair_config(max_size=1))
+@pytest.mark.parametrize("max_size", [1, 2, 16])
+def test_a_group_scaled_down_to_one_node_is_still_repaired(max_size: int) -> None:
+    """EKS takes a percentage of the nodes the group has now: a count keeps a lone failed node repairable."""
+    config = _api_names(node_repair_config(max_size=max_size))
     assert node_health.repair_decision(config, "AcceleratedHardwareReady", "NvidiaXID79Error", 1, 1).action == "Replace"
 
 
@@ -59,7 +61,13 @@ def test_a_full_reservation_is_refilled_only_by_terminating_first() -> None:
 
 @pytest.mark.parametrize(
     ("wait", "seconds"),
-    [(None, 1800.0), ({"timeout": "35m"}, 2100.0), ({"timeout": "35m", "recoveryTimeout": "10m"}, 600.0), ({"recoveryTimeout": "0s"}, None)],
+    [
+        (None, 1800.0),
+        ({"timeout": "35m"}, 2100.0),
+        ({"timeout": "35m", "recoveryTimeout": "10m"}, 600.0),
+        ({"recoveryTimeout": "0s"}, None),
+        ({"timeout": "0s"}, 1800.0),
+    ],
 )
 def test_kueue_recovery_timeout_defaults(wait: dict | None, seconds: float | None) -> None:
     config = {} if wait is None else {"waitForPodsReady": wait}

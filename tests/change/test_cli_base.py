@@ -57,7 +57,9 @@ def test_diff_prints_replacements_and_gpus_per_tier(tmp_path: Path, capsys: pyte
     replaced = {c["name"]: c for c in doc["changes"] if c["action"] == "replace"}
     assert replaced["pool-train-h100-reserved-ng"]["replaceFields"] == ["instanceTypes"]
     scaled = next(c for c in doc["changes"] if c["name"] == "pool-train-h100-ondemand-ng")
-    assert scaled["action"] == "update" and scaled["fields"] == ["scalingConfig.maxSize"] and "rollsNodes" not in scaled
+    # Node repair stops above half the group at its largest (gpu_platform.aws.node_repair): it scales with maxSize.
+    assert scaled["action"] == "update" and "rollsNodes" not in scaled
+    assert scaled["fields"] == ["nodeRepairConfig.maxUnhealthyNodeThresholdCount", "scalingConfig.maxSize"]
     assert {"key": "scalingConfig.maxSize", "before": 2, "after": 4} in scaled["values"]
     gpus = {(g["workloadClass"], g["tier"], g["gpuModel"]): (g["before"], g["after"]) for g in doc["gpus"]}
     assert gpus[("training", "on-demand", "H100-80GB")] == (16, 32)

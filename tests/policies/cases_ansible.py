@@ -46,6 +46,35 @@ def copy_dc1(edit: tuple[str, str, str] | None = None) -> Callable[[Path], None]
     return make
 
 
+# A file ansible-core's `script` inventory plugin would run: it leaves a mark and claims every node is fine.
+SCRIPT_INVENTORY = '#!/bin/sh\ntouch "$(dirname "$0")/ran"\necho \'{"_meta": {"hostvars": {}}}\'\n'
+ALIAS_BOMB = "---\na: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcde", "bcdef", strict=True)
+)
+
+
+def write_file(rel: str, text: str, mode: int = 0o644) -> Callable[[Path], None]:
+    """A repository copy with one more file."""
+
+    def make(root: Path) -> None:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(mode)
+
+    return make
+
+
+def chain_repo(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
+    """Several repository edits in order."""
+
+    def make(root: Path) -> None:
+        for step in steps:
+            step(root)
+
+    return make
+
+
 def write_inventory(group_vars: dict[str, Any]) -> Callable[[Path], None]:
     """A repository copy whose prod inventory has these group_vars/all values."""
 
@@ -149,6 +178,54 @@ ANSIBLE_CASES: list[Case] = [
         repo=copy_dc1(("ansible/inventories/dc1/hosts.yml", "l40s-[01:02]", "l40s-01")),
         on="pool-l40s-dev-l40s-02",
         says="node l40s-02 of pool l40s-dev is not in gpu_nodes of ansible/inventories/dc1: Ansible never builds it",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "host-vars-override-the-role-input",
+        stack="onprem",
+        repo=chain_repo(copy_dc1(), write_file("ansible/inventories/dc1/host_vars/dgx-a100-02.yml", "---\nmig_config: all-balanced\n")),
+        on="pool-hgx-a100-mig-dgx-a100-02",
+        says="ansible/inventories/dc1 says mig_config='all-balanced'",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "playbook-group-vars-override-the-role-input",
+        stack="onprem",
+        repo=chain_repo(copy_dc1(), write_file("ansible/group_vars/gpu_nodes.yml", "---\nmig_config: all-balanced\n")),
+        on=A100_NODE,
+        says="ansible/inventories/dc1 says mig_config='all-balanced'",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "script-inventory-is-never-run",
+        stack="onprem",
+        repo=chain_repo(copy_dc1(), write_file("ansible/inventories/dc1/extra.sh", SCRIPT_INVENTORY, mode=0o755)),
+        on=A100_NODE,
+        says="ansible-core cannot parse extra.sh",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "host-range-bomb",
+        stack="onprem",
+        repo=chain_repo(copy_dc1(), write_file("ansible/inventories/dc1/more.yml", "all:\n  hosts:\n    n[0000000:9999999]:\n")),
+        on=A100_NODE,
+        says="not read: its host patterns expand to more than 10,000 hosts",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "alias-bomb",
+        stack="onprem",
+        repo=chain_repo(copy_dc1(), write_file("ansible/inventories/dc1/group_vars/all.yml", ALIAS_BOMB)),
+        on=A100_NODE,
+        says="expands to more than 200,000 nodes",
+    ),
+    fires(
+        "node-settings-one-owner",
+        "symlink-out",
+        stack="onprem",
+        repo=chain_repo(copy_dc1(), lambda root: (root / "ansible/inventories/dc1/group_vars/all.yml").symlink_to("/etc/hostname")),
+        on=A100_NODE,
+        says="dc1/group_vars/all.yml is a symlink",
     ),
     fires(
         "node-settings-one-owner",

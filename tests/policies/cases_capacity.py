@@ -293,9 +293,9 @@ CAPACITY_CASES: list[Case] = [
     fires(
         "gpu-node-repair",
         "threshold-stops-first-repair",
-        at(NG, {"nodeRepairConfig.maxUnhealthyNodeThresholdPercentage": 10}),
-        on=NG,
-        says="1 of 4 unhealthy is above maxUnhealthyNodeThresholdPercentage 10: repair stops",
+        at(SPOT_NG, {"nodeRepairConfig.maxUnhealthyNodeThresholdPercentage": 50, "nodeRepairConfig.maxUnhealthyNodeThresholdCount": DROP}),
+        on=SPOT_NG,
+        says="1 of 1 unhealthy is above maxUnhealthyNodeThresholdPercentage 50: repair stops",
     ),
     *compliant("fixed-capacity-placement", "prod"),
     fires(

@@ -23,17 +23,13 @@ REPLACE_XIDS = (79, 142, 151)
 MAX_PARALLEL_REPAIRS = 1
 
 
-MAX_UNHEALTHY_PERCENT = 50
+def max_unhealthy_nodes(max_size: int) -> int:
+    """Unhealthy nodes above which repair stops: half the group at its largest, at least one.
 
-
-def unhealthy_threshold(max_size: int) -> dict[str, int]:
-    """Where repair stops: above half the group, as a percentage so that scaling the group changes nothing here.
-
-    A one-node group would be 100 % unhealthy with its only node down and never repaired: it gets a count of 1.
+    A count, not a percentage: EKS takes the percentage of the nodes the group has now, so a pool scaled down to
+    one node would be 100 % unhealthy with that node down and never repaired.
     """
-    if max_size < 2:
-        return {"max_unhealthy_node_threshold_count": 1}
-    return {"max_unhealthy_node_threshold_percentage": MAX_UNHEALTHY_PERCENT}
+    return max(1, max_size // 2)
 
 
 def node_repair_config(max_size: int) -> dict[str, Any]:
@@ -53,6 +49,6 @@ def node_repair_config(max_size: int) -> dict[str, Any]:
     return {
         "enabled": True,
         "max_parallel_nodes_repaired_count": MAX_PARALLEL_REPAIRS,
-        **unhealthy_threshold(max_size),
+        "max_unhealthy_node_threshold_count": max_unhealthy_nodes(max_size),
         "node_repair_config_overrides": overrides,
     }

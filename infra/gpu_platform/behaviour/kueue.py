@@ -553,6 +553,7 @@ def recovery_timeout_seconds(config: Mapping[str, Any]) -> float | None:
     wait = config.get("waitForPodsReady") or {}
     if not isinstance(wait, Mapping):
         return None
-    timeout = _go_seconds(wait["timeout"]) if wait.get("timeout") else 1800.0
+    # `if cfg.WaitForPodsReady.Timeout.Duration == 0`: an unset or zero timeout becomes 30m.
+    timeout = (_go_seconds(wait["timeout"]) if wait.get("timeout") else 0.0) or 1800.0
     recovery = _go_seconds(wait["recoveryTimeout"]) if wait.get("recoveryTimeout") is not None else timeout
     return recovery or None

@@ -107,7 +107,7 @@ def required_plugin_problems(name: str, requirement: object) -> list[str]:
         return [*out, f"{name}: the version must be a string"]
     parsed = [_CONSTRAINT.match(part) for part in version.split(",")]
     if not all(parsed):
-        return [*out, f"{name}: version {version!r} is not a version constraint (e.g. \"= 1.2.3\", \">= 1.2, < 2.0\")"]
+        return [*out, f'{name}: version {version!r} is not a version constraint (e.g. "= 1.2.3", ">= 1.2, < 2.0")']
     if any(m.group(3) or m.group(5) for m in parsed if m):
         out.append(f"{name}: version {version!r} names a pre-release, which Packer does not support")
     source = requirement.get("source")

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from gpu_platform.behaviour.ansible_inventory import read_inventory
+from gpu_platform.behaviour.ansible_inventory import read_inventory, resolve
 from gpu_platform.pools import ANNOTATION_INVENTORY, LABEL_GPU_MODEL, LABEL_GPUS_PER_NODE, LABEL_MIG_CONFIG, LABEL_POOL
 from gpu_platform.versions import (
     SUPPORT_DRIVER_BRANCHES,
@@ -324,12 +324,16 @@ def ansible_node_os_cgroup_v2(root: Path, ctx: Context) -> Iterator[Finding]:
 
 # --- one owner for every node setting -------------------------------------------------------------
 
-# Stack pools compared with the inventory's pool description (ansible/inventories/*/group_vars/pool_*.yml):
-# node label -> inventory variable, and the value the label has when the stack leaves it unset.
+# The pool's description and the role inputs wired from it (ansible/inventories/*/group_vars/gpu_nodes.yml):
+# node label, inventory variable, the label's value when the stack leaves it unset. A role input overridden
+# anywhere (host_vars, the playbooks' own group_vars) is what the node gets, so it is compared as resolved.
 POOL_VARS = (
     (LABEL_GPU_MODEL, "gpu_pool_gpu_model", None),
     (LABEL_GPUS_PER_NODE, "gpu_pool_gpu_count", None),
     (LABEL_MIG_CONFIG, "gpu_pool_mig_config", MIG_OFF),
+    (LABEL_GPU_MODEL, "nvidia_driver_gpu_model", None),
+    (LABEL_GPU_MODEL, "mig_gpu_model", None),
+    (LABEL_MIG_CONFIG, "mig_config", MIG_OFF),
 )
 
 
@@ -383,7 +387,7 @@ def node_settings_one_owner(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     if not path.is_dir():
         yield Finding(first.name, f"cluster.inventory {name} is not a directory under {root}")
         return
-    hosts = read_inventory(path)
+    hosts = read_inventory(path, root, root / "ansible")
     if isinstance(hosts, str):
         yield Finding(first.name, f"cluster.inventory {name}: {hosts}")
         return
@@ -394,9 +398,13 @@ def node_settings_one_owner(plan: PlanView, ctx: Context) -> Iterator[Finding]:
         if host is None or "gpu_nodes" not in host.groups:
             yield Finding(r.name, f"node {node} of pool {pool} is not in gpu_nodes of {name}: Ansible never builds it")
             continue
-        have = host.variables
         for label, var, unset in POOL_VARS:
             want = labels.get(label, unset)
-            got = have.get(var)
-            if want is not None and str(got) != str(want):
-                yield Finding(r.name, f"node {node} of pool {pool}: the stack says {label}={want}, {name} says {var}={got!r}")
+            got = resolve(host, var)
+            if want is None or (got is None and not var.startswith("gpu_pool_")):
+                continue  # a role input the inventory does not set takes the role's default, wired from gpu_pool_*
+            if not isinstance(got, (str, int, float, bool)):
+                yield Finding(r.name, f"node {node} of pool {pool}: {name} sets {var} to a {type(got).__name__}, not a plain value")
+            elif str(got) != str(want):
+                shown = got if len(str(got)) <= 80 else f"{str(got)[:80]}..."
+                yield Finding(r.name, f"node {node} of pool {pool}: the stack says {label}={want}, {name} says {var}={shown!r}")

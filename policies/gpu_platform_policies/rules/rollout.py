@@ -172,7 +172,8 @@ def gpu_node_repair(plan: PlanView, ctx: Context) -> Iterator[Finding]:
                 if blocked:
                     yield Finding(agent.name, f"it cannot watch the GPUs of node group {ng.name}: {blocked}", field="configurationValues")
                     break
-        size = int(get(ng.inputs, "scalingConfig", "maxSize", default=0) or 0)
+        # The smallest the group gets: one node down there is the largest unhealthy share repair must still act on.
+        size = max(1, int(get(ng.inputs, "scalingConfig", "minSize", default=0) or 0))
         decision = repair_decision(ng.inputs.get("nodeRepairConfig"), condition, reason, 1, size)
         if decision.action is None:
             yield Finding(ng.name, f"a node with XID {FAILED_GPU_XID} is never repaired: {decision.why}", field="nodeRepairConfig")
