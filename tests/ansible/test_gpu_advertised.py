@@ -54,7 +54,9 @@ def test_the_release_waits_for_the_pools_gpu_count_before_uncordoning():
     release = yaml.safe_load((ROLES / "k8s_node_maintenance" / "tasks" / "release.yml").read_text())
     block = [t["name"] for t in release[0]["block"]]
     assert block == ["Validate the node", "Wait until the device plugin advertises the node's GPUs again"]
-    assert release[-1]["name"] == "Uncordon the node"
+    names = [t["name"] for t in release]
+    # Uncordon after the block; the GPU health check (paused for the maintenance) resumes only after that.
+    assert names.index("Uncordon the node") > 0 and names[-1] == "Resume the GPU health check"
     wait = release[0]["block"][1]
     assert "advertised_gpus >= k8s_node_maintenance_expected_gpus" in wait["until"]
     for inventory in ("lab", "prod"):

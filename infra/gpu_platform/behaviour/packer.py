@@ -39,7 +39,7 @@ def undeclared(used: Iterable[tuple[str, str]], plugins: Iterable[str]) -> list[
     return [f'{kind} "{component}"' for kind, component in used if providing_plugin(kind, component, names) is None]
 
 
-# hashicorp/go-version (v1.9.0, Packer 1.16's go.mod) constraint.go `constraintRegexp` over version.go
+# hashicorp/go-version (the release Packer 1.16's go.mod requires) constraint.go `constraintRegexp` over version.go
 # `VersionRegexpRaw`: an optional operator, then a version with optional pre-release and metadata.
 _OPERATOR = r"(=|!=|>|<|>=|<=|~>)?"
 _VERSION = (
@@ -107,7 +107,7 @@ def required_plugin_problems(name: str, requirement: object) -> list[str]:
         return [*out, f"{name}: the version must be a string"]
     parsed = [_CONSTRAINT.match(part) for part in version.split(",")]
     if not all(parsed):
-        return [*out, f'{name}: version {version!r} is not a version constraint (e.g. "= 1.2.3", ">= 1.2, < 2.0")']
+        return [*out, f"{name}: version {version!r} is not a version constraint (an operator and a version, comma-separated)"]
     if any(m.group(3) or m.group(5) for m in parsed if m):
         out.append(f"{name}: version {version!r} names a pre-release, which Packer does not support")
     source = requirement.get("source")
