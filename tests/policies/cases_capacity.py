@@ -259,7 +259,13 @@ CAPACITY_CASES: list[Case] = [
         says="updateStrategy is DEFAULT on capacity-block capacity",
     ),
     # repair: each leg of the path from a fatal XID to a replaced node (gpu_platform.behaviour.node_health)
-    *compliant("gpu-node-repair", "prod", "staging", "dev", "onprem"),
+    *compliant("gpu-node-repair", "prod", "staging", "dev"),
+    silent(
+        "gpu-node-repair",
+        "bare-metal",
+        stack="onprem",
+        idle="the stack has no EKS GPU node group (bare metal is fenced by the Ansible role gpu_health_check)",
+    ),
     fires("gpu-node-repair", "no-agent", drop(AGENT), on="cluster-eks", says="no eks-node-monitoring-agent add-on"),
     fires(
         "gpu-node-repair",

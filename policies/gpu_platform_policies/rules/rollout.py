@@ -135,12 +135,19 @@ def _instance_types(plan: PlanView, ng: Resource) -> list[str]:
     return [str(lt.inputs["instanceType"])] if lt is not None and lt.inputs.get("instanceType") else []
 
 
+def _no_eks_gpu_group(plan: PlanView, ctx: Context) -> str | None:
+    if not any(is_gpu_node_group(ng, ctx.catalog) for ng in plan.of_type(NODE_GROUP)):
+        return "the stack has no EKS GPU node group (bare metal is fenced by the Ansible role gpu_health_check)"
+    return None
+
+
 @rule(
     "gpu-node-repair",
     "A failed GPU's node is replaced without a person: the node monitoring agent watches every GPU node group, node repair replaces it.",
     "mandatory",
     "stack",
     category="rollout",
+    not_applicable=_no_eks_gpu_group,
 )
 def gpu_node_repair(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """Without repair a node with a dead GPU stays in its pool with 7 of 8 GPUs: no 8-GPU job fits and NCCL jobs on it hang.
