@@ -19,7 +19,8 @@ import yaml
 
 from gpu_platform.behaviour.node_health import WELL_KNOWN_XIDS
 from gpu_platform.pools import UNHEALTHY_TAINT_KEY
-from tests.ansible.helpers import ROLES
+from tests.ansible.fake_kube_api import Cluster, FakeKubeApi, node
+from tests.ansible.helpers import ANSIBLE_DIR, ROLES, failure_messages, run_playbook
 
 SCRIPT = ROLES / "gpu_health_check" / "files" / "gpu-health-check"
 DEFAULTS = yaml.safe_load((ROLES / "gpu_health_check" / "defaults" / "main.yml").read_text())
@@ -230,3 +231,22 @@ def test_a_broken_configuration_is_one_line_and_exit_2(tmp_path: Path, config: s
     run = node.check()
     assert run.returncode == 2
     assert len(run.stderr.splitlines()) == 1 and says in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_repair_lifts_only_the_unhealthy_taint(tmp_path: Path) -> None:
+    """gpu_node_repair.yml's own "Lift the unhealthy taint" task, run by the real kubernetes.core.k8s_taint against the
+    fake API server: the health check's taint goes, the GPU taint and an administrator's stay."""
+    repair = yaml.safe_load((ANSIBLE_DIR / "gpu_node_repair.yml").read_text())[0]
+    lift = next(t for t in repair["post_tasks"] if t["name"] == "Lift the unhealthy taint")
+    play = [{"name": "lift", "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [lift]}]
+    playbook = tmp_path / "lift.yml"
+    playbook.write_text(yaml.safe_dump(play))
+    live = node("dgx-h100-02", 8)
+    gpu = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    admin = {"key": "dedicated", "value": "vision", "effect": "NoSchedule"}
+    live["spec"]["taints"] = [gpu, {"key": UNHEALTHY_TAINT_KEY, "value": "xid-79", "effect": "NoExecute"}, admin]
+    with FakeKubeApi(Cluster(nodes={"dgx-h100-02": live})) as api:
+        extra = {"k8s_node_maintenance_node_name": "dgx-h100-02", "k8s_node_maintenance_kubeconfig": str(api.kubeconfig(tmp_path / "kubeconfig"))}
+        result = run_playbook(playbook, extra)
+        assert result.returncode == 0, " | ".join(failure_messages(result)) or result.stdout[-3000:]
+        assert api.snapshot()["nodes"]["dgx-h100-02"]["spec"]["taints"] == [gpu, admin]
