@@ -20,7 +20,7 @@ import yaml
 from gpu_platform.behaviour.node_health import WELL_KNOWN_XIDS
 from gpu_platform.pools import UNHEALTHY_TAINT_KEY
 from tests.ansible.fake_kube_api import Cluster, FakeKubeApi, node
-from tests.ansible.helpers import ANSIBLE_DIR, ROLES, failure_messages, run_playbook
+from tests.ansible.helpers import ANSIBLE_DIR, BIN, ROLES, ansible_env, failure_messages, run_playbook
 
 SCRIPT = ROLES / "gpu_health_check" / "files" / "gpu-health-check"
 DEFAULTS = yaml.safe_load((ROLES / "gpu_health_check" / "defaults" / "main.yml").read_text())
@@ -250,3 +250,27 @@ def test_the_repair_lifts_only_the_unhealthy_taint(tmp_path: Path) -> None:
         result = run_playbook(playbook, extra)
         assert result.returncode == 0, " | ".join(failure_messages(result)) or result.stdout[-3000:]
         assert api.snapshot()["nodes"]["dgx-h100-02"]["spec"]["taints"] == [gpu, admin]
+
+
+def _repair(tmp_path: Path, hosts: list[str]) -> subprocess.CompletedProcess[str]:
+    """The real gpu_node_repair.yml over local hosts in gpu_nodes (no fence record exists on this machine)."""
+    inventory = tmp_path / "hosts.yml"
+    members = {h: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False} for h in hosts}
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": members}}}}))
+    cmd = [str(BIN / "ansible-playbook"), "-i", str(inventory), "--limit", ",".join(hosts), str(ANSIBLE_DIR / "gpu_node_repair.yml")]
+    return subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(), timeout=300, check=False)
+
+
+def test_the_repair_refuses_more_than_one_node_per_run(tmp_path: Path) -> None:
+    """`--limit gpu_nodes` would otherwise drain and reboot healthy nodes one after another."""
+    run = _repair(tmp_path, ["node-a", "node-b"])
+    assert run.returncode != 0
+    assert any("repairs one fenced node per run" in m and "matches 2 hosts" in m for m in failure_messages(run)), run.stdout[-2000:]
+
+
+def test_the_repair_refuses_a_node_that_is_not_fenced(tmp_path: Path) -> None:
+    run = _repair(tmp_path, ["node-a"])
+    assert run.returncode != 0
+    messages = failure_messages(run)
+    assert any("node-a is not fenced" in m and "gpu_node_repair_force=true" in m for m in messages), run.stdout[-2000:]
+    assert not any("Cordon" in t["task"]["name"] for p in json.loads(run.stdout)["plays"] for t in p["tasks"]), "nothing past the guard runs"
