@@ -50,6 +50,7 @@ LABEL_SYSTEM = "gpu-platform.io/system"
 KUBERNETES_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 MIG_OFF = "all-disabled"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 def is_provider_name_of(value: Any, resource: Resource) -> bool:
@@ -76,6 +77,23 @@ def get(node: Any, *path: str, default: Any = None) -> Any:
 def truthy(value: Any) -> bool:
     """Wire booleans arrive as bools or as the strings "true"/"false"."""
     return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def configuration_values(addon: Resource) -> dict[str, Any]:
+    """An EKS add-on's `configurationValues` (a JSON string, botocore eks CreateAddonRequest) as data; {} when unreadable."""
+    raw = addon.inputs.get("configurationValues")
+    try:
+        values = json.loads(raw) if isinstance(raw, str) else (raw or {})
+    except ValueError:
+        return {}
+    return values if isinstance(values, dict) else {}
+
+
+def launch_template_of(plan: PlanView, ng: Resource) -> Resource | None:
+    """The launch template a node group runs: followed by its `launchTemplate` reference, else its sibling under the pool."""
+    identity = plan.wiring.target(ng, "launchTemplate")
+    lt = plan.wiring.resource(identity, LAUNCH_TEMPLATE)
+    return lt or next((r for r in plan.of_type(LAUNCH_TEMPLATE) if ng.parent and r.parent == ng.parent), None)
 
 
 # --- GPU pools -----------------------------------------------------------------------------------
@@ -167,7 +185,8 @@ class Pool:
         return {name: n * self.max_gpus for name, n in per_gpu.items()}
 
 
-def _taints(raw: Any) -> tuple[tuple[str, str, str], ...]:
+def parse_taints(raw: Any) -> tuple[tuple[str, str, str], ...]:
+    """(key, value, effect) of each taint, effects as Kubernetes writes them on a node (EKS NO_SCHEDULE -> NoSchedule)."""
     out = []
     for t in raw or []:
         if isinstance(t, Mapping):
@@ -180,7 +199,7 @@ def _declared_taints(r: Resource) -> tuple[tuple[str, str, str], ...]:
     """On-prem taints: the node patch declares them in its annotation (the Ansible role k8s_node_taints merges them in)."""
     raw = (get(r.inputs, "metadata", "annotations", default={}) or {}).get(ANNOTATION_TAINTS)
     try:
-        return _taints(json.loads(raw)) if isinstance(raw, str) else ()
+        return parse_taints(json.loads(raw)) if isinstance(raw, str) else ()
     except ValueError:
         return ()
 
@@ -208,7 +227,7 @@ def pool_of(r: Resource, catalog: Catalog) -> Pool | None:
             resource=r.name,
             platform="eks",
             labels=labels,
-            taints=_taints(r.inputs.get("taints")),
+            taints=parse_taints(r.inputs.get("taints")),
             gpu_model=model,
             capacity_type=str(r.inputs.get("capacityType", "ON_DEMAND")),
             nodes=int(get(r.inputs, "scalingConfig", "maxSize", default=0) or 0),

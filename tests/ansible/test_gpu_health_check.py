@@ -62,15 +62,16 @@ class Node:
             )
         )
 
-    def check(self) -> subprocess.CompletedProcess[str]:
-        """One timer run."""
+    def check(self, journald: bool = False) -> subprocess.CompletedProcess[str]:
+        """One timer run, over the kernel log file, or over journald (a fake journalctl in the node's folder)."""
+        source = [] if journald else ["--kernel-log", str(self.log)]
         return subprocess.run(
-            [sys.executable, str(SCRIPT), "--config", str(self.config), "--kernel-log", str(self.log)],
+            [sys.executable, str(SCRIPT), "--config", str(self.config), *source],
             check=False,
             capture_output=True,
             text=True,
             timeout=60,
-            env={**os.environ, "PATH": "/usr/bin:/bin"},
+            env={**os.environ, "PATH": f"{self.tmp}:/usr/bin:/bin" if journald else "/usr/bin:/bin"},
         )
 
     def kubectl_calls(self) -> list[str]:
@@ -184,17 +185,6 @@ def _journal(tmp_path: Path, rc: int = 0) -> Path:
     return asked
 
 
-def _check_journald(node: Node, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), "--config", str(node.config)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PATH": f"{tmp_path}:/usr/bin:/bin"},
-    )
-
-
 def test_journald_is_read_across_reboots_from_the_last_run_on(tmp_path: Path) -> None:
     """`_TRANSPORT=kernel`, not `-k` (which implies -b, this boot only); a cursor, else the last run's time."""
     node = Node(tmp_path)
@@ -202,11 +192,11 @@ def test_journald_is_read_across_reboots_from_the_last_run_on(tmp_path: Path) ->
     node.state.write_text(json.dumps({"checked_until": 1795000000}))
     asked = _journal(tmp_path)
     cursor = node.state.with_name("journal.cursor")
-    run = _check_journald(node, tmp_path)
+    run = node.check(journald=True)
     assert run.returncode == 0, run.stderr
     assert asked.read_text().split() == ["_TRANSPORT=kernel", "-o", "cat", "--no-pager", f"--cursor-file={cursor}", "--since=@1795000000"]
     cursor.write_text("s=abc")
-    _check_journald(node, tmp_path)
+    node.check(journald=True)
     assert asked.read_text().split() == ["_TRANSPORT=kernel", "-o", "cat", "--no-pager", f"--cursor-file={cursor}"]
     assert node.kubectl_calls() == []
 
@@ -216,7 +206,7 @@ def test_a_failed_journal_read_fails_the_unit_and_keeps_its_place(tmp_path: Path
     node.state.parent.mkdir()
     node.state.write_text(json.dumps({"checked_until": 1795000000}))
     _journal(tmp_path, rc=1)
-    run = _check_journald(node, tmp_path)
+    run = node.check(journald=True)
     assert run.returncode == 1 and "cannot read the kernel log" in run.stderr
     assert node.recorded()["checked_until"] == 1795000000
 

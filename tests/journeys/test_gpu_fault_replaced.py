@@ -35,6 +35,7 @@ from gpu_platform.behaviour.kueue import recovery_timeout_seconds
 from gpu_platform.behaviour.scheduler import insufficient, untolerated_taint
 from gpu_platform.catalog import load_catalog
 from gpu_platform.pools import GPU_RESOURCE, UNHEALTHY_TAINT_KEY
+from gpu_platform_policies.view import TAINT_EFFECTS
 from tests.ansible.helpers import ANSIBLE_DIR
 from tests.ansible.test_gpu_health_check import XID_79, Node
 from tests.conftest import plan_for
@@ -45,7 +46,6 @@ POOL_NG = "pool-train-h100-reserved-ng"
 ADDON = "cluster-addon-eks-node-monitoring-agent"
 # docs/workload-flow.md, "How fallback works": a GPU node boots and joins in about 10 minutes.
 NODE_READY_MINUTES = 10
-TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
 Plan = dict[str, dict[str, Any]]  # resource name -> inputs
 Edit = Callable[[Plan, dict[str, Any]], None]  # (plan, kueue configuration)

@@ -29,21 +29,24 @@ ONPREM_NODES = (
 A100_NODE = "pool-hgx-a100-mig-dgx-a100-01"
 
 
-def copy_dc1(edit: tuple[str, str, str] | None = None) -> Callable[[Path], None]:
-    """A repository copy holding the onprem stack's inventory (ansible/inventories/dc1), one file edited (path, old, new)."""
+def copy_repo(files: Callable[[], list[Path]], edit: tuple[str, str, str] | None = None) -> Callable[[Path], None]:
+    """A repository copy of these files (paths relative to the repository), one of them edited (path, old, new)."""
 
     def make(root: Path) -> None:
-        for src in sorted((REPO / DC1).rglob("*")):
-            if src.is_file():
-                rel = src.relative_to(REPO)
-                text = src.read_text()
-                if edit and rel.as_posix() == edit[0]:
-                    assert edit[1] in text, edit
-                    text = text.replace(edit[1], edit[2])
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).write_text(text)
+        for rel in files():
+            text = (REPO / rel).read_text()
+            if edit and rel.as_posix() == edit[0]:
+                assert edit[1] in text, edit
+                text = text.replace(edit[1], edit[2])
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
 
     return make
+
+
+def copy_dc1(edit: tuple[str, str, str] | None = None) -> Callable[[Path], None]:
+    """A repository copy holding the onprem stack's inventory (ansible/inventories/dc1), one file edited (path, old, new)."""
+    return copy_repo(lambda: [p.relative_to(REPO) for p in sorted((REPO / DC1).rglob("*")) if p.is_file()], edit)
 
 
 # A file ansible-core's `script` inventory plugin would run: it leaves a mark and claims every node is fine.
@@ -100,18 +103,10 @@ def write_ini_inventory(text: str, name: str = "hosts.ini") -> Callable[[Path], 
 
 def copy_node_os_offers(edit: tuple[str, str, str] | None = None) -> Callable[[Path], None]:
     """A repository copy with the real Packer template and role vars, one of them edited (path, old, new)."""
-
-    def make(root: Path) -> None:
-        sources = [Path("ansible/packer/gpu-node.pkr.hcl"), *sorted(Path("ansible/roles").glob("*/vars/main.yml"))]
-        for rel in sources:
-            text = (REPO / rel).read_text()
-            if edit and rel.as_posix() == edit[0]:
-                assert edit[1] in text, edit
-                text = text.replace(edit[1], edit[2])
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text)
-
-    return make
+    return copy_repo(
+        lambda: [Path("ansible/packer/gpu-node.pkr.hcl"), *(p.relative_to(REPO) for p in sorted((REPO / "ansible/roles").glob("*/vars/main.yml")))],
+        edit,
+    )
 
 
 def support_ended(component: str, key: str, ends: str) -> Callable[[Lockfile], Lockfile]:

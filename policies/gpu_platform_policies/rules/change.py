@@ -17,7 +17,7 @@ from gpu_platform_policies.changeview import ChangeView, pool_gpus, quota_total
 from gpu_platform_policies.model import Finding, PlanView, Resource, rule
 from gpu_platform_policies.rules.rollout import FIXED_TIERS
 from gpu_platform_policies.strictness import loosened, setting_of
-from gpu_platform_policies.view import LAUNCH_TEMPLATE, Pool, get, kind_of, object_name
+from gpu_platform_policies.view import Pool, get, kind_of, launch_template_of, object_name
 
 MAINTENANCE_HINT = "state the maintenance in a commit trailer `GPU-Maintenance: {subject} <start>/<end> <ticket>`"
 # Node group inputs -> the pool key that sets them (gpu_platform/aws/nodepools.py).
@@ -532,13 +532,6 @@ SUBNET = "aws:ec2/subnet:Subnet"
 RESERVATION_MATCH = ("instance type", "platform", "zone", "tenancy")
 
 
-def _template_of(plan: PlanView, ng: Resource) -> Resource | None:
-    """The launch template a node group runs: followed by its `launchTemplate` reference, else its sibling under the pool."""
-    identity = plan.wiring.target(ng, "launchTemplate")
-    lt = plan.wiring.resource(identity, LAUNCH_TEMPLATE)
-    return lt or next((r for r in plan.of_type(LAUNCH_TEMPLATE) if ng.parent and r.parent == ng.parent), None)
-
-
 def _subnets(plan: PlanView, ng: Resource) -> list[Resource]:
     """The planned subnets a node group launches into: followed by reference, else by the ids its input holds (a plan without refs)."""
     found = [plan.wiring.resource(i, SUBNET) for i in plan.wiring.targets(ng, "subnetIds")]
@@ -554,7 +547,7 @@ def reservation_terms(plan: PlanView, ng: Resource) -> tuple[str | None, dict[st
     A zone is known when the group's subnets are planned here (a new VPC's subnets); the platform is
     what the EKS AMI type runs (every EKS GPU AMI is Linux/UNIX, a WINDOWS_* type Windows).
     """
-    lt = _template_of(plan, ng)
+    lt = launch_template_of(plan, ng)
     target = get(lt.inputs if lt else {}, "capacityReservationSpecification", "capacityReservationTarget") or {}
     reservation = target.get("capacityReservationId") or target.get("capacityReservationResourceGroupArn")
     types = ng.inputs.get("instanceTypes") or ([lt.inputs["instanceType"]] if lt and lt.inputs.get("instanceType") else [])

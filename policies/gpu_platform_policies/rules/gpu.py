@@ -238,7 +238,6 @@ def sharing_replicas_bounds(r: Resource, ctx: Context) -> Iterator[str | Finding
 
 EFA_CHART = "aws-efa-k8s-device-plugin"
 EFA_INTERFACE_TYPES = frozenset({"efa", "efa-only"})
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 def efa_node_groups(plan: PlanView) -> list[Resource]:

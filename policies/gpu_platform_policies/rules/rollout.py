@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from gpu_platform.behaviour.node_health import ADDON as NODE_MONITORING_AGENT
 from gpu_platform.behaviour.node_health import dcgm_agent_blocked, repair_decision, xid_condition
@@ -14,16 +12,16 @@ from gpu_platform_policies.model import Context, Finding, PlanView, Resource, ru
 from gpu_platform_policies.view import (
     EKS_ADDON,
     EKS_CLUSTER,
-    LAUNCH_TEMPLATE,
+    INSTANCE_TYPE_LABEL,
     NODE_GROUP,
-    TAINT_EFFECTS,
+    configuration_values,
     get,
     helm_releases,
     is_gpu_node_group,
+    launch_template_of,
+    parse_taints,
     truthy,
 )
-
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 @rule(
@@ -131,7 +129,7 @@ def _instance_types(plan: PlanView, ng: Resource) -> list[str]:
     types = [str(t) for t in ng.inputs.get("instanceTypes") or []]
     if types:
         return types
-    lt = next((r for r in plan.of_type(LAUNCH_TEMPLATE) if ng.parent and r.parent == ng.parent), None)
+    lt = launch_template_of(plan, ng)
     return [str(lt.inputs["instanceType"])] if lt is not None and lt.inputs.get("instanceType") else []
 
 
@@ -161,21 +159,15 @@ def gpu_node_repair(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     if not groups or cluster is None:
         return
     agent = next((r for r in plan if r.type == EKS_ADDON and r.inputs.get("addonName") == NODE_MONITORING_AGENT), None)
-    config: dict[str, Any] = {}
+    config = configuration_values(agent) if agent is not None else {}
     if agent is None:
         yield Finding(cluster.name, f"no {NODE_MONITORING_AGENT} add-on: a failed GPU never marks its node unhealthy, so nothing repairs it")
-    else:
-        raw = agent.inputs.get("configurationValues")
-        try:
-            parsed = json.loads(raw) if isinstance(raw, str) else (raw or {})
-        except ValueError:
-            parsed = {}
-        config = parsed if isinstance(parsed, dict) else {}
     condition, reason = xid_condition(FAILED_GPU_XID) or ("", "")
     for ng in groups:
+        taints = [dict(zip(("key", "value", "effect"), t, strict=True)) for t in parse_taints(ng.inputs.get("taints"))]
         if agent is not None:
             for kind in _instance_types(plan, ng):
-                blocked = dcgm_agent_blocked(config, _node_labels(ng, kind), _node_taints(ng))
+                blocked = dcgm_agent_blocked(config, _node_labels(ng, kind), taints)
                 if blocked:
                     yield Finding(agent.name, f"it cannot watch the GPUs of node group {ng.name}: {blocked}", field="configurationValues")
                     break
@@ -191,13 +183,3 @@ def gpu_node_repair(plan: PlanView, ctx: Context) -> Iterator[Finding]:
                 f"brings the GPU back, so add a nodeRepairConfigOverrides entry {condition}/{reason} -> Replace",
                 field="nodeRepairConfig",
             )
-
-
-def _node_taints(ng: Resource) -> list[dict[str, str]]:
-    """The group's taints as Kubernetes writes them on its nodes (NO_SCHEDULE -> NoSchedule)."""
-    out = []
-    for t in ng.inputs.get("taints") or []:
-        if isinstance(t, Mapping):
-            effect = str(t.get("effect", ""))
-            out.append({"key": str(t.get("key", "")), "value": str(t.get("value", "")), "effect": TAINT_EFFECTS.get(effect, effect)})
-    return out

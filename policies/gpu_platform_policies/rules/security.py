@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -14,6 +13,7 @@ from gpu_platform_policies.view import (
     HELM_CHART,
     HELM_RELEASE,
     LAUNCH_TEMPLATE,
+    configuration_values,
     get,
     kind_of,
     namespace_of,
@@ -210,12 +210,7 @@ def _eks_enforces_network_policy(plan: PlanView) -> Iterator[Finding]:
         cluster = next(r for r in plan if r.type == EKS_CLUSTER)
         yield Finding(cluster.name, "no vpc-cni add-on: nothing on this EKS cluster enforces the tenants' NetworkPolicies")
         return
-    raw = cni.inputs.get("configurationValues")
-    try:
-        values = json.loads(raw) if isinstance(raw, str) else (raw or {})
-    except ValueError:
-        values = {}
-    if str(get(values, "enableNetworkPolicy", default="false")).lower() != "true":
+    if str(get(configuration_values(cni), "enableNetworkPolicy", default="false")).lower() != "true":
         yield Finding(
             cni.name,
             'vpc-cni configurationValues has no enableNetworkPolicy "true": tenant NetworkPolicies are accepted but not enforced',
