@@ -205,3 +205,24 @@ def test_undated_entries_are_kept_through_an_overlay_and_never_expire() -> None:
     assert toolkit is not None and toolkit.ends is None and toolkit.policy
     assert not past_support(toolkit, date(2099, 1, 1))
     assert lab.cuda.packages == {} and lab.nvidia_driver.branch == "535"
+
+
+def test_the_matrix_knows_r595_and_r620_with_their_toolkits() -> None:
+    """NVIDIA's Table 2 (docs/620) lists R595 (production branch) and R620 (long-term support) beside R580;
+    CUDA 13.2 GA needs a 595 driver (CUDA 13.2 release notes, Table 3), so it is refused on R580 and judged
+    on R595 only by what is still unrecorded: NVIDIA's repositories per OS and the support entries."""
+    on_580 = {"cuda": {"version": "13.2.0"}}
+    with pytest.raises(ConfigError) as err:
+        parse_lockfile(deep_merge(raw_lockfile(), on_580))
+    assert any("cuda.version: CUDA 13.2.0 needs a newer driver than branch 580; allowed: CUDA <= 13.0" in str(p) for p in err.value.problems)
+
+    packages = {"ubuntu": "595.45.04-0ubuntu1", "rhel": "595.45.04-1"}
+    on_595 = {"nvidia_driver": {"branch": "595", "version": "595.45.04", "packages": packages}, "cuda": {"version": "13.2.0"}}
+    with pytest.raises(ConfigError) as err:
+        parse_lockfile(deep_merge(raw_lockfile(), on_595))
+    lines = [str(p) for p in err.value.problems]
+    assert not any("not in compatibility.driver_branches" in line or "needs a newer driver" in line for line in lines), lines
+    assert any("driver branch 595 is not published for ubuntu2204" in line for line in lines), lines
+
+    support = load_lockfile().support["nvidia_driver_branches"]
+    assert (support["595"].ends, support["620"].ends) == (date(2027, 3, 31), date(2029, 9, 30))

@@ -68,3 +68,18 @@ def test_bare_metal_branch_is_read_from_nvidia_driver_branch() -> None:
     assert hits and all("nvidia_driver.branch) 535 left standard support on 2026-06-30" in v.message for v in hits), hits
     assert _violations("onprem", date(2026, 5, 31), {"nvidia_driver__branch": "535"}) == []  # 30 days left
     assert _violations("onprem", date(2026, 11, 26), {"nvidia_driver__branch": "580"}) == []
+
+
+def test_r595_is_a_production_branch_that_ends_in_march_2027() -> None:
+    """NVIDIA's Table 2 (docs/620): R595 "End of Life March 2027", R620 "September 2029". A site that moves its
+    bare-metal pin to R595 is told 90 days ahead and refused from 30 days before; R620 runs on."""
+
+    def policies(branch: str, day: date) -> set[str]:
+        lock = lock_edit(nvidia_driver__branch=branch)(load_lockfile())
+        ctx = dataclasses.replace(context("onprem", lock), today=day)
+        return {v.policy for v in evaluate(resources("onprem"), ctx, repository=False) if v.policy.startswith("versions-")}
+
+    assert policies("595", date(2026, 12, 31)) == set()  # 90 days left
+    assert policies("595", date(2027, 1, 1)) == {"versions-support-ending"}
+    assert policies("595", date(2027, 3, 2)) == {RULE}  # 29 days left
+    assert policies("620", date(2027, 3, 2)) == set()
