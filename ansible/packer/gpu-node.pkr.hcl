@@ -1,6 +1,8 @@
 # GPU node golden image: an Ubuntu 22.04/24.04 or RHEL 9 base AMI + golden_image.yml (driver, toolkits,
 # MIG, DCGM, Fabric Manager from NVIDIA's repository for that OS), then the clean-up and the image
-# manifest. Versions come from the lockfile, never from here. Debian 12 is not offered: its archive
+# manifest. For an EKS pool (`nodePools[].image` in a stack) the base must be an EKS image, with a
+# kubelet and /etc/eks/bootstrap.sh (Canonical's `ubuntu-eks/k8s_<minor>/images/...`, owner
+# 099720109477): the gate refuses an image whose manifest shows no bootstrap or another kubelet minor. Versions come from the lockfile, never from here. Debian 12 is not offered: its archive
 # has no R580 driver (the lockfile's package_availability.debian12), so the build would stop at
 # the driver role's preflight. RHEL 8 is not offered: it boots cgroup v1, which the pinned kubelet
 # refuses (compatibility.kubelet in the lockfile), so its nodes would never turn Ready.
@@ -43,6 +45,14 @@ variable "base_ami_id" {
     condition     = substr(var.base_ami_id, 0, 4) == "ami-" && contains([12, 21], length(var.base_ami_id)) && trim(substr(var.base_ami_id, 4, -1), "0123456789abcdef") == ""
     error_message = "The base_ami_id value must be an AMI id: ami- followed by 8 or 17 lowercase hex digits (Ubuntu: aws ec2 describe-images --owners 099720109477 --filters Name=name,Values=ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*; RHEL: --owners 309956199498 --filters Name=name,Values=RHEL-9.*_HVM-*-x86_64-*)."
   }
+}
+
+# Packer's main.go sets PACKER_RUN_UUID for the run, and its manifest post-processor records it with
+# the AMI; the image manifest records it too, which is how the gate ties the two files together.
+variable "packer_run_uuid" {
+  type        = string
+  default     = env("PACKER_RUN_UUID")
+  description = "Set by Packer for each run; not meant to be given."
 }
 
 # Packer 1.6 locals cannot refer to each other, so the lockfile is read once and used in place.
@@ -107,7 +117,7 @@ build {
       "ANSIBLE_CACHE_PLUGIN=ansible.builtin.memory",
     ]
     # golden_image.yml refuses to build when the instance does not run base_os.
-    extra_arguments = ["--become", "--extra-vars", "image_manifest_os=${var.base_os}"]
+    extra_arguments = ["--become", "--extra-vars", "image_manifest_os=${var.base_os} image_manifest_packer_run_uuid=${var.packer_run_uuid}"]
   }
 
   post-processor "manifest" {

@@ -82,6 +82,22 @@ def node_resources(pool: NodePool, catalog: Catalog) -> dict[str, str]:
 USER_DATA_BOUNDARY = "==GPUPLATFORM=="
 
 
+def hugepages_script(pages: int = HUGEPAGES_PER_NODE) -> str:
+    """The shell script that reserves 2 MiB hugepages now and across reboots (see hugepages_user_data)."""
+    return (
+        "#!/bin/bash\n"
+        "set -euo pipefail\n"
+        f"echo 'vm.nr_hugepages = {pages}' > /etc/sysctl.d/90-gpu-platform-efa-hugepages.conf\n"
+        f"sysctl -w vm.nr_hugepages={pages}\n"
+    )
+
+
+def mime_user_data(*scripts: str) -> str:
+    """Shell scripts as one MIME multi-part user data document, run in order by cloud-init."""
+    parts = "".join(f'--{USER_DATA_BOUNDARY}\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n{script}\n' for script in scripts)
+    return f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"\n\n{parts}--{USER_DATA_BOUNDARY}--\n'
+
+
 def hugepages_user_data(pages: int = HUGEPAGES_PER_NODE) -> str:
     """Launch-template user data reserving 2 MiB hugepages before the kubelet starts.
 
@@ -90,17 +106,4 @@ def hugepages_user_data(pages: int = HUGEPAGES_PER_NODE) -> str:
     user data only in MIME multi-part form; on AL2023 a shell-script part runs before `nodeadm-run`
     starts the kubelet. The sysctl.d file keeps the reservation across reboots.
     """
-    return (
-        "MIME-Version: 1.0\n"
-        f'Content-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"\n'
-        "\n"
-        f"--{USER_DATA_BOUNDARY}\n"
-        'Content-Type: text/x-shellscript; charset="us-ascii"\n'
-        "\n"
-        "#!/bin/bash\n"
-        "set -euo pipefail\n"
-        f"echo 'vm.nr_hugepages = {pages}' > /etc/sysctl.d/90-gpu-platform-efa-hugepages.conf\n"
-        f"sysctl -w vm.nr_hugepages={pages}\n"
-        "\n"
-        f"--{USER_DATA_BOUNDARY}--\n"
-    )
+    return mime_user_data(hugepages_script(pages))

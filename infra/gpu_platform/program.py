@@ -100,6 +100,8 @@ def build_aws(spec: PlatformSpec) -> Built:
                     subnets_by_zone=network.private_subnets,
                     plan=plan,
                     efa_security_group_id=efa_sg.security_group_id if efa_sg is not None and pool.efa else None,
+                    cluster_endpoint=cluster.cluster.endpoint,
+                    cluster_ca_data=cluster.cluster.certificate_authority.data,
                 ),
             )
     with source(NS + "storage"):

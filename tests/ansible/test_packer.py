@@ -134,9 +134,12 @@ def test_a_base_os_the_pins_do_not_exist_for_is_refused(base_os: str):
     assert "base_os value must be one of" in " ".join((result.stdout + result.stderr).split())
 
 
-def test_build_passes_the_declared_os_to_the_playbook():
+def test_build_passes_the_declared_os_and_the_packer_run_to_the_playbook():
+    """The image manifest records the Packer run (packer main.go sets PACKER_RUN_UUID for the run, and the manifest
+    post-processor records the same id with the AMI): golden-image-matches-lockfile ties the two files by it."""
     text = TEMPLATE.read_text()
-    assert '"image_manifest_os=${var.base_os}"' in text
+    assert '"image_manifest_os=${var.base_os} image_manifest_packer_run_uuid=${var.packer_run_uuid}"' in text
+    assert 'default     = env("PACKER_RUN_UUID")' in text
     first = yaml.safe_load((ANSIBLE_DIR / "golden_image.yml").read_text())[0]["pre_tasks"][0]
     assert first["ansible.builtin.include_role"] == {"name": "image_manifest", "tasks_from": "declared_os"}
 

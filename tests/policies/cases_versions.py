@@ -9,6 +9,7 @@ from datetime import date
 
 from gpu_platform.versions import load_lockfile
 from tests.policies.builders import DROP, NG, Case, add, at, compliant, drop, fires, lock_edit, privileged_deployment, silent
+from tests.policies.golden import POOL, golden_repo, image_manifest, on_golden_image, packer_manifest
 
 H200_ON_NG = at(NG, {"labels.gpu-platform.io/gpu-model": "H200-141GB"})
 
@@ -183,5 +184,45 @@ VERSION_CASES: list[Case] = [
         at("kueue-release", {"values.managerConfig.controllerManagerConfigYaml": "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"}),
         on="kueue-release",
         says="vpc.amazonaws.com/efa, which no ClusterQueue covers",
+    ),
+    # A golden image as a pool's AMI (nodePools[].image): the program's own node group and launch template for it.
+    silent("golden-image-matches-lockfile", "dev-golden-image-built-here", on_golden_image, stack="dev", repo=golden_repo()),
+    silent("golden-image-matches-lockfile", "prod-runs-the-eks-ami", idle="no EKS node group runs a golden image"),
+    fires(
+        "golden-image-matches-lockfile",
+        "golden-image-with-another-driver",
+        on_golden_image,
+        stack="dev",
+        repo=golden_repo(image_manifest(pinned={"nvidia_driver": {"version": "570.195.03"}})),
+        on=f"pool-{POOL}-ng",
+        says="built with driver 570.195.03",
+        key="gpu-platform:nodePools[0]",
+    ),
+    fires(
+        "golden-image-matches-lockfile",
+        "golden-image-without-eks-bootstrap",
+        on_golden_image,
+        stack="dev",
+        repo=golden_repo(image_manifest(eks={"bootstrap": False, "kubelet": ""})),
+        on=f"pool-{POOL}-ng",
+        says="no /etc/eks/bootstrap.sh",
+    ),
+    fires(
+        "golden-image-matches-lockfile",
+        "golden-image-ami-not-this-build",
+        on_golden_image,
+        stack="dev",
+        repo=golden_repo(packer=packer_manifest(run="a-later-build")),
+        on=f"pool-{POOL}-ng",
+        says="the image manifest is from Packer run",
+    ),
+    fires(
+        "eks-versions-match-lockfile",
+        "golden-image-node-group-keeps-release-version",
+        on_golden_image,
+        at(f"pool-{POOL}-ng", {"releaseVersion": load_lockfile().eks.ami_release_version}),
+        stack="dev",
+        on=f"pool-{POOL}-ng",
+        says="EKS fails the deployment beside a custom AMI",
     ),
 ]

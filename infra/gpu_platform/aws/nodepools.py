@@ -15,6 +15,7 @@ import pulumi
 import pulumi_aws as aws
 
 from gpu_platform import efa
+from gpu_platform.aws import golden_image
 from gpu_platform.aws.node_repair import node_repair_config
 from gpu_platform.catalog import Catalog
 from gpu_platform.pools import GPU_RESOURCE, gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
@@ -45,6 +46,8 @@ class LaunchTemplatePlan:
     capacity_block: bool = False
     instance_type: str | None = None  # set only where EKS wants the type in the template (Capacity Blocks)
     placement_group_name: str | None = None  # an existing cluster placement group (the reservation's)
+    image_id: str | None = None  # a golden image (nodePools[].image): the template boots it and runs its EKS bootstrap
+    root_device: str = ROOT_DEVICE
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,8 @@ class NodeGroupPlan:
     template_tags: dict[str, str] = field(default_factory=dict)
     repair: dict[str, Any] = field(default_factory=dict)
     """`nodeRepairConfig` (gpu_platform.aws.node_repair)."""
+    custom_ami: bool = False
+    """A golden image: EKS refuses `amiType`, `version` and `releaseVersion` beside a custom AMI."""
 
 
 def capacity_type(pool: NodePool) -> str:
@@ -94,6 +99,8 @@ def launch_template_plan(pool: NodePool, catalog: Catalog) -> LaunchTemplatePlan
         # type goes in the launch template, and the node group then names none.
         instance_type=pool.instance_types[0] if block else None,
         placement_group_name=existing_pg,
+        image_id=pool.image.ami if pool.image else None,
+        root_device=golden_image.ROOT_DEVICE if pool.image else ROOT_DEVICE,
     )
 
 
@@ -197,10 +204,16 @@ def node_group_plan(
         zones=pool.availability_zones or zones,
         labels=eks_node_labels(pool, catalog),
         taints=[{"key": t.key, "value": t.value, "effect": TAINT_EFFECT[t.effect]} for t in node_taints(pool)],
-        tags={**cost_tags(environment, stack, pool, extra_tags), **autoscaler_tags(cluster_name)},
+        tags={**cost_tags(environment, stack, pool, extra_tags), **autoscaler_tags(cluster_name), **image_tags(pool)},
         template_tags=node_template_tags(pool, catalog),
         repair=node_repair_config(hi),
+        custom_ami=pool.image is not None,
     )
+
+
+def image_tags(pool: NodePool) -> dict[str, str]:
+    """The image manifest a golden-image pool's AMI is judged by (the gate's `golden-image-matches-lockfile`)."""
+    return {golden_image.MANIFEST_TAG: pool.image.manifest} if pool.image else {}
 
 
 @dataclass(frozen=True)
@@ -216,6 +229,8 @@ class GpuNodePoolArgs:
     subnets_by_zone: dict[str, pulumi.Output[str]]
     plan: NodeGroupPlan
     efa_security_group_id: pulumi.Input[str] | None = None  # the stack's EFA group (aws.efa_security), on EFA pools
+    cluster_endpoint: pulumi.Input[str] | None = None  # for a golden image's bootstrap
+    cluster_ca_data: pulumi.Input[str] | None = None
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -269,7 +284,7 @@ class GpuNodePool(pulumi.ComponentResource):
             ),
             block_device_mappings=[
                 aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                    device_name=ROOT_DEVICE,
+                    device_name=lt.root_device,
                     ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
                         volume_size=lt.root_volume_gib,
                         volume_type="gp3",
@@ -281,7 +296,8 @@ class GpuNodePool(pulumi.ComponentResource):
                 )
             ],
             network_interfaces=interfaces,
-            user_data=base64.b64encode(lt.user_data.encode()).decode() if lt.user_data else None,
+            image_id=lt.image_id,
+            user_data=_user_data(pool, plan, lt, args),
             vpc_security_group_ids=None if interfaces else [args.cluster_security_group_id],
             placement=placement,
             capacity_reservation_specification=reservation,
@@ -297,9 +313,9 @@ class GpuNodePool(pulumi.ComponentResource):
             node_role_arn=args.node_role_arn,
             subnet_ids=[args.subnets_by_zone[z] for z in plan.zones],
             capacity_type=plan.capacity_type,
-            ami_type=args.lock.eks.ami_type,
-            release_version=args.lock.eks.ami_release_version,
-            version=args.lock.kubernetes.version,
+            ami_type=None if plan.custom_ami else args.lock.eks.ami_type,
+            release_version=None if plan.custom_ami else args.lock.eks.ami_release_version,
+            version=None if plan.custom_ami else args.lock.kubernetes.version,
             instance_types=list(plan.instance_types) or None,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=plan.min_size, desired_size=plan.desired_size, max_size=plan.max_size),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=plan.max_unavailable, update_strategy=plan.update_strategy),
@@ -324,6 +340,16 @@ class GpuNodePool(pulumi.ComponentResource):
                 opts=child,
             )
         self.register_outputs({"node_group_name": self.node_group.node_group_name})
+
+
+def _user_data(pool: NodePool, plan: NodeGroupPlan, lt: LaunchTemplatePlan, args: GpuNodePoolArgs) -> pulumi.Input[str] | None:
+    """Base64 user data: the EFA hugepages part, and on a golden image its EKS bootstrap after it."""
+    if lt.image_id is None:
+        return base64.b64encode(lt.user_data.encode()).decode() if lt.user_data else None
+    taints = node_taints(pool)
+    return pulumi.Output.all(args.cluster_name, args.cluster_endpoint, args.cluster_ca_data).apply(
+        lambda v: base64.b64encode(golden_image.user_data(str(v[0]), str(v[1]), str(v[2]), plan.labels, taints, pool.efa).encode()).decode()
+    )
 
 
 def _first_asg_name(groups: Sequence[aws.eks.outputs.NodeGroupResource]) -> str:

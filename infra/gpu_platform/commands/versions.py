@@ -66,18 +66,22 @@ class Pin:
 def pins(spec: PlatformSpec) -> list[tuple[str, str, str, bool]]:
     """(lockfile key, support component, version, judged by versions-in-support) of what the stack runs.
 
-    EKS: the control plane's Kubernetes minor, the AMI release and the AMI's driver branch (all judged).
+    EKS: the control plane's Kubernetes minor, the AMI release and the AMI's driver branch (all judged), and with a
+    golden-image pool the node stack built into the image too.
     On-prem: the bare-metal node stack the Ansible roles install; the gate judges its driver branch here
     (the rest through the Ansible repository rules), and EKS's Kubernetes calendar does not apply.
     """
     lock = spec.lock
+    node_stack = [(key, component, version, key == "nvidia_driver.branch") for key, component, version in node_support_keys(lock)]
     if spec.is_eks:
-        return [
+        eks = [
             ("kubernetes.version", SUPPORT_KUBERNETES, lock.kubernetes.version, True),
             ("eks.ami_release_version", SUPPORT_EKS_AMI, lock.eks.ami_release_version, True),
             ("eks.ami_driver_branch", SUPPORT_DRIVER_BRANCHES, lock.eks.ami_driver_branch, True),
         ]
-    return [(key, component, version, key == "nvidia_driver.branch") for key, component, version in node_support_keys(lock)]
+        # Pools on a golden image run the node stack the Ansible roles built into it.
+        return eks + (node_stack if any(p.image for p in spec.node_pools) else [])
+    return node_stack
 
 
 def report(spec: PlatformSpec, today: date) -> list[Pin]:

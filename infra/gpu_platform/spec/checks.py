@@ -28,6 +28,12 @@ CAPACITY_BLOCK_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en")
 FIXED_CAPACITY = ("reserved", "capacity-block")
 
 
+def _inside_repository(path: str) -> bool:
+    """A relative POSIX path that cannot leave the repository root."""
+    parts = PurePosixPath(path).parts
+    return bool(path.strip()) and not PurePosixPath(path).is_absolute() and ".." not in parts and "\\" not in path
+
+
 def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]:
     """Every cross-field problem in the spec (empty when the stack is valid)."""
     problems: list[Problem] = []
@@ -38,15 +44,22 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
         problems += aws_values.check_cluster(spec, file)
     problems += aws_values.check_tags(spec, file)
     inventory = spec.cluster.inventory
-    if inventory is not None and not spec.is_eks:
-        path = PurePosixPath(inventory)
-        if not inventory.strip() or path.is_absolute() or ".." in path.parts or "\\" in inventory:
+    if inventory is not None and not spec.is_eks and not _inside_repository(inventory):
+        why = f"'{inventory}' is not a directory inside the repository"
+        add(Problem(file, f"{P}cluster.inventory", why, "allowed: a relative path such as ansible/inventories/dc1"))
+    for i, pool in enumerate(spec.node_pools):
+        if pool.image is None:
+            continue
+        key = f"{P}nodePools[{i}].image"
+        if not spec.is_eks:
+            add(Problem(file, key, "only on EKS pools (bare-metal nodes are built by the Ansible roles)", "remove it"))
+        elif not _inside_repository(pool.image.manifest) or not pool.image.manifest.endswith(".json"):
             add(
                 Problem(
                     file,
-                    f"{P}cluster.inventory",
-                    f"'{inventory}' is not a directory inside the repository",
-                    "allowed: a relative path such as ansible/inventories/dc1",
+                    f"{key}.manifest",
+                    f"'{pool.image.manifest}' is not a JSON file inside the repository",
+                    "allowed: a relative path such as ansible/packer/manifests/default-image-manifest.json",
                 )
             )
     for key, value in spec.monitoring.rule_labels.items():

@@ -161,6 +161,16 @@ class Sharing(Model):
     """MIG: a standard mig-parted config valid for the pool's GPU, e.g. `all-3g.40gb`."""
 
 
+class GoldenImage(Model):
+    """A golden image built by this repository's Packer template (`ansible/packer`), as an EKS pool's AMI."""
+
+    ami: str = Field(pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$")
+    """The AMI id Packer registered (`ami-...`), in the stack's region."""
+    manifest: str = Field(min_length=1, max_length=255)
+    """The build's image manifest (`<dir>/<host>-image-manifest.json`), relative to the repository root; the gate
+    reads it and the Packer manifest (`<dir>/packer-manifest.json`) beside it."""
+
+
 class NodePool(Model):
     """One GPU node pool: what runs there, how it is bought, and how its GPUs are shared."""
 
@@ -201,6 +211,9 @@ class NodePool(Model):
     """Kueue Topology-Aware Scheduling on the pool: its quota moves to each tenant's `whole-nodes` queue, which places
     pods on nodes that have room for them (default: on for training pools whose nodes always exist: EKS reserved,
     on-prem)."""
+    image: GoldenImage | None = None
+    """EKS: run the pool on a golden image (`{ami, manifest}`) instead of the EKS-optimized NVIDIA AMI; it must be
+    built from an EKS base image (kubelet and `/etc/eks/bootstrap.sh`) with the lockfile's driver."""
     network_topology: StrictBool = False
     """With `wholeNodes` on EKS EFA pools of types AWS labels: the Topology also has the EC2 network layers
     (`topology.k8s.aws/network-node-layer-1..3`), so a job can ask for one network block."""

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
-from gpu_platform.behaviour import ecr
+from gpu_platform.aws import golden_image
+from gpu_platform.behaviour import ecr, image_manifest, vpc
 from gpu_platform.versions import (
     SUPPORT_DRIVER_BRANCHES,
     SUPPORT_EKS_AMI,
@@ -24,15 +28,18 @@ from gpu_platform_policies.view import (
     HELM_CHART,
     HELM_RELEASE,
     NODE_GROUP,
+    Pool,
     chart_name,
     get,
     helm_releases,
     is_gpu_node_group,
+    launch_template_of,
     pools,
     truthy,
     walk,
 )
 
+SUBNET = "aws:ec2/subnet:Subnet"
 FLOATING = frozenset({"latest", "stable", "main", "master", "edge", "nightly", "*", ""})
 EXACT_VERSION = re.compile(r"^v?\d+(\.\d+){1,3}([-+][0-9A-Za-z.-]+)?$")
 VERSION_KEYS = re.compile(r"(^|[a-z_])(version|tag)$", re.IGNORECASE)
@@ -144,6 +151,12 @@ def eks_versions_match_lockfile(r: Resource, ctx: Context) -> Iterator[str]:
     lock = ctx.lock
     if r.type == EKS_CLUSTER and r.inputs.get("version") != lock.kubernetes.version:
         yield f"version {r.inputs.get('version')!r} differs from the lockfile's kubernetes.version {lock.kubernetes.version!r}"
+    elif r.type == NODE_GROUP and golden_image.MANIFEST_TAG in (r.inputs.get("tags") or {}):
+        # botocore eks CreateNodegroup: beside a custom AMI these fail the deployment; golden-image-matches-lockfile
+        # judges the image itself.
+        for key in image_manifest.CUSTOM_AMI_ABSENT:
+            if r.inputs.get(key) is not None:
+                yield f"{key} {r.inputs.get(key)!r} is set on a golden-image node group: EKS fails the deployment beside a custom AMI"
     elif r.type == NODE_GROUP:
         if r.inputs.get("version") != lock.kubernetes.version:
             yield f"version {r.inputs.get('version')!r} differs from the lockfile's kubernetes.version {lock.kubernetes.version!r}"
@@ -186,18 +199,8 @@ def driver_supports_gpu(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     # The branch is what the stack deploys (its `versions` override included); the matrix is the
     # repository's, so an override cannot lower the bar it is measured against.
     lock, matrix = ctx.deployed, ctx.lock.compatibility
-    operator = operator_driver(plan)
     for pool in pools(plan, ctx.catalog):
-        if operator is not None:
-            branch, source = _branch(str(operator[1].get("version", lock.nvidia_driver.version))), "GPU Operator driver.version"
-        elif pool.platform == "eks":
-            branch, source = lock.eks.ami_driver_branch, "eks.ami_driver_branch"
-            if branch != ctx.lock.eks.ami_driver_branch:
-                source = f"the stack's versions override of {source}"
-        else:
-            branch, source = lock.nvidia_driver.branch, "nvidia_driver.branch"
-            if branch != ctx.lock.nvidia_driver.branch:
-                source = f"the stack's versions override of {source}"
+        branch, source = pool_driver_branch(pool, plan, lock, ctx.lock)
         gpu = ctx.catalog.gpus.get(pool.gpu_model or "")
         if gpu is None:
             yield Finding(pool.resource, f"pool {pool.name} has unknown GPU model {pool.gpu_model!r}")
@@ -239,14 +242,32 @@ def fabric_manager_matches_driver(plan: PlanView, ctx: Context) -> Iterator[Find
             )
 
 
-def _pool_driver_branch(pool_platform: str, plan: PlanView, lock: Lockfile) -> tuple[str, str]:
-    """(branch, where it is pinned) of the driver a pool runs, the same way driver-supports-gpu reads it."""
+def golden_image_manifest(plan: PlanView, resource: str) -> str | None:
+    """The image manifest a GPU pool's node group names (golden_image.MANIFEST_TAG), when it runs a golden image."""
+    ng = next((r for r in plan.of_type(NODE_GROUP) if r.name == resource), None)
+    value = (ng.inputs.get("tags") or {}).get(golden_image.MANIFEST_TAG) if ng is not None else None
+    return str(value) if value else None
+
+
+def pool_driver_branch(pool: Pool, plan: PlanView, lock: Lockfile, repo_lock: Lockfile | None = None) -> tuple[str, str]:
+    """(branch, where it is pinned) of the driver a pool runs.
+
+    The GPU Operator's driver when it installs one; on EKS the AMI's (`eks.ami_driver_branch`), or the lockfile's
+    `nvidia_driver.branch` on a golden image, which the Ansible roles built from it; on bare metal the same.
+    `repo_lock`: the repository's lockfile, to say when the stack's versions override moved the pin.
+    """
     operator = operator_driver(plan)
     if operator is not None:
         return _branch(str(operator[1].get("version", lock.nvidia_driver.version))), "GPU Operator driver.version"
-    if pool_platform == "eks":
-        return lock.eks.ami_driver_branch, "eks.ami_driver_branch"
-    return lock.nvidia_driver.branch, "nvidia_driver.branch"
+    if pool.platform == "eks" and golden_image_manifest(plan, pool.resource) is None:
+        branch, source, repo = lock.eks.ami_driver_branch, "eks.ami_driver_branch", repo_lock.eks.ami_driver_branch if repo_lock else None
+    else:
+        branch, source, repo = lock.nvidia_driver.branch, "nvidia_driver.branch", repo_lock.nvidia_driver.branch if repo_lock else None
+        if pool.platform == "eks":
+            source = f"the golden image's {source}"
+    if repo is not None and branch != repo:
+        source = f"the stack's versions override of {source}"
+    return branch, source
 
 
 def _support_message(what: str, component: str, key: str, ctx: Context, window: str) -> str | None:
@@ -285,7 +306,7 @@ def _support_findings(plan: PlanView, ctx: Context, window: str) -> Iterator[Fin
         if release and (msg := _support_message("EKS AMI release", SUPPORT_EKS_AMI, str(release), ctx, window)):
             yield Finding(r.name, msg)
     for pool in pools(plan, ctx.catalog):
-        branch, where = _pool_driver_branch(pool.platform, plan, ctx.lock)
+        branch, where = pool_driver_branch(pool, plan, ctx.lock)
         if msg := _support_message(f"pool {pool.name}: NVIDIA driver branch ({where})", SUPPORT_DRIVER_BRANCHES, branch, ctx, window):
             yield Finding(pool.resource, msg)
 
@@ -321,3 +342,75 @@ def versions_in_support(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 def versions_support_ending(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """A quarter ahead: the upgrade (EKS control plane, AMIs, a driver branch) is a planned maintenance, not an emergency."""
     yield from _support_findings(plan, ctx, "advisory")
+
+
+def _golden_node_groups(plan: PlanView) -> list[tuple[Resource, Resource | None]]:
+    """(node group, its launch template) of every node group that runs, or says it runs, a golden image."""
+    out = []
+    for ng in plan.of_type(NODE_GROUP):
+        lt = launch_template_of(plan, ng)
+        if golden_image.MANIFEST_TAG in (ng.inputs.get("tags") or {}) or (lt is not None and lt.inputs.get("imageId")):
+            out.append((ng, lt))
+    return out
+
+
+def _no_golden_image(plan: PlanView, ctx: Context) -> str | None:
+    return None if _golden_node_groups(plan) else "no EKS node group runs a golden image"
+
+
+def _stack_region(plan: PlanView) -> str | None:
+    """The stack's region, from the zones of the subnets it creates (None when it creates none)."""
+    regions = {vpc.region_of_zone(str(r.inputs.get("availabilityZone", ""))) for r in plan.of_type(SUBNET)}
+    regions.discard(None)
+    return str(next(iter(regions))) if len(regions) == 1 else None
+
+
+def _user_data(lt: Resource) -> str:
+    try:
+        return base64.b64decode(str(lt.inputs.get("userData") or ""), validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return ""
+
+
+@rule(
+    "golden-image-matches-lockfile",
+    "A pool on a golden image boots an AMI this repository's Packer template built, in the stack's region, with the "
+    "lockfile's driver and the cluster's kubelet, and joins through the image's EKS bootstrap.",
+    "mandatory",
+    "stack",
+    category="versions",
+    not_applicable=_no_golden_image,
+)
+def golden_image_matches_lockfile(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """An image with another driver, no kubelet or no bootstrap brings up nodes that never offer GPUs or never join.
+
+    Judged from the build's own files (behaviour.image_manifest): the image manifest the role wrote on the image and
+    Packer's manifest of the AMIs it registered, tied by the Packer run id.
+    """
+    root = ctx.root or Path.cwd()
+    region = _stack_region(plan)
+    kubernetes = next((str(c.inputs.get("version")) for c in plan.of_type(EKS_CLUSTER)), ctx.deployed.kubernetes.version)
+    cluster_name = next((str(c.inputs.get("name")) for c in plan.of_type(EKS_CLUSTER) if c.inputs.get("name")), None)
+    for ng, lt in _golden_node_groups(plan):
+        name = (ng.inputs.get("tags") or {}).get(golden_image.MANIFEST_TAG)
+        ami = str(lt.inputs.get("imageId") or "") if lt is not None else ""
+        if not name:
+            yield Finding(ng.name, f"the launch template boots {ami} but the node group names no image manifest ({golden_image.MANIFEST_TAG} tag)")
+            continue
+        if not ami:
+            yield Finding(ng.name, f"tagged with image manifest {name}, but its launch template boots no image (imageId)")
+            continue
+        script = _user_data(lt) if lt is not None else ""
+        if golden_image.BOOTSTRAP not in script or (cluster_name and cluster_name not in script):
+            where = lt.name if lt else ng.name
+            yield Finding(where, f"the user data does not run {golden_image.BOOTSTRAP} for the cluster: EKS adds none to a custom AMI")
+        manifest = image_manifest.read_json(root / name, root)
+        if isinstance(manifest, str):
+            yield Finding(ng.name, f"image manifest {name}: {manifest}")
+            continue
+        packer = image_manifest.read_json((root / name).parent / image_manifest.PACKER_MANIFEST, root)
+        if isinstance(packer, str):
+            yield Finding(ng.name, f"image manifest {name}: {packer} beside it")
+            continue
+        for problem in image_manifest.image_problems(manifest, packer, ami, region, ctx.deployed, kubernetes):
+            yield Finding(ng.name, f"golden image {ami} ({name}): {problem}")
