@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gpu_platform.commands import capacity_plan_args
 from gpu_platform.commands.bad_input import located, print_bad_input
+from gpu_platform.commands.fragmentation import add_arguments as fragmentation_args
 from gpu_platform.commands.options import FORMATS, add_format
 from gpu_platform.commands.stacks import resolve_stack_file
 from gpu_platform.errors import ConfigError
@@ -93,11 +94,15 @@ def _add_base(p: argparse.ArgumentParser, check: bool) -> None:
 
 def _add_capacity_plan(capacity: argparse.ArgumentParser) -> None:
     """`capacity plan`: the planner's own options (gpu_platform.commands.capacity_plan) and the common ones again."""
-    sub = capacity.add_subparsers(dest="capacity_command", metavar="plan")
+    sub = capacity.add_subparsers(dest="capacity_command", metavar="plan|fragmentation")
     help_text = "size reserved / on-demand / Spot tiers from declared demand or a usage history"
     stack_help = "stack to compare with (shortfall) and base --write-stack on: a name of this repository's stacks/ or a stack file's path"
     p = sub.add_parser("plan", help=help_text, description=help_text, parents=[_common("capacity", nested=True, stack_help=stack_help)])
     capacity_plan_args.add_arguments(p)
+    help_text = "replay a pod list onto a node list as the trace paper's simulator does: the GPUs sharing pods leave unallocatable"
+    f = sub.add_parser("fragmentation", help=help_text, description=help_text)
+    add_format(f, "capacity", suppress=True)
+    fragmentation_args(f)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,12 +115,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     module, func, _ = COMMANDS[args.command]
     if getattr(args, "capacity_command", None) == "plan":
         module, func = "gpu_platform.commands.capacity_plan", "run"
+    if getattr(args, "capacity_command", None) == "fragmentation":  # reads no stack
+        module, func = "gpu_platform.commands.fragmentation", "run"
+        args.stack = args.config = None
     if args.command == "check" and getattr(args, "base", None) and not getattr(args, "all", False):
         module, func = "gpu_platform.commands.change", "run_check"
     path, stack = Path(), ""
     try:
         if not getattr(args, "all", False):
-            path, stack = resolve_stack_file(args.stack, args.config, optional=module.endswith("capacity_plan"))
+            path, stack = resolve_stack_file(args.stack, args.config, optional=module.endswith(("capacity_plan", "fragmentation")))
         command: Callable[[argparse.Namespace, Path, str], int] = getattr(importlib.import_module(module), func)
         return command(args, path, stack)
     except ConfigError as err:

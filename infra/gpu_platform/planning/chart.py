@@ -26,6 +26,8 @@ COLORS = {
     "reserve": (27, 94, 32),
     "above": (123, 31, 162),
     "axis": (120, 120, 120),
+    "best-fit": (25, 118, 210),
+    "fgd": (46, 125, 50),
 }
 TIERS = (("reserved", "reserved"), ("onDemand", "on-demand"), ("spot", "Spot"))
 
@@ -300,18 +302,56 @@ def to_png(shapes: list[Shape], height: int) -> bytes:
     return r.png()
 
 
-def write_chart(plan: Plan, path: Path) -> None:
-    """Write the chart as SVG or PNG by the file's suffix."""
-    suffix = path.suffix.lower()
-    if suffix not in (".svg", ".png"):
-        raise ConfigError(
-            [Problem(str(path), "--chart", f"unknown chart format '{suffix or path.name}'", "allowed: a file name ending in .svg or .png")]
-        )
-    shapes, height = scene(plan)
+def curves_scene(curves: dict[str, list[tuple[int, float]]], gpus: int, low: int = 50) -> tuple[list[Shape], int]:
+    """Allocated share of the cluster's GPUs against arrived demand, one line per placement policy, from `low` % up."""
+    height, plot_w, plot_h, top = 360, WIDTH - LEFT - RIGHT, 260, TOP + 20
+    x_max = max((m for c in curves.values() for m, _ in c), default=130)
+
+    def at(arrived: float, allocated: float) -> tuple[float, float]:
+        return LEFT + plot_w * (arrived - low) / (x_max - low), top + plot_h * (100 - allocated) / (100 - low)
+
+    shapes: list[Shape] = []
+    x = LEFT
+    for name in curves:
+        shapes += [Rect(x, 10, 12, 12, name, legend=True), Text(x + 16, 21, name)]
+        x += 105
+    shapes += [Line(((x, 16), (x + 24, 16)), "axis", dashed=True), Text(x + 30, 21, "everything arrived is placed")]
+    shapes.append(Line((at(low, low), at(low, 100), at(low, low), at(x_max, low)), "axis"))
+    for pct in range(low, 101, 10):
+        px, py = at(low, pct)
+        shapes.append(Text(px - 34, py + 4, f"{pct}%"))
+    for arrived in range(low, x_max + 1, 10):
+        px, py = at(arrived, low)
+        shapes.append(Text(px - 10, py + 16, f"{arrived}%"))
+    shapes.append(Line((at(low, low), at(100, 100), at(x_max, 100)), "axis", dashed=True))
+    for name, points in curves.items():
+        shapes.append(Line(tuple(at(m, v) for m, v in points if m >= low and v >= low), name, width=2))
+    caption = f"x: GPU demand arrived, % of the cluster's {gpus:,} GPUs; y: GPUs allocated, % (from {low}%)"
+    shapes.append(Text(LEFT, height - 12, caption))
+    return shapes, height
+
+
+def write_scene(shapes: list[Shape], height: int, path: Path) -> None:
+    """Write a scene as SVG or PNG by the file's suffix."""
+    check_chart_path(path)
     try:
-        if suffix == ".svg":
+        if path.suffix.lower() == ".svg":
             path.write_text(to_svg(shapes, height), encoding="utf-8")
         else:
             path.write_bytes(to_png(shapes, height))
     except OSError as exc:
         raise ConfigError([Problem(str(path), "--chart", f"cannot be written: {exc.strerror}", "allowed: a writable path")]) from None
+
+
+def check_chart_path(path: Path) -> None:
+    """A chart file name ends in .svg or .png."""
+    suffix = path.suffix.lower()
+    if suffix not in (".svg", ".png"):
+        allowed = "allowed: a file name ending in .svg or .png"
+        raise ConfigError([Problem(str(path), "--chart", f"unknown chart format '{suffix or path.name}'", allowed)])
+
+
+def write_chart(plan: Plan, path: Path) -> None:
+    """Write the plan's chart as SVG or PNG by the file's suffix."""
+    shapes, height = scene(plan)
+    write_scene(shapes, height, path)
