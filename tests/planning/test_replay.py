@@ -20,14 +20,23 @@ HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,cre
 
 
 def three_jobs() -> tuple[Job, ...]:
-    """Three 1-GPU jobs of 10 h, all arriving at 0."""
-    return tuple(Job(0, 10 * H, 1, 1000) for _ in range(3))
+    """Three 1-GPU jobs of 10 h, all arriving at 0, in a 101 h history (a 1 h job at 100 h ends it)."""
+    return (*(Job(0, 10 * H, 1, 1000) for _ in range(3)), Job(100 * H, 1 * H, 1, 1000))
 
 
 @pytest.mark.parametrize(("nodes", "p99"), [(1, 20 * H), (2, 10 * H), (3, 0.0)])
 def test_waits_by_hand(nodes: int, p99: float) -> None:
     """One 1-GPU node runs them one after another: waits 0, 10, 20 h; two nodes: 0, 0, 10 h; three: none."""
     assert replay(three_jobs(), nodes, 1).p99 == p99
+
+
+def test_a_burst_that_fills_the_whole_history_needs_more_than_its_wait_target() -> None:
+    """The same three jobs as the whole history (10 h): 30 GPU-h of work in 10 h is utilisation 3 on one node, 1 on
+    three; a queue at utilisation 1 or more does not drain (the backlog of a history that goes on only grows), so
+    four nodes, whatever the wait target."""
+    burst = tuple(Job(0, 10 * H, 1, 1000) for _ in range(3))
+    nodes, waits = nodes_for_wait(burst, 1, 24 * H)
+    assert (nodes, waits.utilisation) == (4, 0.75)
 
 
 @pytest.mark.parametrize(("target_h", "nodes"), [(24, 1), (12, 2), (5, 3)])
@@ -56,11 +65,28 @@ def test_jobs_larger_than_a_node_are_left_out() -> None:
 
 
 def test_batch_is_sized_by_replay_from_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Three Burstable 1-GPU jobs of 10 h at 0 against the 24 h batch target: one L40S node, 99th-percentile wait 20 h."""
+    """Three Burstable 1-GPU jobs of 10 h at 0, and one of 1 h at 100 h, against the 24 h batch target: one L40S node,
+    99th-percentile wait 20 h, the node busy 31 of the history's 101 h."""
     trace = tmp_path / "pods.csv"
-    trace.write_text("\n".join([HEADER] + [f"j{i},4000,16384,1,1000,,Burstable,Running,0,36000,0" for i in range(3)]) + "\n")
+    rows = [f"j{i},4000,16384,1,1000,,Burstable,Running,0,36000,0" for i in range(3)] + [
+        "j3,4000,16384,1,1000,,Burstable,Running,360000,363600,360000"
+    ]
+    trace.write_text("\n".join([HEADER, *rows]) + "\n")
     p = row(plan_json(capsys, "--demand", str(trace)), "plan", "batch")
     assert p["instanceType"] == "g6e.xlarge"
     assert p["target"] == 1
-    assert p["replayWaitHours"] == {"p99": 20.0, "max": 20.0, "jobs": 3}
-    assert p["basis"].startswith("job-level replay: 99 % of jobs wait <= 24 h")
+    assert p["replayWaitHours"] == {"p99": 20.0, "max": 20.0, "jobs": 4, "utilisation": 0.307}  # 31 / 101, as _r rounds
+    assert p["basis"].startswith("job-level replay: 99 % of jobs wait <= 24 h and the queue drains (utilisation 31 % < 100 %)")
+
+
+def test_a_queue_that_cannot_drain_fails_whatever_its_p99_says() -> None:
+    """990 short jobs that never wait, then 10 jobs of 100 h at the end: on one 1-GPU node the p99 wait is 0 but the
+    last job waits 900 h and the work (1,495 GPU-h over a 1,090 h history) is 137 % of the node's time. The queue never
+    drains, so one node is no answer: two carry it (69 %)."""
+    jobs = tuple(Job(arrival=i * 3600.0, run=1800.0, gpus=1, milli=1000) for i in range(990))
+    jobs += tuple(Job(arrival=990 * 3600.0, run=100 * 3600.0, gpus=1, milli=1000) for _ in range(10))
+    alone = replay(jobs, 1, 1)
+    assert alone.p99 == 0 and alone.max == 900 * 3600
+    nodes, waits = nodes_for_wait(jobs, 1, 24 * 3600)
+    assert nodes == 2
+    assert abs(waits.utilisation - 1495 / (2 * 1090)) < 1e-9

@@ -292,9 +292,13 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     waits = None
     if delay is not None and group.jobs and grow == 1 and group.sla not in opts.safety_stock:
         # whole jobs on whole GPUs of this type's nodes wait longer than the fluid bound: size by replay
-        replay_nodes, waits = nodes_for_wait(group.jobs, per, delay * 3600)
+        mean = group.series.mean() if group.series is not None else None
+        replay_nodes, waits = nodes_for_wait(group.jobs, per, delay * 3600, mean)
         target = float(replay_nodes * per)
-        basis = f"job-level replay: 99 % of jobs wait <= {delay:g} h ({group.sla}, BestEffortFIFO, whole GPUs of {per}-GPU nodes)"
+        basis = (
+            f"job-level replay: 99 % of jobs wait <= {delay:g} h and the queue drains (utilisation {waits.utilisation * 100:.0f} % < 100 %) "
+            f"({group.sla}, BestEffortFIFO, whole GPUs of {per}-GPU nodes)"
+        )
     packed = None
     if group.sla in opts.safety_stock and group.pods and itype is not None and group.series is not None:
         # the tasks' GPUs, vCPU and memory packed into whole nodes at every event, not GPU-hours / GPUs per node

@@ -35,6 +35,9 @@ class Waits:
     p99: float
     max: float
     jobs: int
+    utilisation: float = 0.0
+    """The jobs' GPU-time over the capacity's over the history (first arrival to last end); at 1 or more the queue
+    cannot drain, whatever the waits of the jobs that did start say."""
 
 
 def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float = math.inf) -> Waits:
@@ -103,10 +106,15 @@ def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float
 
 
 @lru_cache(maxsize=64)
-def nodes_for_wait(jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float) -> tuple[int, Waits]:
-    """Fewest nodes whose replay keeps the 99th-percentile wait within `max_wait_s` (doubling from one node, then bisection).
+def nodes_for_wait(jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float, demand_gpus: float | None = None) -> tuple[int, Waits]:
+    """Fewest nodes whose replay keeps the 99th-percentile wait within `max_wait_s` and whose queue drains.
 
-    Unlike the fluid bound, the mean is no floor: a finite history's backlog may drain after its end.
+    Doubling from the fewest nodes that can carry the work, then bisection. A queue with utilisation 1 or more never
+    drains: its backlog only grows, and the p99 of the jobs that did start says nothing of the ones still queued (an
+    8-GPU batch queue with 8.8 GPUs of demand over its 28-day window passed on its p99 while its longest wait was
+    543 h). Utilisation is `demand_gpus` (the class's mean demand over the window, tasks running into it from before
+    included) over the capacity's GPUs; without it, the jobs' GPU-time over their own span (first arrival to last
+    end). Capacity starts where utilisation falls below 1.
 
     Jobs asking more GPUs than one node has cannot run on this type at all; they are left out (the plan
     reports the share of GPU-hours whose tasks fit a node).
@@ -114,20 +122,34 @@ def nodes_for_wait(jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float)
     jobs = tuple(j for j in jobs if j.gpus <= gpus_per_node)
     if not jobs:
         return 0, Waits(0.0, 0.0, 0)
-    lo = hi = 1
-    result = replay(jobs, hi, gpus_per_node, max_wait_s)
-    while result.p99 > max_wait_s:
+    work = sum(j.gpus * j.milli / 1000 * j.run for j in jobs)
+    span = max(j.arrival + j.run for j in jobs) - min(j.arrival for j in jobs)
+
+    rate = demand_gpus if demand_gpus is not None else (work / span if span > 0 else 0.0)
+
+    def run(nodes: int) -> Waits:
+        used = rate / (nodes * gpus_per_node)
+        r = replay(jobs, nodes, gpus_per_node, max_wait_s)
+        return Waits(r.p99, r.max, r.jobs, used)
+
+    def meets(r: Waits) -> bool:
+        return r.p99 <= max_wait_s and r.utilisation < 1
+
+    floor = max(1, math.floor(rate / gpus_per_node) + 1)
+    lo = hi = floor
+    result = run(hi)
+    while not meets(result):
         lo, hi = hi, hi * 2
         if hi > 100_000:
             return hi, result
-        result = replay(jobs, hi, gpus_per_node, max_wait_s)
+        result = run(hi)
     best = (hi, result)
     if lo == hi:
         return best
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        r = replay(jobs, mid, gpus_per_node, max_wait_s)
-        if r.p99 <= max_wait_s:
+        r = run(mid)
+        if meets(r):
             hi, best = mid, (mid, r)
         else:
             lo = mid

@@ -102,7 +102,7 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "fitsNode": _r(pg.shape_fit, 4),
                 "replayWaitHours": None
                 if pg.waits is None
-                else {"p99": _r(pg.waits.p99 / 3600), "max": _r(pg.waits.max / 3600), "jobs": pg.waits.jobs},
+                else {"p99": _r(pg.waits.p99 / 3600), "max": _r(pg.waits.max / 3600), "jobs": pg.waits.jobs, "utilisation": _r(pg.waits.utilisation)},
                 "nodes": pg.nodes,
                 "nodesPerZone": pg.nodes_per_zone or None,
                 "packedNodesP95": pg.packed_p95_nodes,
