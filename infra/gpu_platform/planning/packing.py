@@ -60,10 +60,18 @@ class Packing:
 
 
 def ffd(pods: list[Pod], shape: NodeShape) -> int:
-    """Nodes first-fit decreasing needs for `pods` (already sorted largest first); each must fit an empty node."""
+    """Nodes first-fit decreasing needs for `pods` (already sorted largest first); each must fit an empty node.
+
+    A pod identical to an earlier one starts its search at the node that one took: nodes only lose room while
+    packing, so every node before it still cannot hold the pod (the same result, without rescanning them).
+    """
     nodes: list[tuple[list[int], list[int]]] = []  # (free milli per GPU, [free cpu milli, free MiB])
+    resume: dict[tuple[int, int, int, int], int] = {}
     for p in pods:
-        for gpus_free, rest in nodes:
+        key = (p.gpus, p.milli, p.cpu_milli, p.memory_mib)
+        first = resume.get(key, 0)
+        for k in range(first, len(nodes)):
+            gpus_free, rest = nodes[k]
             if rest[0] < p.cpu_milli or rest[1] < p.memory_mib:
                 continue
             fit = []
@@ -77,11 +85,13 @@ def ffd(pods: list[Pod], shape: NodeShape) -> int:
                     gpus_free[i] -= p.milli
                 rest[0] -= p.cpu_milli
                 rest[1] -= p.memory_mib
+                resume[key] = k
                 break
         else:
             free = [1000] * shape.gpus
             for i in range(p.gpus):
                 free[i] -= p.milli
+            resume[key] = len(nodes)
             nodes.append((free, [shape.vcpu * 1000 - p.cpu_milli, shape.memory_gib * 1024 - p.memory_mib]))
     return len(nodes)
 
