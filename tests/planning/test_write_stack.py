@@ -7,6 +7,7 @@ quotas that add up to the pool's GPUs neither strand capacity nor promise more t
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -31,25 +32,15 @@ def written(capsys: pytest.CaptureFixture[str], tmp_path: Path, demand: Path, st
 
 
 def blocking(violations: list[Any], base: str) -> list[Any]:
-    """Mandatory violations, except that tenants the planner adds (not in the base stack) have no IAM roles yet.
-
-    `tenant-groups-have-principals` rightly reports those: a new team's `accessRoleArns` are for its
-    owners to add before `pulumi up`; every tenant the base stack already had keeps its roles.
-    """
-    known = {t.ns for t in spec_for(base).tenants}
-    out = []
-    for v in violations:
-        new_tenant = v.policy == "tenant-groups-have-principals" and not any(v.resource.startswith(f"tenant-{ns}-") for ns in known)
-        if v.level == "mandatory" and not new_tenant:
-            out.append(v)
-    return out
+    """Mandatory violations (the base stack's tenants are the only ones: the writer adds none)."""
+    return [v for v in violations if v.level == "mandatory"]
 
 
 def pool_gpus(pool: dict[str, Any]) -> int:
     return int(pool["scaling"]["max"]) * load_catalog().instance(pool["instanceTypes"][0]).gpus
 
 
-@pytest.mark.parametrize("stack", ["prod", "dev", "staging"])
+@pytest.mark.parametrize("stack", ["prod"])
 def test_stack_from_declared_demand_passes_check(stack: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc, out, cfg = written(capsys, tmp_path, TEAMS, stack)
     _, violations = check_stack(out, out.stem.removeprefix("Pulumi."), root=ROOT)
@@ -70,13 +61,19 @@ def test_stack_from_declared_demand_passes_check(stack: str, tmp_path: Path, cap
     assert {d["workloadClass"] for d in cfg["gpu-platform:demand"]} == {"training", "inference", "batch"}
 
 
-def test_teams_become_tenants_and_mig_demand_a_mig_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, _, cfg = written(capsys, tmp_path, TEAMS, "prod")
+def test_teams_are_the_stacks_tenants_and_a_reserved_pools_layout_stays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """teams.yaml's teams are prod's tenants (kept with every key). Its MIG demand sizes the reserved p4de pool as
+    all-3g.40gb, but re-partitioning a pool evicts its pods (sharing-layout-changed): the pool keeps all-balanced and
+    the output says so; the pool the plan adds carries the plan's layout."""
+    doc, _, cfg = written(capsys, tmp_path, TEAMS, "prod")
     tenants = {t["name"]: t for t in cfg["gpu-platform:tenants"]}
-    assert set(tenants) == {"llm-training", "foundation-research", "serving", "search-ranking", "data-platform"}
+    assert set(tenants) == {t.name for t in spec_for("prod").tenants}
     assert tenants["serving"]["groups"] == ["serving-oncall"]  # kept from the base stack's tenant of that name
-    mig = [p for p in cfg["gpu-platform:nodePools"] if p.get("sharing", {}).get("mode") == "mig" and p["instanceTypes"] == ["p4de.24xlarge"]]
-    assert mig and all(p["sharing"]["migConfig"] == "all-3g.40gb" for p in mig)
+    pools = {p["name"]: p for p in cfg["gpu-platform:nodePools"]}
+    assert pools["infer-a100-mig"]["sharing"] == {"mode": "mig", "migConfig": "all-balanced"}
+    assert doc["plan"]["writtenStack"]["layoutsKept"] == [{"pool": "infer-a100-mig", "sharing": "mig all-balanced", "planned": "mig all-3g.40gb"}]
+    added = [pools[n] for n in doc["plan"]["writtenStack"]["added"] if pools[n]["instanceTypes"] == ["p4de.24xlarge"]]
+    assert added and all(p["sharing"] == {"mode": "mig", "migConfig": "all-3g.40gb"} for p in added)
     shared = [p for p in cfg["gpu-platform:nodePools"] if p.get("sharing", {}).get("mode") == "time-slicing"]
     assert shared and all(p["sharing"]["replicas"] == 4 for p in shared)
 
@@ -218,3 +215,46 @@ def test_never_overwrites_without_force(tmp_path: Path, capsys: pytest.CaptureFi
     code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(TEAMS), "--stack", "prod", "--write-stack", str(out), "--force")
     assert code == 0, err
     assert out.read_text().startswith("# Written by `gpu-platform capacity plan")
+
+
+def test_a_team_the_stack_has_no_tenant_for_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """teams.yaml against dev: its teams are no tenants of dev. A tenant needs its people's access (accessRoleArns,
+    whose EKS access entries carry its groups), which no plan knows: one line per team, exit 2, nothing written."""
+    out = tmp_path / "Pulumi.next.yaml"
+    code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(TEAMS), "--stack", "dev", "--write-stack", str(out))
+    assert code == 2 and not out.exists()
+    lines = err.strip().splitlines()
+    want = "which is no tenant of this stack; add the tenant first (name, groups, cohort, priority, accessRoleArns)"
+    assert lines and all(want in x for x in lines)
+    assert any("team 'llm-training'" in x for x in lines)
+
+
+def test_the_written_stack_passes_check_base_except_what_the_output_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The written stack, committed over the base stack in a pull request: `check --base` (state and change rules) has
+    no mandatory finding; every quota that moved is in the output, as the two files show it, and nothing else moved."""
+    from tests.change.gitrepo import git, make_repo
+
+    repo = make_repo(tmp_path / "repo")
+    doc, out, cfg = written(capsys, tmp_path, TEAMS, "prod")
+    (repo / "stacks" / "Pulumi.prod.yaml").write_text(out.read_text())
+    git(repo, "commit", "-qam", "capacity plan --write-stack")
+    code, text, err = run_cli(capsys, "check", "--stack", str(repo / "stacks" / "Pulumi.prod.yaml"), "--base", "base", "--format", "json")
+    assert code == 0, text + err
+    findings = json.loads(text)
+    assert not [f for f in _all_findings(findings) if f.get("level") == "mandatory"], findings
+    before = {(t.name, q.pool): q.gpus for t in spec_for("prod").tenants for q in t.quotas}
+    after = {(t["name"], q["pool"]): q["gpus"] for t in cfg["gpu-platform:tenants"] for q in t.get("quotas") or []}
+    pairs = set(before) | set(after)
+    moved = {(t, p): (before.get((t, p), 0), after.get((t, p), 0)) for t, p in pairs if before.get((t, p), 0) != after.get((t, p), 0)}
+    listed = {(q["tenant"], q["pool"]): (q["before"], q["after"]) for q in doc["plan"]["writtenStack"]["quotaChanges"]}
+    assert listed == moved and ("serving", "infer-l4-spot") in listed
+
+
+def _all_findings(doc: Any) -> list[dict[str, Any]]:
+    """Every finding object anywhere in `check --format json`'s document."""
+    if isinstance(doc, dict):
+        here = [doc] if "policy" in doc and "level" in doc else []
+        return here + [f for v in doc.values() for f in _all_findings(v)]
+    if isinstance(doc, list):
+        return [f for v in doc for f in _all_findings(v)]
+    return []

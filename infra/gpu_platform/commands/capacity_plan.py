@@ -95,6 +95,8 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
             "updated": list(merge.updated),
             "added": list(merge.added),
             "kept": list(merge.kept),
+            "layoutsKept": [{"pool": p, "sharing": have, "planned": want} for p, have, want in merge.layouts_kept],
+            "quotaChanges": [{"tenant": t, "pool": p, "before": a, "after": b} for t, p, a, b in merge.quota_changes],
         }
     if args.chart is not None:
         write_chart(result, args.chart)

@@ -271,6 +271,13 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             f"Wrote {w['file']}: {len(w['updated'])} pools resized, {len(w['added'])} added, {len(w['kept'])} kept as they were "
             f"({', '.join(w['kept']) or 'none'}: not planned, so their capacity adds to the plan's)."
         )
+        for k in w.get("layoutsKept", []):
+            lines.append(
+                f"Kept pool {k['pool']}'s layout {k['sharing']} (the plan sizes it as {k['planned']}): re-partitioning evicts its pods, "
+                "so change it in a pull request of its own (the gate's sharing-layout-changed)."
+            )
+        for q in w.get("quotaChanges", []):
+            lines.append(f"Quota moved: tenant {q['tenant']} on {q['pool']} {q['before']} -> {q['after']} GPUs.")
     a = doc["assumptions"]
     lines.append(
         f"Assumptions: reserved as {a['instrument']} at {a['reservedDiscount']:.0%} below list (a reserved GPU pays busy at least "

@@ -16,8 +16,6 @@ from gpu_platform.catalog import Catalog
 from gpu_platform.planning.planner import GroupPlan, Plan
 from gpu_platform.spec.models import NodePool, PlatformSpec
 
-PRIORITY = {"training": "production-training", "inference": "inference", "batch": "batch", "development": "experiments"}
-
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")

@@ -3,11 +3,12 @@
 The base file is read with a round-trip YAML loader (ruamel.yaml), so comments, key order and flow
 style survive. Each planned pool takes the place of the base pool it matches (same workload class,
 capacity tier, GPU model and GPUs per node; same sharing except for a reserved pool, whose
-reservation is the given supply), and only its `scaling` (and, for a reserved pool, the planned
-`sharing`) change: `efa`, `rootVolumeGiB`, zones, reservations and comments stay. A planned pool with
-no match is added. Tenants keep every key; on planned pools their quota is re-split to add up to the
-pool's GPUs (lending limits clamped to the new quota, since Kueue rejects a lendingLimit above the
-nominal quota), and only teams whose demand is interruptible get Spot quota.
+reservation is the given supply), and only its `scaling` changes: `sharing` (a reserved pool's layout
+the plan would change is listed, not rewritten: re-partitioning evicts its pods), `efa`, `rootVolumeGiB`,
+zones, reservations and comments stay. A planned pool with no match is added. Tenants keep every key; on
+planned pools their quota is re-split to add up to the pool's GPUs (lending limits clamped to the new
+quota, since Kueue rejects a lendingLimit above the nominal quota), only teams whose demand is
+interruptible get Spot quota, and every quota that moves is listed. A team with no tenant is refused.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.planner import Plan
-from gpu_platform.planning.stackfile import PRIORITY, _split, planned_pools
+from gpu_platform.planning.stackfile import _split, planned_pools
 from gpu_platform.spec.loader import PROJECT, spec_from_config
 from gpu_platform.spec.models import PlatformSpec
 
@@ -40,6 +41,10 @@ class Merge:
     updated: tuple[str, ...]
     added: tuple[str, ...]
     kept: tuple[str, ...]
+    layouts_kept: tuple[tuple[str, str, str], ...] = ()
+    """(pool, its sharing, the plan's): a pool's layout is never rewritten in place (the gate's sharing-layout-changed)."""
+    quota_changes: tuple[tuple[str, str, int, int], ...] = ()
+    """(tenant, pool, GPUs before, after) of every quota the merge moved, existing tenants' included."""
 
 
 def _yaml() -> YAML:
@@ -99,6 +104,7 @@ def merge_pools(seq: CommentedSeq, planned: list[dict[str, Any]], catalog: Catal
     used: set[int] = set()
     names: dict[str, str] = {}
     updated, added = [], []
+    layouts: list[tuple[str, str, str]] = []
     taken = {str(p.get("name")) for p in seq}
     original = len(seq)  # only the base's own pools are matched, never one this merge added
     for p in planned:
@@ -122,26 +128,39 @@ def merge_pools(seq: CommentedSeq, planned: list[dict[str, Any]], catalog: Catal
                 scaling[k] = p["scaling"][k]
         else:
             base["scaling"] = _flow(p["scaling"])
-        if p["capacity"] == "reserved" and "sharing" in p and _sharing(base) != _sharing(p):
-            base["sharing"] = _flow(p["sharing"])
+        if p["capacity"] == "reserved" and _sharing(base) != _sharing(p):
+            # Re-partitioning a pool evicts what runs there (sharing-layout-changed): it is a change of its own.
+            layouts.append((str(base["name"]), _layout(base), _layout(p)))
         names[p["name"]] = str(base["name"])
         updated.append(str(base["name"]))
     kept = tuple(str(seq[i].get("name")) for i in range(original) if i not in used)
-    return names, Merge(tuple(updated), tuple(added), kept)
+    return names, Merge(tuple(updated), tuple(added), kept, tuple(layouts))
+
+
+def _layout(pool: dict[str, Any]) -> str:
+    mode, detail = _sharing(pool)
+    return mode if detail is None else f"{mode} {detail}"
 
 
 def quota_shares(
-    plan: Plan, by_group: dict[tuple[str, str, str], list[str]], names: dict[str, str], tenants: list[Any]
+    plan: Plan, by_group: dict[tuple[str, str, str], list[str]], names: dict[str, str], tenants: list[Any], classes: dict[str, str]
 ) -> dict[str, dict[str, float]]:
     """Merged pool -> team -> weight of its quota.
 
-    Declared demand names its teams (Spot pools: only the interruptible ones); a history names none,
-    so a pool's current quota holders keep their proportions, else one tenant per class.
+    Declared demand names its teams (Spot pools: only the interruptible ones); a history names none, so a pool's
+    current quota holders keep their proportions, and a new pool goes to the tenants that hold quota in its workload
+    class (`classes`: pool -> class), in proportion to it; a class no tenant holds names the class itself (and
+    merge_tenants refuses it: a tenant is the stack's to declare).
     """
     holders: dict[str, dict[str, float]] = {}
+    by_class: dict[str, dict[str, float]] = {}
     for t in tenants:
         for q in t.get("quotas") or []:
             holders.setdefault(str(q["pool"]), {})[str(t["name"])] = float(q.get("gpus", 0))
+            cls = classes.get(str(q["pool"]))
+            if cls is not None:
+                mine = by_class.setdefault(cls, {})
+                mine[str(t["name"])] = mine.get(str(t["name"]), 0.0) + float(q.get("gpus", 0))
     shares: dict[str, dict[str, float]] = {}
     for g in plan.groups:
         if g.instance_type is None:
@@ -153,6 +172,8 @@ def quota_shares(
                 weights = {t: w for t, w in g.teams.items() if not spot or t in g.interruptible_teams}
             elif holders.get(pool) and sum(holders[pool].values()) > 0:
                 weights = dict(holders[pool])
+            elif sum(by_class.get(g.workload_class, {}).values()) > 0:
+                weights = dict(by_class[g.workload_class])
             else:
                 weights = {g.workload_class: max(g.p95, 1e-9)}
             mine = shares.setdefault(pool, {})
@@ -161,17 +182,27 @@ def quota_shares(
     return shares
 
 
-def merge_tenants(seq: CommentedSeq, gpus: dict[str, int], shares: dict[str, dict[str, float]], classes: dict[str, str]) -> None:
-    """Re-split the quota of every planned pool in place; other quotas and every tenant key stay."""
+def merge_tenants(
+    seq: CommentedSeq, gpus: dict[str, int], shares: dict[str, dict[str, float]], file: str, eks: bool = True
+) -> list[tuple[str, str, int, int]]:
+    """Re-split the quota of every planned pool in place; other quotas and every tenant key stay.
+
+    Returns (tenant, pool, before, after) of each quota that moved. A team the plan gives quota but the stack has no
+    tenant for is refused, not invented: a tenant needs its people's access (`accessRoleArns` on EKS, whose access
+    entries carry its groups; the gate's tenant-groups-have-access-entries fails one without), which no plan knows.
+    """
     want: dict[str, dict[str, int]] = {pool: _split(gpus[pool], shares.get(pool, {})) for pool in gpus}
     known = {str(t["name"]): t for t in seq}
-    for pool, split in want.items():
-        for team, n in split.items():
-            if team not in known and n > 0:
-                cls = classes[pool]
-                t = CommentedMap({"name": team, "groups": [team], "cohort": cls, "priority": PRIORITY[cls], "quotas": CommentedSeq()})
-                seq.append(t)
-                known[team] = t
+    before = {(str(t["name"]), str(q["pool"])): int(q.get("gpus", 0)) for t in seq for q in t.get("quotas") or []}
+    missing = sorted({team for split in want.values() for team, n in split.items() if n > 0 and team not in known})
+    if missing:
+        keys = "name, groups, cohort, priority" + (", accessRoleArns" if eks else "")
+        raise ConfigError(
+            [
+                Problem(file, TENANTS, f"the plan gives quota to team '{team}', which is no tenant of this stack", f"add the tenant first ({keys})")
+                for team in missing
+            ]
+        )
     for name, t in known.items():
         quotas = t.get("quotas")
         if quotas is None:
@@ -192,6 +223,9 @@ def merge_tenants(seq: CommentedSeq, gpus: dict[str, int], shares: dict[str, dic
         for pool, split in want.items():
             if pool not in have and split.get(name, 0) > 0:
                 quotas.append(_flow({"pool": pool, "gpus": split[name]}))
+    after = {(str(t["name"]), str(q["pool"])): int(q.get("gpus", 0)) for t in seq for q in t.get("quotas") or []}
+    pairs = sorted(set(before) | set(after))
+    return [(t, p, before.get((t, p), 0), after.get((t, p), 0)) for t, p in pairs if before.get((t, p), 0) != after.get((t, p), 0)]
 
 
 def merged_stack(plan: Plan, base_text: str, base: PlatformSpec, catalog: Catalog, out: Path, base_file: str) -> tuple[str, Merge]:
@@ -209,10 +243,12 @@ def merged_stack(plan: Plan, base_text: str, base: PlatformSpec, catalog: Catalo
     names, merge = merge_pools(cfg[POOLS], planned, catalog)
     pools = {str(p["name"]): p for p in cfg[POOLS]}
     gpus = {n: int(pools[n]["scaling"]["max"]) * catalog.instance(pools[n]["instanceTypes"][0]).gpus for n in set(names.values())}
-    classes = {n: str(pools[n]["workloadClass"]) for n in gpus}
     if cfg.get(TENANTS) is None:
         cfg[TENANTS] = CommentedSeq()
-    merge_tenants(cfg[TENANTS], gpus, quota_shares(plan, by_group, names, list(cfg[TENANTS])), classes)
+    classes = {str(p["name"]): str(p.get("workloadClass")) for p in cfg[POOLS]}
+    shares = quota_shares(plan, by_group, names, list(cfg[TENANTS]), classes)
+    moved = merge_tenants(cfg[TENANTS], gpus, shares, base_file, base.is_eks)
+    merge = Merge(merge.updated, merge.added, merge.kept, merge.layouts_kept, tuple(moved))
     cfg[DEMAND] = [
         {"workloadClass": t.workload_class, "p95": round(t.p95, 3), "sla": t.sla, "interruptible": t.interruptible}
         for t in plan.totals
