@@ -15,6 +15,7 @@ from gpu_platform.planning.checks import (
 )
 from gpu_platform.planning.demand import ANY, DemandGroup
 from gpu_platform.planning.planner import GroupPlan, Plan, horizon_factor
+from gpu_platform.planning.purchase import purchase_line, purchases
 from gpu_platform.pricing import HOURS_PER_MONTH, load_commitments
 
 
@@ -169,6 +170,7 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
             ],
             "stack": plan.stack,
             "findings": plan_findings(plan),
+            "purchases": purchases(plan, catalog),
         },
         "assumptions": {
             "coverageTarget": o.coverage_target,
@@ -261,6 +263,7 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             f"{s['available']} ({s['nonSpotAvailable']} not on Spot) (gap {s['gap']}){tail}."
         )
     lines += [f"Finding: {f}" for f in p["findings"]]
+    lines += [purchase_line(x) for x in p.get("purchases", [])]
     for c in p["classes"]:
         if c.get("nodesPerZone") and c["gpuModel"] != "any":
             zones = "; ".join(f"{z} " + ", ".join(f"{k} {n}" for k, n in tiers.items() if n) for z, tiers in c["nodesPerZone"].items())

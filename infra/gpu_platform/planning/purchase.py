@@ -1,0 +1,81 @@
+"""The purchase line a buyer signs: per planned commitment, the hourly commitment, term, payment, payback and use.
+
+A commitment is bought for the reserved GPUs the plan adds beyond the reservations the stack already holds, on the
+group's instance type, with the plan's instrument (data/commitments.yaml): a Savings Plan or Reserved Instance
+bills its discounted rate for every hour of the term, used or not (no upfront payment: the catalog's discounts are
+no-upfront rates). It pays from the first month when the nodes bought (stacked on the reservations held, so their
+use is the demand above those, node by node) are busy more than the break-even share (1 - discount) of their hours;
+below that it never pays, and the line says so. The on-demand-only comparison is the same demand on elastic
+on-demand nodes alone (the plan's `onDemandOnlyExpectedMonthlyCost`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.planning.planner import Plan, curve_of, horizon_factor
+from gpu_platform.pricing import load_commitments
+
+HOURS_PER_MONTH = 730
+PAYMENT = "no upfront"
+
+
+def purchases(plan: Plan, catalog: Catalog) -> list[dict[str, Any]]:
+    """One line per class and GPU model whose plan commits GPUs beyond the existing reservations."""
+    instrument = load_commitments().instrument(plan.demand.options.instrument)
+    if instrument.kind not in ("savings-plan", "reserved-instance"):
+        return []
+    out = []
+    for d, g in zip(plan.demand.groups, plan.groups, strict=True):
+        new_gpus = g.reserved - g.existing_reserved
+        if new_gpus <= 0 or g.instance_type is None or g.gpus_per_node <= 0:
+            continue
+        itype = catalog.instance(g.instance_type)
+        if itype.price_per_hour is None:
+            continue
+        nodes = new_gpus // g.gpus_per_node
+        hourly = nodes * itype.price_per_hour * (1 - instrument.discount)
+        # The nodes bought sit on top of the reservations held: their use is the demand's above those, node by node.
+        curve = curve_of(d, horizon_factor(d))
+        used = sum(curve.node_busy(g.existing_reserved + i * g.gpus_per_node, g.gpus_per_node) for i in range(nodes)) / nodes
+        saving = nodes * itype.price_per_hour * HOURS_PER_MONTH * (used - instrument.break_even)
+        out.append(
+            {
+                "class": g.workload_class,
+                "gpuModel": g.gpu_model,
+                "instrument": instrument.name,
+                "kind": instrument.kind,
+                "payment": PAYMENT,
+                "termMonths": instrument.term_months,
+                "instanceType": g.instance_type,
+                "nodes": nodes,
+                "gpus": new_gpus,
+                "hourlyCommitment": round(hourly, 2),
+                "listHourly": round(nodes * itype.price_per_hour, 2),
+                "termCommitment": round(hourly * HOURS_PER_MONTH * instrument.term_months, 2),
+                "expectedUtilization": round(used, 4),
+                "breakEvenUtilization": round(instrument.break_even, 4),
+                "monthlySavingVsOnDemand": round(saving, 2),
+                "paybackMonth": 1 if saving > 0 else None,
+                # nodes past break-even are bought for a stated coverage floor (planning.coverageTarget), not for price
+                "reason": "coverage floor" if g.reserved > g.break_even_reserved else "break-even",
+            }
+        )
+    return out
+
+
+def purchase_line(p: dict[str, Any]) -> str:
+    """The line a buyer reads."""
+    pays = (
+        f"pays from month {p['paybackMonth']} (${p['monthlySavingVsOnDemand']:,.0f}/month below on-demand for the same hours)"
+        if p["paybackMonth"]
+        else f"never pays: expected use {p['expectedUtilization']:.0%} is below the {p['breakEvenUtilization']:.0%} break-even"
+        + (" (bought for the stated coverage floor, not for price)" if p["reason"] == "coverage floor" else "")
+    )
+    return (
+        f"Purchase {p['class']}/{p['gpuModel']}: {p['instrument']} ({p['payment']}), commit ${p['hourlyCommitment']:,.2f}/h for "
+        f"{p['termMonths']} months (${p['termCommitment']:,.0f} in all) = {p['nodes']:g} x {p['instanceType']} at "
+        f"${p['listHourly'] / p['nodes']:,.2f}/h list less {1 - p['breakEvenUtilization']:.0%}; expected use "
+        f"{p['expectedUtilization']:.0%}; {pays}."
+    )
