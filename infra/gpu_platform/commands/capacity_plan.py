@@ -11,6 +11,7 @@ from gpu_platform.commands.capacity_plan_args import add_arguments  # noqa: F401
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
 from gpu_platform.planning.chart import write_chart
 from gpu_platform.planning.demand import WORKLOAD_CLASSES
+from gpu_platform.planning.held import releases
 from gpu_platform.planning.inputs import load_demand, read_text
 from gpu_platform.planning.planner import plan
 from gpu_platform.planning.report import render_markdown, render_table, to_json
@@ -82,6 +83,8 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     if given and spec is not None:
         result = zoned(shortfall(result, spec, catalog), spec, catalog)
     doc = to_json(result, catalog)
+    if given and spec is not None:
+        doc["plan"]["releases"] = releases(result, spec, catalog)
     notes, history = history_notes(demand, load_commitments().instrument(demand.options.instrument).term_months)
     doc["demand"]["history"] = history
     doc["assumptions"]["notes"] += notes

@@ -14,6 +14,7 @@ from gpu_platform.planning.checks import (
     spot_without_fallback,
 )
 from gpu_platform.planning.demand import ANY, DemandGroup
+from gpu_platform.planning.held import release_line
 from gpu_platform.planning.planner import GroupPlan, Plan, horizon_factor
 from gpu_platform.planning.purchase import purchase_line, purchases
 from gpu_platform.pricing import HOURS_PER_MONTH, load_commitments
@@ -264,6 +265,7 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         )
     lines += [f"Finding: {f}" for f in p["findings"]]
     lines += [purchase_line(x) for x in p.get("purchases", [])]
+    lines += [release_line(x) for x in p.get("releases", [])]
     for c in p["classes"]:
         if c.get("nodesPerZone") and c["gpuModel"] != "any":
             zones = "; ".join(f"{z} " + ", ".join(f"{k} {n}" for k, n in tiers.items() if n) for z, tiers in c["nodesPerZone"].items())
