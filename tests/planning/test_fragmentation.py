@@ -168,3 +168,25 @@ def test_the_docs_show_what_the_command_prints() -> None:
     assert shown == table, "regenerate with: gpu-platform capacity fragmentation ... --format markdown"
     shapes, height = curves_scene({r.policy: r.curve() for r in results}, 6212)
     assert (ROOT / "docs" / "fragmentation-alibaba.svg").read_text() == to_svg(shapes, height), "regenerate with --chart"
+
+
+def test_a_replay_too_large_to_finish_is_refused_up_front(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """200,000 one-milli pods on 2,000 one-GPU nodes would inflate to millions of pods x 2,000 nodes per run: refused
+    in one line before any run starts, not left to run for hours."""
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\n" + "".join(f"n{i},8000,65536,1,T4\n" for i in range(2000)))
+    pods = tmp_path / "pods.csv"
+    pods.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n" + "".join(f"p{i},1,1,1,1,\n" for i in range(200_000)))
+    code, out, err = run_cli(capsys, "capacity", "fragmentation", "--nodes", str(nodes), "--pods", str(pods), "--seeds", "1")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "node-pod evaluations per run" in err
+
+
+def test_many_distinct_pod_shapes_keep_a_bounded_score_cache() -> None:
+    nodes = [frag.Node(f"n{i}", 64000, 1 << 20, 4, "T4") for i in range(20)]
+    pods = [frag.Pod(f"p{i}", 1, PodShape(100 + i, 100, 1, "")) for i in range(600)]
+    typical = gpu_share.typical_pods([p.shape for p in pods], ["T4"])
+    replay = frag.Replay(nodes, "fgd", typical, np.arange(20))
+    for pod in pods:
+        replay.place(pod)
+    assert len(replay.cache) <= frag.MAX_CACHED_SHAPES

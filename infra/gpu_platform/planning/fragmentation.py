@@ -24,6 +24,7 @@ import csv
 import io
 import os
 import random
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -45,6 +46,10 @@ MAX_PODS = 1_000_000  # after inflation
 MAX_GPUS_PER_NODE = 16
 MAX_SEEDS = 100
 MAX_PROBLEMS = 20
+MAX_CACHED_SHAPES = 256  # FGD scores kept per pod shape (the default trace has 91 shapes)
+# Node-pod evaluations one run may take (pods after inflation x nodes): about 8 times the Alibaba trace's
+# (10,800 pods on 1,213 nodes), which takes a few seconds per run; more is refused, not left to run for hours.
+MAX_WORK = 100_000_000
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
 
@@ -249,7 +254,7 @@ class Replay:
         self.typical = typical
         self.rank = rank
         self.version = np.zeros(len(nodes), dtype=np.int64)
-        self.cache: dict[PodShape, _Scores] = {}
+        self.cache: OrderedDict[PodShape, _Scores] = OrderedDict()
         c = self.cluster
         self.frag = gpu_share.fragmentation(c.cpu, c.left, c.model, typical) if policy == "fgd" else np.zeros(len(nodes))
         self.max_cpu = int(c.cpu.max())
@@ -258,7 +263,13 @@ class Replay:
     def _fgd(self, pod: Pod, feasible: BoolArray) -> tuple[IntArray, IntArray]:
         s, c = pod.shape, self.cluster
         n = len(c.nodes)
-        memo = self.cache.setdefault(s, _Scores(np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64)))
+        memo = self.cache.get(s)
+        if memo is None:
+            memo = self.cache[s] = _Scores(np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64))
+            if len(self.cache) > MAX_CACHED_SHAPES:  # a list of all-distinct shapes must not hold N scores per pod
+                self.cache.popitem(last=False)
+        else:
+            self.cache.move_to_end(s)
         stale = np.flatnonzero(feasible & (memo.version != self.version))
         if len(stale):
             if s.sharing:
@@ -374,6 +385,20 @@ def fragmentation_report(
 ) -> list[PolicyResult]:
     """Every policy over every seed; `jobs` worker processes (None: one per CPU), each run independent of the others."""
     cluster = Cluster(nodes)
+    requested = sum(p.shape.total_milli for p in pods)
+    inflated = len(pods) * max(1.0, INFLATION * cluster.gpus * WHOLE / requested)
+    if inflated * len(nodes) > MAX_WORK:
+        raise ConfigError(
+            [
+                Problem(
+                    "--pods",
+                    "",
+                    f"{len(pods):,} pods inflated to about {inflated:,.0f} on {len(nodes):,} nodes is {inflated * len(nodes):,.0f} node-pod "
+                    "evaluations per run",
+                    f"allowed: at most {MAX_WORK:,} (a pod list and node list of the trace's size or a few times it)",
+                )
+            ]
+        )
     typical = gpu_share.typical_pods([p.shape for p in pods], cluster.models)
     runs = [(policy, seed) for policy in policies for seed in seeds]
     workers = min(len(runs), jobs or len(os.sched_getaffinity(0)) or 1)
