@@ -87,7 +87,7 @@ def build_aws(spec: PlatformSpec) -> Built:
         )
     for pool in node_groups(spec, catalog):
         with source(pool_key(spec, fallback_of(pool) or pool.name)):
-            plan = node_group_plan(pool, catalog, spec.cluster.name, spec.network.zones(), spec.environment, spec.stack, spec.tags)
+            plan = node_group_plan(pool, catalog, spec.cluster.name, spec.network.zones(), spec.environment, spec.stack, spec.tags, spec.region)
             GpuNodePool(
                 f"pool-{pool.name}",
                 GpuNodePoolArgs(

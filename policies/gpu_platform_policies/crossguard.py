@@ -8,6 +8,7 @@ rules (the Ansible tree) are not resources and run only in `gpu-platform check`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pulumi_policy import (
@@ -28,6 +29,9 @@ from gpu_platform.versions import Lockfile, deep_merge, load_lockfile, parse_loc
 from gpu_platform_policies.model import RULES, THRESHOLD_DEFAULTS, Context, Finding, PlanView, Resource, Rule
 
 ENV_TAG = "gpu-platform:environment"
+
+
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def plain(value: Any) -> Any:
@@ -99,6 +103,9 @@ def context(config: Mapping[str, Any], resources: Iterable[Resource] = ()) -> Co
         thresholds={**THRESHOLD_DEFAULTS, **thresholds},
         production_setting=production if isinstance(production, bool) else None,
         stack_lock=_stack_lock(config),
+        # The rules that read the repository (inventories, image manifests) read this checkout, not the directory
+        # Pulumi starts the pack in (policies/pack).
+        root=REPOSITORY if (REPOSITORY / "Pulumi.yaml").is_file() else None,
     )
 
 

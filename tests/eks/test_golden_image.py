@@ -227,3 +227,64 @@ def test_stacks_without_a_golden_image_are_told_the_rule_does_not_apply() -> Non
     from tests.policies.cases import resources
 
     assert dict(not_applicable(resources("prod"), context("prod"))).get(RULE) == "no EKS node group runs a golden image"
+
+
+# --- found by an outside review -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("manifest", "fragment"),
+    [
+        (image_manifest(pinned=["x"]), "pinned is a list, not an object"),
+        (image_manifest(eks="yes"), "eks is a str, not an object"),
+        (image_manifest(schema=True), "schema is True"),
+        (image_manifest(packer_run_uuid=""), "the image manifest is from Packer run (none)"),
+        (image_manifest(eks={"bootstrap": "true", "kubelet": "v1.35.1"}), "no /etc/eks/bootstrap.sh"),
+    ],
+)
+def test_malformed_manifests_are_findings_not_crashes(tmp_path: Path, manifest: Any, fragment: str) -> None:
+    packer = packer_manifest(run="") if manifest.get("packer_run_uuid") == "" else None
+    hits = _violations(_repo(tmp_path, manifest, packer))
+    assert any(fragment in v.message for v in hits), hits
+
+
+def test_the_region_comes_from_the_stack_even_on_an_existing_vpc(tmp_path: Path) -> None:
+    """A stack on an existing VPC creates no subnet whose zone would name the region: the node group carries it."""
+    from gpu_platform.aws.golden_image import REGION_TAG
+
+    assert golden_plan().named(f"pool-{POOL}-ng").inputs["tags"][REGION_TAG] == REGION
+    no_subnets = [r for r in golden_resources() if r.type != "aws:ec2/subnet:Subnet"]
+    root = _repo(tmp_path, image_manifest(), packer_manifest(artifact=f"eu-west-1:{AMI}"))
+    assert any(f"built in eu-west-1, not in {REGION}" in v.message for v in _violations(root, no_subnets))
+
+
+def test_user_data_unknown_at_a_first_preview_is_not_judged(tmp_path: Path) -> None:
+    """A new cluster's endpoint is unknown during its first `pulumi preview`, so is the user data built from it."""
+    from gpu_platform.behaviour.wiring import UNKNOWN
+
+    res = golden_resources()
+    next(r for r in res if r.name == f"pool-{POOL}-lt").inputs["userData"] = UNKNOWN
+    assert _violations(_repo(tmp_path, image_manifest()), res) == []
+
+
+def test_an_nvswitch_pool_needs_fabric_manager_at_the_drivers_version(tmp_path: Path) -> None:
+    """Fabric Manager refuses to start against another driver build, and NVSwitch GPUs stay unusable without it."""
+    res = golden_resources()
+    ng = next(r for r in res if r.name == f"pool-{POOL}-ng")
+    ng.inputs["instanceTypes"] = ["p5.48xlarge"]
+    hits = _violations(_repo(tmp_path / "a", image_manifest()), res)
+    assert any("NVSwitch nodes need it at the driver's" in v.message for v in hits), hits
+    driver = load_lockfile().nvidia_driver
+    with_fm = image_manifest(
+        pinned={**image_manifest()["pinned"], "fabric_manager": {"version": driver.version}},
+        installed={**image_manifest()["installed"], f"nvidia-fabricmanager-{driver.branch}": driver.packages["ubuntu"]},
+    )
+    assert not any("Fabric Manager" in v.message for v in _violations(_repo(tmp_path / "b", with_fm), res))
+
+
+def test_the_crossguard_pack_reads_this_checkout() -> None:
+    """Pulumi starts the pack in policies/pack: the rules that read repository files must read the checkout's."""
+    from gpu_platform_policies.crossguard import context as pack_context
+    from tests.conftest import ROOT
+
+    assert pack_context({}).root == ROOT

@@ -190,3 +190,61 @@ def test_many_distinct_pod_shapes_keep_a_bounded_score_cache() -> None:
     for pod in pods:
         replay.place(pod)
     assert len(replay.cache) <= frag.MAX_CACHED_SHAPES
+
+
+def _write(tmp_path: Path, nodes: str, pods: str) -> tuple[Path, Path]:
+    n, p = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    n.write_text("sn,cpu_milli,memory_mib,gpu,model\n" + nodes)
+    p.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n" + pods)
+    return n, p
+
+
+def test_coarse_pods_that_jump_over_a_mark_still_get_a_share(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One 10-GPU node and 8-GPU pods: the arrived share jumps from 80 % to 160 %, past 90, 100 and 130. Each mark takes
+    the state when it was passed, every seed has every mark, and shares never fall as more arrives (pods never leave)."""
+    n, p = _write(tmp_path, "n1,96000,786432,10,V100M16\n", "p1,1000,1024,8,1000,\n")
+    for fmt in ("text", "json"):
+        code, out, err = run_cli(capsys, "capacity", "fragmentation", "--nodes", str(n), "--pods", str(p), "--seeds", "42-44", "--format", fmt)
+        assert code == 0 and "Traceback" not in err and "internal error" not in err, err
+    data = json.loads(out)
+    for pol in data["policies"]:
+        shares = [pol["allocatedShareAt"][m] for m in ("90", "100", "130")]
+        assert all(s is not None for s in shares) and shares == sorted(shares)
+
+
+def test_shares_never_fall_with_more_arrived_on_a_small_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes = "".join(f"n{i},64000,262144,8,A10\n" for i in range(2))
+    pods = "".join(f"p{i},2000,4096,1,{m},\n" for i, m in enumerate([300, 500, 1000] * 4))
+    n, p = _write(tmp_path, nodes, pods)
+    code, out, _ = run_cli(capsys, "capacity", "fragmentation", "--nodes", str(n), "--pods", str(p), "--seeds", "42-51", "--format", "json")
+    assert code == 0
+    for pol in json.loads(out)["policies"]:
+        shares = [pol["allocatedShareAt"][m] for m in ("90", "100", "130")]
+        assert shares == sorted(shares), pol
+
+
+def test_a_byte_order_mark_and_crlf_are_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    n, p = tmp_path / "n.csv", tmp_path / "p.csv"
+    n.write_bytes(b"\xef\xbb\xbfsn,cpu_milli,memory_mib,gpu,model\r\nn1,32000,65536,2,T4\r\n")
+    p.write_bytes(b"\xef\xbb\xbfname,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\r\np1,1000,1024,1,500,\r\n")
+    code, _, err = run_cli(capsys, "capacity", "fragmentation", "--nodes", str(n), "--pods", str(p), "--seeds", "1")
+    assert code == 0, err
+
+
+def test_fgd_on_thousands_of_distinct_shapes_is_refused_up_front(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every pod its own shape: FGD's typical pods are thousands, and each placement would build arrays of hundreds of
+    millions of elements. Refused in one line (best-fit, which weighs no shapes, still runs)."""
+    nodes = "".join(f"n{i},128000,1048576,8,A10\n" for i in range(1000))
+    pods = "".join(f"p{i},{1000 + i},1024,1,{100 + i % 800},\n" for i in range(4000))
+    n, p = _write(tmp_path, nodes, pods)
+    code, out, err = run_cli(capsys, "capacity", "fragmentation", "--nodes", str(n), "--pods", str(p), "--seeds", "1")
+    assert code == 2 and out == "" and "typical pod shapes" in err and len(err.strip().splitlines()) == 1
+
+
+def test_empty_cells_and_pods_no_node_accepts_are_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    n, p = _write(tmp_path, "n1,,65536,2,T4\n", "p1,1000,1024,1,500,\n")
+    code, _, err = run_cli(capsys, "capacity", "fragmentation", "--nodes", str(n), "--pods", str(p), "--seeds", "1")
+    assert code == 2 and "line 2.cpu_milli: is empty" in err
+    n, p = _write(tmp_path, "n1,32000,65536,2,T4\n", "p1,1000,1024,1,500,\np2,1000,1024,1,500,A100\n")
+    code, out, _ = run_cli(capsys, "capacity", "fragmentation", "--nodes", str(n), "--pods", str(p), "--seeds", "1")
+    assert code == 0 and "1 pods accept no node's GPU model (gpu_spec): they never place." in out

@@ -76,7 +76,7 @@ def test_batch_is_sized_by_replay_from_a_trace(tmp_path: Path, capsys: pytest.Ca
     assert p["instanceType"] == "g6e.xlarge"
     assert p["target"] == 1
     assert p["replayWaitHours"] == {"p99": 20.0, "max": 20.0, "jobs": 4, "utilisation": 0.307}  # 31 / 101, as _r rounds
-    assert p["basis"].startswith("job-level replay: 99 % of jobs wait <= 24 h and the queue drains (utilisation 31 % < 100 %)")
+    assert p["basis"].startswith("job-level replay: 99 % of jobs wait <= 24 h and the queue drains (utilisation 30.6 % < 100 %)")
 
 
 def test_a_queue_that_cannot_drain_fails_whatever_its_p99_says() -> None:

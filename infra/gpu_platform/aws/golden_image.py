@@ -20,6 +20,7 @@ from gpu_platform.pools import Taint
 ROOT_DEVICE = "/dev/sda1"
 # On the node group and its launch template: the image manifest the gate judges the AMI by.
 MANIFEST_TAG = "gpu-platform:image-manifest"
+REGION_TAG = "gpu-platform:image-region"
 BOOTSTRAP = "/etc/eks/bootstrap.sh"
 
 

@@ -187,7 +187,14 @@ def node_template_tags(pool: NodePool, catalog: Catalog) -> dict[str, str]:
 
 
 def node_group_plan(
-    pool: NodePool, catalog: Catalog, cluster_name: str, zones: tuple[str, ...], environment: str, stack: str, extra_tags: dict[str, str]
+    pool: NodePool,
+    catalog: Catalog,
+    cluster_name: str,
+    zones: tuple[str, ...],
+    environment: str,
+    stack: str,
+    extra_tags: dict[str, str],
+    region: str | None = None,
 ) -> NodeGroupPlan:
     """Everything the managed node group of one pool declares."""
     lo, want, hi = node_counts(pool)
@@ -204,16 +211,22 @@ def node_group_plan(
         zones=pool.availability_zones or zones,
         labels=eks_node_labels(pool, catalog),
         taints=[{"key": t.key, "value": t.value, "effect": TAINT_EFFECT[t.effect]} for t in node_taints(pool)],
-        tags={**cost_tags(environment, stack, pool, extra_tags), **autoscaler_tags(cluster_name), **image_tags(pool)},
+        tags={**cost_tags(environment, stack, pool, extra_tags), **autoscaler_tags(cluster_name), **image_tags(pool, region)},
         template_tags=node_template_tags(pool, catalog),
         repair=node_repair_config(hi),
         custom_ami=pool.image is not None,
     )
 
 
-def image_tags(pool: NodePool) -> dict[str, str]:
-    """The image manifest a golden-image pool's AMI is judged by (the gate's `golden-image-matches-lockfile`)."""
-    return {golden_image.MANIFEST_TAG: pool.image.manifest} if pool.image else {}
+def image_tags(pool: NodePool, region: str | None) -> dict[str, str]:
+    """The image manifest a golden-image pool's AMI is judged by, and the region it must be built in.
+
+    Both are for the gate's `golden-image-matches-lockfile`: an AMI exists in one region, and a stack on an existing
+    VPC creates no subnet that would show the stack's.
+    """
+    if pool.image is None:
+        return {}
+    return {golden_image.MANIFEST_TAG: pool.image.manifest, **({golden_image.REGION_TAG: region} if region else {})}
 
 
 @dataclass(frozen=True)

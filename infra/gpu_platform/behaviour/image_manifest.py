@@ -66,26 +66,47 @@ def packer_builds(packer_manifest: Mapping[str, Any], ami: str) -> list[tuple[st
     return found
 
 
+def _regions(builds: list[tuple[str, str]]) -> str:
+    return ", ".join(sorted({w for w, _ in builds}))
+
+
 def _minor(version: str) -> str:
     parts = version.strip().removeprefix("Kubernetes").strip().removeprefix("v").split(".")
     return ".".join(parts[:2])
 
 
 def image_problems(
-    manifest: Mapping[str, Any], packer_manifest: Mapping[str, Any], ami: str, region: str | None, lock: Lockfile, kubernetes: str
+    manifest: Mapping[str, Any],
+    packer_manifest: Mapping[str, Any],
+    ami: str,
+    region: str | None,
+    lock: Lockfile,
+    kubernetes: str,
+    nvswitch: bool = False,
 ) -> list[str]:
-    """Why EKS cannot run `ami` as a GPU pool of this lockfile and Kubernetes minor (empty when it can)."""
-    if manifest.get("schema") != SCHEMA:
-        return [f"the image manifest's schema is {manifest.get('schema')!r}, this revision reads {SCHEMA}"]
+    """Why EKS cannot run `ami` as a GPU pool of this lockfile and Kubernetes minor (empty when it can).
+
+    `region` None: the stack's region is unknown, which is itself a problem (an AMI is regional). `nvswitch`: the
+    pool's instance type has NVSwitches, so the image must carry Fabric Manager at exactly the driver's version.
+    """
+    schema = manifest.get("schema")
+    if type(schema) is not int or schema != SCHEMA:
+        return [f"the image manifest's schema is {schema!r}, this revision reads {SCHEMA}"]
+    for key in ("pinned", "installed", "eks"):
+        if not isinstance(manifest.get(key) or {}, Mapping):
+            return [f"the image manifest's {key} is a {type(manifest.get(key)).__name__}, not an object"]
     out = []
     builds = packer_builds(packer_manifest, ami)
-    in_region = [uuid for where, uuid in builds if region is None or where == region]
+    in_region = [uuid for where, uuid in builds if where == region]
+    run = str(manifest.get("packer_run_uuid") or "")
     if not builds:
         out.append(f"{ami} is no build in {PACKER_MANIFEST}: the manifest does not describe it")
+    elif region is None:
+        out.append(f"the stack's region is unknown, so {ami} (built in {_regions(builds)}) cannot be placed: AMIs are regional")
     elif not in_region:
-        out.append(f"{ami} was built in {', '.join(sorted({w for w, _ in builds}))}, not in {region}: AMIs are regional")
-    elif str(manifest.get("packer_run_uuid") or "") not in in_region:
-        out.append(f"the image manifest is from Packer run {manifest.get('packer_run_uuid') or '(none)'}, {ami} from {', '.join(in_region)}")
+        out.append(f"{ami} was built in {_regions(builds)}, not in {region}: AMIs are regional")
+    elif not run or run not in in_region:
+        out.append(f"the image manifest is from Packer run {run or '(none)'}, {ami} from {', '.join(u or '(none)' for u in in_region)}")
     os_key = str(manifest.get("os_key") or "")
     if os_key not in node_oses(lock):
         out.append(f"the image runs {os_key or 'an undeclared OS'}, not a node OS of this lockfile ({', '.join(node_oses(lock))})")
@@ -101,8 +122,17 @@ def image_problems(
         out.append(f"the lockfile pins no driver package for {avail.package_source}")
     elif want is not None and (not isinstance(installed, Mapping) or not any(_carries(v, want) for v in installed.values())):
         out.append(f"no installed package of the image is the driver build {want}")
+    if nvswitch:
+        fm = (manifest.get("pinned") or {}).get("fabric_manager") or {}
+        fm_version = fm.get("version") if isinstance(fm, Mapping) else None
+        fm_installed = [v for k, v in installed.items() if "fabricmanager" in str(k)] if isinstance(installed, Mapping) else []
+        if fm_version != driver.version or not any(str(v).startswith(driver.version) for v in fm_installed):
+            out.append(
+                f"the image carries Fabric Manager {fm_version or '(none)'} (installed: {', '.join(map(str, fm_installed)) or 'none'}); "
+                f"NVSwitch nodes need it at the driver's {driver.version}, or their GPUs stay unusable"
+            )
     eks = manifest.get("eks") or {}
-    if not isinstance(eks, Mapping) or not eks.get("bootstrap"):
+    if eks.get("bootstrap") is not True:
         base = "an EKS base image (Canonical's ubuntu-eks/k8s_<minor>)"
         out.append(f"the image has no /etc/eks/bootstrap.sh: build it from {base}, or its nodes never join")
     elif _minor(str(eks.get("kubelet") or "")) != kubernetes:

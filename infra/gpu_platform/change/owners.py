@@ -21,6 +21,7 @@ CODEOWNERS_PLACES = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 GATE_PATHS = (
     "policies/",
     "infra/gpu_platform/behaviour/",
+    "infra/gpu_platform/aws/golden_image.py",
     "infra/gpu_platform/change/",
     "infra/gpu_platform/commands/check.py",
     "infra/gpu_platform/commands/change.py",

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gpu_platform.behaviour.gpu_share import accepts
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.input_limits import DEMAND, read_capped
 from gpu_platform.planning.chart import check_chart_path, curves_scene, write_scene
@@ -66,12 +67,14 @@ def run(args: argparse.Namespace, spec_path: Path, stack: str) -> int:
     if args.jobs < 0:
         raise ConfigError([Problem("--jobs", "", f"{args.jobs}", "allowed: 0 (one per CPU) or more")])
     allowed = "allowed: a CSV file of at most 256 MiB"
-    nodes = read_nodes(read_capped(args.nodes, DEMAND, allowed), str(args.nodes))
-    pods = read_pods(read_capped(args.pods, DEMAND, allowed), str(args.pods))
+    nodes = read_nodes(read_capped(args.nodes, DEMAND, allowed, encoding="utf-8-sig"), str(args.nodes))
+    pods = read_pods(read_capped(args.pods, DEMAND, allowed, encoding="utf-8-sig"), str(args.pods))
     policies = POLICIES if args.policy == "all" else (args.policy,)
     results = fragmentation_report(nodes, pods, policies, seeds, jobs=args.jobs or None)
     gpus = sum(n.gpus for n in nodes)
     data = to_json(len(nodes), gpus, len(pods), results)
+    models = {n.model for n in nodes}
+    data["podsAcceptingNoNode"] = sum(1 for p in pods if p.shape.gpus and p.shape.spec and not any(accepts(p.shape.spec, m) for m in models))
     if args.chart is not None:
         shapes, height = curves_scene({r.policy: r.curve() for r in results}, gpus)
         write_scene(shapes, height, args.chart)
@@ -127,7 +130,10 @@ def render(data: dict[str, Any], markdown: bool = False) -> str:
     by = {p["policy"]: p for p in data["policies"]}
     if {"best-fit", "fgd"} <= by.keys():
         gap = by["best-fit"]["unallocatedGpusAt"]["130"] - by["fgd"]["unallocatedGpusAt"]["130"]
-        notes.append(f"FGD leaves {gap} GPUs fewer unallocated than best-fit at 130 % arrived.")
+        than = "fewer" if gap >= 0 else "more"
+        notes.append(f"FGD leaves {abs(gap)} GPUs {than} unallocated than best-fit at 130 % arrived.")
+    if data.get("podsAcceptingNoNode"):
+        notes.append(f"{data['podsAcceptingNoNode']:,} pods accept no node's GPU model (gpu_spec): they never place.")
     for p in data["policies"]:
         share = p["allocatedShareAt"]["130"]
         if share:

@@ -50,6 +50,9 @@ MAX_CACHED_SHAPES = 256  # FGD scores kept per pod shape (the default trace has 
 # Node-pod evaluations one run may take (pods after inflation x nodes): about 8 times the Alibaba trace's
 # (10,800 pods on 1,213 nodes), which takes a few seconds per run; more is refused, not left to run for hours.
 MAX_WORK = 100_000_000
+# FGD weighs every typical pod shape on every GPU of every candidate: elements of the arrays one placement builds
+# (the Alibaba trace: 35 shapes x 1,213 nodes x 8 x 8 GPUs = 2.7 M, about 22 MB).
+MAX_FGD_ELEMENTS = 50_000_000
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
 
@@ -85,10 +88,13 @@ def _rows(text: str, file: str, columns: Sequence[str]) -> Iterator[tuple[int, d
     yield from enumerate(reader, start=2)
 
 
-def _ints(row: dict[str, str], keys: Sequence[str], line: int, file: str, problems: list[Problem]) -> list[int] | None:
+def _ints(row: dict[str, str], keys: Sequence[str], line: int, file: str, problems: list[Problem], optional: Sequence[str] = ()) -> list[int] | None:
     out = []
     for key in keys:
         raw = (row.get(key) or "").strip()
+        if not raw and key not in optional:
+            problems.append(Problem(file, f"line {line}.{key}", "is empty", "allowed: a whole number >= 0"))
+            return None
         try:
             value = int(raw or 0)
         except ValueError:
@@ -147,7 +153,7 @@ def read_pods(text: str, file: str) -> list[Pod]:
         if len(pods) >= MAX_PODS:
             problems.append(Problem(file, f"line {line}", f"more than {MAX_PODS:,} pods", f"allowed: at most {MAX_PODS:,}"))
             break
-        values = _ints(row, ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli"), line, file, problems)
+        values = _ints(row, ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli"), line, file, problems, optional=("gpu_milli",))
         if values is None:
             continue
         cpu, memory, gpus, milli = values
@@ -257,7 +263,7 @@ class Replay:
         self.cache: OrderedDict[PodShape, _Scores] = OrderedDict()
         c = self.cluster
         self.frag = gpu_share.fragmentation(c.cpu, c.left, c.model, typical) if policy == "fgd" else np.zeros(len(nodes))
-        self.max_cpu = int(c.cpu.max())
+        self.max_cpu = max(1, int(c.cpu.max()))
         self.max_gpu = int((c.left.clip(0)).sum(axis=1).max()) or WHOLE
 
     def _fgd(self, pod: Pod, feasible: BoolArray) -> tuple[IntArray, IntArray]:
@@ -354,10 +360,11 @@ def run_seed(nodes: Sequence[Node], pods: Sequence[Pod], policy: str, seed: int,
     at: dict[int, float] = {}
     for mark in ARRIVED_MARKS:
         rows = rounded == mark
-        if not rows.any():
-            rows = (arrive_pct >= mark - 1) & (arrive_pct <= mark + 1)
         if rows.any():
             at[mark] = round(float(alloc_pct[rows].mean()), 2)
+        else:  # coarse pods jump over the mark: the state when it was passed (pods never leave, so it only grows)
+            below = np.flatnonzero(arrive_pct <= mark + 0.5)
+            at[mark] = float(alloc_pct[below[-1] if len(below) else 0])
     curve = {int(m): round(float(alloc_pct[rounded == m].mean()), 2) for m in np.unique(rounded)}
     return SeedResult(seed, len(order), at, curve)
 
@@ -387,6 +394,20 @@ def fragmentation_report(
     cluster = Cluster(nodes)
     requested = sum(p.shape.total_milli for p in pods)
     inflated = len(pods) * max(1.0, INFLATION * cluster.gpus * WHOLE / requested)
+    typical = gpu_share.typical_pods([p.shape for p in pods], cluster.models)
+    width = cluster.left.shape[1]
+    if "fgd" in policies and typical.size * len(nodes) * width * width > MAX_FGD_ELEMENTS:
+        raise ConfigError(
+            [
+                Problem(
+                    "--pods",
+                    "",
+                    f"FGD would weigh {typical.size:,} typical pod shapes on every GPU of {len(nodes):,} nodes "
+                    f"({typical.size * len(nodes) * width * width:,} array elements per pod)",
+                    f"allowed: at most {MAX_FGD_ELEMENTS:,} (pod lists whose common shapes are few, as real traces'; or --policy best-fit)",
+                )
+            ]
+        )
     if inflated * len(nodes) > MAX_WORK:
         raise ConfigError(
             [
@@ -399,7 +420,6 @@ def fragmentation_report(
                 )
             ]
         )
-    typical = gpu_share.typical_pods([p.shape for p in pods], cluster.models)
     runs = [(policy, seed) for policy in policies for seed in seeds]
     workers = min(len(runs), jobs or len(os.sched_getaffinity(0)) or 1)
     if workers <= 1:

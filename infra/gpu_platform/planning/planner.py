@@ -295,8 +295,9 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         mean = group.series.mean() if group.series is not None else None
         replay_nodes, waits = nodes_for_wait(group.jobs, per, delay * 3600, mean)
         target = float(replay_nodes * per)
+        used = math.floor(waits.utilisation * 1000) / 10  # floored, so 99.96 % never reads as 100 % < 100 %
         basis = (
-            f"job-level replay: 99 % of jobs wait <= {delay:g} h and the queue drains (utilisation {waits.utilisation * 100:.0f} % < 100 %) "
+            f"job-level replay: 99 % of jobs wait <= {delay:g} h and the queue drains (utilisation {used:g} % < 100 %) "
             f"({group.sla}, BestEffortFIFO, whole GPUs of {per}-GPU nodes)"
         )
     packed = None

@@ -24,6 +24,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.planning.demand import WORKLOAD_CLASSES
 from gpu_platform.planning.planner import Plan
 from gpu_platform.planning.stackfile import _split, planned_pools
 from gpu_platform.spec.loader import PROJECT, spec_from_config
@@ -182,6 +183,12 @@ def quota_shares(
     return shares
 
 
+def _no_tenant(team: str) -> str:
+    if team in WORKLOAD_CLASSES:  # a history names no teams: its pools go to the tenants holding quota in the class
+        return f"no tenant holds quota in workload class '{team}' to share the plan's pools of that class with"
+    return f"the plan gives quota to team '{team}', which is no tenant of this stack"
+
+
 def merge_tenants(
     seq: CommentedSeq, gpus: dict[str, int], shares: dict[str, dict[str, float]], file: str, eks: bool = True
 ) -> list[tuple[str, str, int, int]]:
@@ -197,12 +204,7 @@ def merge_tenants(
     missing = sorted({team for split in want.values() for team, n in split.items() if n > 0 and team not in known})
     if missing:
         keys = "name, groups, cohort, priority" + (", accessRoleArns" if eks else "")
-        raise ConfigError(
-            [
-                Problem(file, TENANTS, f"the plan gives quota to team '{team}', which is no tenant of this stack", f"add the tenant first ({keys})")
-                for team in missing
-            ]
-        )
+        raise ConfigError([Problem(file, TENANTS, _no_tenant(team), f"add the tenant first ({keys})") for team in missing])
     for name, t in known.items():
         quotas = t.get("quotas")
         if quotas is None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from gpu_platform.aws import golden_image
 from gpu_platform.behaviour import ecr, image_manifest, vpc
+from gpu_platform.behaviour.wiring import UNKNOWN
 from gpu_platform.versions import (
     SUPPORT_DRIVER_BRANCHES,
     SUPPORT_EKS_AMI,
@@ -365,6 +366,12 @@ def _stack_region(plan: PlanView) -> str | None:
     return str(next(iter(regions))) if len(regions) == 1 else None
 
 
+def lt_types(lt: Resource | None) -> list[str]:
+    """The instance type a launch template names (Capacity Block pools name theirs there)."""
+    t = lt.inputs.get("instanceType") if lt is not None else None
+    return [str(t)] if t else []
+
+
 def _user_data(lt: Resource) -> str:
     try:
         return base64.b64decode(str(lt.inputs.get("userData") or ""), validate=True).decode("utf-8", "replace")
@@ -388,7 +395,7 @@ def golden_image_matches_lockfile(plan: PlanView, ctx: Context) -> Iterator[Find
     Packer's manifest of the AMIs it registered, tied by the Packer run id.
     """
     root = ctx.root or Path.cwd()
-    region = _stack_region(plan)
+    subnets_region = _stack_region(plan)
     kubernetes = next((str(c.inputs.get("version")) for c in plan.of_type(EKS_CLUSTER)), ctx.deployed.kubernetes.version)
     cluster_name = next((str(c.inputs.get("name")) for c in plan.of_type(EKS_CLUSTER) if c.inputs.get("name")), None)
     for ng, lt in _golden_node_groups(plan):
@@ -400,10 +407,16 @@ def golden_image_matches_lockfile(plan: PlanView, ctx: Context) -> Iterator[Find
         if not ami:
             yield Finding(ng.name, f"tagged with image manifest {name}, but its launch template boots no image (imageId)")
             continue
+        raw = lt.inputs.get("userData") if lt is not None else None
         script = _user_data(lt) if lt is not None else ""
-        if golden_image.BOOTSTRAP not in script or (cluster_name and cluster_name not in script):
+        # A new cluster's endpoint is unknown during a first preview, so is the user data built from it: not judgeable.
+        known = raw != UNKNOWN
+        if known and (golden_image.BOOTSTRAP not in script or (cluster_name and cluster_name not in script)):
             where = lt.name if lt else ng.name
             yield Finding(where, f"the user data does not run {golden_image.BOOTSTRAP} for the cluster: EKS adds none to a custom AMI")
+        region = (ng.inputs.get("tags") or {}).get(golden_image.REGION_TAG) or subnets_region
+        types = [t for t in ng.inputs.get("instanceTypes") or lt_types(lt) if t in ctx.catalog.instance_types]
+        nvswitch = any(ctx.catalog.instance(t).nvswitch for t in types)
         manifest = image_manifest.read_json(root / name, root)
         if isinstance(manifest, str):
             yield Finding(ng.name, f"image manifest {name}: {manifest}")
@@ -412,5 +425,5 @@ def golden_image_matches_lockfile(plan: PlanView, ctx: Context) -> Iterator[Find
         if isinstance(packer, str):
             yield Finding(ng.name, f"image manifest {name}: {packer} beside it")
             continue
-        for problem in image_manifest.image_problems(manifest, packer, ami, region, ctx.deployed, kubernetes):
+        for problem in image_manifest.image_problems(manifest, packer, ami, region, ctx.deployed, kubernetes, nvswitch):
             yield Finding(ng.name, f"golden image {ami} ({name}): {problem}")
