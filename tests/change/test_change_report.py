@@ -150,3 +150,20 @@ def test_github_annotations_sit_on_the_changed_line(reports: dict[str, tuple[int
     assert code == 1
     hits = [a for a in out.splitlines() if a.startswith("::error") and "title=reservation-still-matches" in a]
     assert len(hits) == 1 and f",line={line}," in hits[0]
+
+
+def test_the_cost_delta_says_whose_prices_it_uses(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """dev runs in us-west-2; the catalog's list prices are us-east-1's: the delta says so, as `capacity` does."""
+    repo = make_repo(tmp_path_factory.mktemp("west") / "repo")
+    stack = repo / "stacks" / "Pulumi.dev.yaml"
+    stack.write_text(stack.read_text().replace("scaling: {min: 0, desired: 1, max: 6}", "scaling: {min: 0, desired: 1, max: 8}", 1))
+    region, as_of = CATALOG["pricing"]["region"], CATALOG["pricing"]["as_of"]
+    want = f"prices are {region}'s list prices of {as_of}; this stack runs in us-west-2"
+    for fmt in ("json", "text", "markdown"):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            main(["check", "--config", str(stack), "--base", "base", "--format", fmt])
+        if fmt == "json":
+            assert json.loads(buf.getvalue())["change"]["cost"]["caveat"] == want
+        else:
+            assert want[1:] in buf.getvalue(), buf.getvalue()[:2000]

@@ -103,6 +103,8 @@ def render_text(report: ChangeReport) -> str:
         lines += [f"  {k.text()}" for k in report.stack_keys]
     if report.cost is not None:
         lines += ["", report.cost.headline()]
+        if report.cost.caveat:
+            lines.append(f"  ({report.cost.caveat})")
         moved = [p for p in report.cost.pools if p.changed]
         if moved:
             lines.append(f"  {'POOL':<24} {'TIER':<28} {'GPU MODEL':<26} {'GPUS (MAX)':<14} {'$/MONTH BEFORE':>15} {'AFTER':>14} {'CHANGE':>14}")
@@ -161,6 +163,8 @@ def _cost_markdown(cost: CostDelta) -> list[str]:
     delta = cost.after - cost.before
     trend = "increases" if delta > 0.005 else "decreases" if delta < -0.005 else "does not change"
     lines = [f"**Monthly cost {trend}**: {money(cost.before)} → {money(cost.after)} (**{signed(delta)}**{percent(cost.before, cost.after)})", ""]
+    if cost.caveat:
+        lines[-1:-1] = [f"*{cost.caveat[0].upper()}{cost.caveat[1:]}.*"]
     lines += ["| pool | tier | GPU model | GPUs (max) | monthly before | monthly after | diff |", "|---|---|---|---:|---:|---:|---:|"]
     moved = [p for p in cost.pools if p.changed]
     for p in moved[:ROWS_SHOWN]:

@@ -96,6 +96,8 @@ class CostDelta:
 
     pools: Sequence[PoolCost]
     problem: str = ""
+    caveat: str = ""
+    """Where the prices may not be the stack's (the catalog's list prices are one region's), as `capacity` says it."""
 
     @property
     def before(self) -> float:
@@ -134,6 +136,7 @@ class CostDelta:
             return {"compared": False, "problem": self.problem}
         return {
             "compared": True,
+            "caveat": self.caveat or None,
             "monthlyBefore": round(self.before, 2),
             "monthlyAfter": round(self.after, 2),
             "monthlyDelta": round(self.after - self.before, 2),
@@ -168,13 +171,17 @@ def cost_delta(
     `new_stack`: the stack file is absent at the base, so every pool is new and the base costs nothing.
     """
     new = {p.pool: p for p in pool_capacity_report(after, catalog, file)}
+    prices = catalog.pricing
+    caveat = ""
+    if after.region and after.region != prices.region:
+        caveat = f"prices are {prices.region}'s list prices of {prices.as_of}; this stack runs in {after.region}"
     if new_stack:
-        return CostDelta([PoolCost(name, None, p) for name, p in new.items()])
+        return CostDelta([PoolCost(name, None, p) for name, p in new.items()], caveat=caveat)
     if before is None:
         return CostDelta([PoolCost(name, None, p) for name, p in new.items()], problem or "the base revision's stack could not be read")
     old = {p.pool: p for p in pool_capacity_report(before, catalog, file)}
     names = list(old) + [n for n in new if n not in old]
-    return CostDelta([PoolCost(n, old.get(n), new.get(n)) for n in names])
+    return CostDelta([PoolCost(n, old.get(n), new.get(n)) for n in names], caveat=caveat)
 
 
 @dataclass(frozen=True)
