@@ -302,10 +302,17 @@ def _support_findings(plan: PlanView, ctx: Context, window: str) -> Iterator[Fin
         version = str(r.inputs.get("version") or "")
         if msg := _support_message("Kubernetes", SUPPORT_KUBERNETES, version, ctx, window):
             yield Finding(r.name, msg)
+    # One finding per AMI release, on the first node group that runs it, naming the others: the same release on
+    # twelve node groups is one upgrade, not twelve findings.
+    groups: dict[str, list[str]] = {}
     for r in plan.of_type(NODE_GROUP):
         release = r.inputs.get("releaseVersion")
-        if release and (msg := _support_message("EKS AMI release", SUPPORT_EKS_AMI, str(release), ctx, window)):
-            yield Finding(r.name, msg)
+        if release:
+            groups.setdefault(str(release), []).append(r.name)
+    for release, names in groups.items():
+        if msg := _support_message("EKS AMI release", SUPPORT_EKS_AMI, release, ctx, window):
+            others = f" (node groups {', '.join(names)})" if len(names) > 1 else ""
+            yield Finding(names[0], msg + others)
     for pool in pools(plan, ctx.catalog):
         branch, where = pool_driver_branch(pool, plan, ctx.lock)
         if msg := _support_message(f"pool {pool.name}: NVIDIA driver branch ({where})", SUPPORT_DRIVER_BRANCHES, branch, ctx, window):
