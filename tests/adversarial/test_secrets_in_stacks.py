@@ -49,3 +49,21 @@ def test_what_is_not_a_credential_passes(tmp_path: Path, capsys: pytest.CaptureF
     code = cli.main(["check", "--config", str(path)])
     _, err = capsys.readouterr()
     assert code == 0 and "looks like" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        ('    db-password: "hunter2!!#"\n', "hunter2"),  # refused characters: the value is not echoed
+        ("    api-token: 123456789\n", "123456789"),  # not a string: the value is not echoed either
+    ],
+)
+def test_a_bad_value_under_a_credential_named_key_is_never_echoed(tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, value: str) -> None:
+    """The value of a credential-named key may be one even when it does not look like one: its error line says where
+    and what is wrong, never the value (a CI log is read by more people than the stack file)."""
+    path = _with_tags(tmp_path, line)
+    code = cli.main(["check", "--config", str(path)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert value not in captured.err and value not in captured.out
+    assert "(not shown: the key names a credential)" in captured.err

@@ -14,6 +14,7 @@ from functools import cache
 
 from gpu_platform.errors import Problem, did_you_mean, one_of
 from gpu_platform.spec.models import PlatformSpec
+from gpu_platform.spec.secrets import SECRET_KEY_NAME
 
 P = "gpu-platform:"
 TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256
@@ -87,11 +88,15 @@ def check_tags(spec: PlatformSpec, file: str) -> list[Problem]:
         for what, text in (("key", key), ("value", value)):
             if not TAG_CHARS.match(text):
                 bad = sorted({ch for ch in text if not TAG_CHARS.match(ch)})
+                # a credential-named tag's value is never echoed, whatever it looks like (it may be one)
+                hidden = what == "value" and bool(SECRET_KEY_NAME.search(key))
+                shown = "(not shown: the key names a credential)" if hidden else repr(text)
+                chars = "not shown" if hidden else " ".join(bad)
                 out.append(
                     Problem(
                         file,
                         at,
-                        f"tag {what} {text!r} has characters AWS refuses ({' '.join(bad)})",
+                        f"tag {what} {shown} has characters AWS refuses ({chars})",
                         "allowed: letters, digits, spaces and + - = . _ : / @",
                     )
                 )

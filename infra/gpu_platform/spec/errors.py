@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpu_platform.errors import Problem, did_you_mean, one_of
+from gpu_platform.spec.secrets import SECRET_KEY_NAME
 
 # pydantic error type prefix -> what the key accepts
 EXPECTED = {
@@ -85,6 +86,18 @@ def keys_of(model: type[BaseModel]) -> list[str]:
     return [f.alias or n for n, f in model.model_fields.items()]
 
 
+class _NotShown:
+    """Stands for a value the error line must not print."""
+
+    def __repr__(self) -> str:
+        return "(not shown: the key names a credential)"
+
+    __str__ = __repr__
+
+
+_NOT_SHOWN = _NotShown()
+
+
 def problems_from_validation(exc: Exception, file: str, prefix: str, model: type[BaseModel] | None = None) -> list[Problem]:
     """One Problem per pydantic error, with the key path, the bad value and what is allowed."""
     if not isinstance(exc, ValidationError):
@@ -95,6 +108,8 @@ def problems_from_validation(exc: Exception, file: str, prefix: str, model: type
         path = format_loc(loc, prefix)
         kind = err["type"]
         value = err.get("input")
+        if any(isinstance(part, str) and SECRET_KEY_NAME.search(part) for part in loc):
+            value = _NOT_SHOWN  # a credential-named key's value is never echoed, whatever it looks like
         ctx = err.get("ctx") or {}
         if kind == "extra_forbidden":
             owner = _model_at(model, loc)
