@@ -167,3 +167,23 @@ def test_the_cost_delta_says_whose_prices_it_uses(tmp_path_factory: pytest.TempP
             assert json.loads(buf.getvalue())["change"]["cost"]["caveat"] == want
         else:
             assert want[1:] in buf.getvalue(), buf.getvalue()[:2000]
+
+
+def test_tenants_written_as_json_text_are_no_change(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Pulumi hands structured config to the program as JSON text, and `pulumi config set --path` writes it so: the
+    same tenants as a JSON string on the head side are the same tenants, not a change of every key and quota."""
+    repo = make_repo(tmp_path_factory.mktemp("json") / "repo")
+    stack = repo / "stacks" / "Pulumi.dev.yaml"
+    doc = yaml.safe_load(stack.read_text())
+    tenants = doc["config"]["gpu-platform:tenants"]
+    head, _, tail = stack.read_text().partition("  gpu-platform:tenants:\n")
+    rest = tail.split("\n  gpu-platform:", 1)
+    text = head + "  gpu-platform:tenants: " + json.dumps(json.dumps(tenants)) + "\n" + ("  gpu-platform:" + rest[1] if len(rest) > 1 else "")
+    stack.write_text(text)
+    assert yaml.safe_load(stack.read_text())["config"]["gpu-platform:tenants"] == json.dumps(tenants)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        main(["check", "--config", str(stack), "--base", "base", "--format", "json"])
+    change = json.loads(buf.getvalue())["change"]
+    assert not [k for k in change["stackKeys"] if k["key"].startswith("gpu-platform:tenants")], change["stackKeys"]
+    assert change["quotas"] == [] or all(q["before"] == q["after"] for q in change["quotas"]), change["quotas"]

@@ -28,7 +28,7 @@ from gpu_platform.change.values import key_changes
 from gpu_platform.commands import check
 from gpu_platform.engine import run_program
 from gpu_platform.errors import ConfigError
-from gpu_platform.spec.loader import load_stack, spec_from_config
+from gpu_platform.spec.loader import decoded_config, load_stack, spec_from_config
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform_policies import CHANGE_RULES, Resource, Violation, evaluate
 from gpu_platform_policies.changeview import ChangeView, evaluate_change, tier_rows
@@ -139,8 +139,10 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         findings,
         view.maintenance,
         len(CHANGE_RULES) if rules else 0,
-        stack_keys=key_changes(base_config, config),
-        quotas=quota_changes(base_config, config),
+        # Pulumi hands structured config to the program as JSON text: both sides compared as the loader reads them,
+        # so a value written as JSON on one side and YAML on the other is no change.
+        stack_keys=key_changes(decoded_config(base_config), decoded_config(config)),
+        quotas=quota_changes(decoded_config(base_config), decoded_config(config)),
         cost=_cost(base_config, spec, stack, path, catalog),
     )
     return Outcome(report, state, change, spec, loose, own_mandatory, base_rules)

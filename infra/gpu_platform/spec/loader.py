@@ -247,6 +247,17 @@ def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> Platfo
     return spec
 
 
+def decoded_config(config: Any) -> Any:
+    """A stack's `config:` with this project's structured values as the loader reads them (JSON text decoded)."""
+    if not isinstance(config, dict):
+        return config
+    out = {}
+    for key, value in config.items():
+        ns, sep, short = str(key).partition(":")
+        out[key] = _decode(value, short) if sep and ns == PROJECT else value
+    return out
+
+
 def _decode(value: Any, key: str) -> Any:
     """Pulumi hands structured config to the program as JSON text; stack files hold it as YAML."""
     if key in SCALAR_KEYS or not isinstance(value, str):
