@@ -37,6 +37,7 @@ _AUTO_SUFFIX = r"-[0-9a-f]{7}"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 NODE_PATCH = "kubernetes:core/v1:NodePatch"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+SUBNET = "aws:ec2/subnet:Subnet"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_ADDON = "aws:eks/addon:Addon"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -94,6 +95,15 @@ def launch_template_of(plan: PlanView, ng: Resource) -> Resource | None:
     identity = plan.wiring.target(ng, "launchTemplate")
     lt = plan.wiring.resource(identity, LAUNCH_TEMPLATE)
     return lt or next((r for r in plan.of_type(LAUNCH_TEMPLATE) if ng.parent and r.parent == ng.parent), None)
+
+
+def instance_types_of(plan: PlanView, ng: Resource) -> list[str]:
+    """A node group's instance types; a Capacity Block's lives in its launch template."""
+    types = [str(t) for t in ng.inputs.get("instanceTypes") or []]
+    if types:
+        return types
+    lt = launch_template_of(plan, ng)
+    return [str(lt.inputs["instanceType"])] if lt is not None and lt.inputs.get("instanceType") else []
 
 
 # --- GPU pools -----------------------------------------------------------------------------------

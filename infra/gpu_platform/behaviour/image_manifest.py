@@ -95,6 +95,9 @@ def image_problems(
     for key in ("pinned", "installed", "eks"):
         if not isinstance(manifest.get(key) or {}, Mapping):
             return [f"the image manifest's {key} is a {type(manifest.get(key)).__name__}, not an object"]
+    pinned_all: Mapping[str, Any] = manifest.get("pinned") or {}
+    installed: Mapping[str, Any] = manifest.get("installed") or {}
+    eks: Mapping[str, Any] = manifest.get("eks") or {}
     out = []
     builds = packer_builds(packer_manifest, ami)
     in_region = [uuid for where, uuid in builds if where == region]
@@ -111,27 +114,25 @@ def image_problems(
     if os_key not in node_oses(lock):
         out.append(f"the image runs {os_key or 'an undeclared OS'}, not a node OS of this lockfile ({', '.join(node_oses(lock))})")
     driver = lock.nvidia_driver
-    pinned = (manifest.get("pinned") or {}).get("nvidia_driver") or {}
+    pinned = pinned_all.get("nvidia_driver") or {}
     if not isinstance(pinned, Mapping) or pinned.get("version") != driver.version:
         shown = pinned.get("version") if isinstance(pinned, Mapping) else None
         out.append(f"the image was built with driver {shown or '(none)'}, the lockfile pins {driver.version}")
     avail = lock.package_availability.get(os_key)
     want = driver.packages.get(avail.package_source) if avail is not None else None
-    installed = manifest.get("installed") or {}
     if avail is not None and want is None:
         out.append(f"the lockfile pins no driver package for {avail.package_source}")
-    elif want is not None and (not isinstance(installed, Mapping) or not any(_carries(v, want) for v in installed.values())):
+    elif want is not None and not any(_carries(v, want) for v in installed.values()):
         out.append(f"no installed package of the image is the driver build {want}")
     if nvswitch:
-        fm = (manifest.get("pinned") or {}).get("fabric_manager") or {}
+        fm = pinned_all.get("fabric_manager") or {}
         fm_version = fm.get("version") if isinstance(fm, Mapping) else None
-        fm_installed = [v for k, v in installed.items() if "fabricmanager" in str(k)] if isinstance(installed, Mapping) else []
+        fm_installed = [v for k, v in installed.items() if "fabricmanager" in str(k)]
         if fm_version != driver.version or not any(str(v).startswith(driver.version) for v in fm_installed):
             out.append(
                 f"the image carries Fabric Manager {fm_version or '(none)'} (installed: {', '.join(map(str, fm_installed)) or 'none'}); "
                 f"NVSwitch nodes need it at the driver's {driver.version}, or their GPUs stay unusable"
             )
-    eks = manifest.get("eks") or {}
     if eks.get("bootstrap") is not True:
         base = "an EKS base image (Canonical's ubuntu-eks/k8s_<minor>)"
         out.append(f"the image has no /etc/eks/bootstrap.sh: build it from {base}, or its nodes never join")

@@ -10,32 +10,27 @@ coverage floor asks for stay (planning.coverageTarget), the rest are to be relea
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from gpu_platform.catalog import Catalog
-from gpu_platform.planning.checks import SLA_CLASSES
-from gpu_platform.planning.planner import EPS, Plan, curve_of, horizon_factor
+from gpu_platform.planning.planner import EPS, Plan, coverage_floor_nodes, stacked_node_use
 from gpu_platform.pricing import HOURS_PER_MONTH, load_commitments
 from gpu_platform.spec.models import PlatformSpec
 
 
 def releases(plan: Plan, spec: PlatformSpec, catalog: Catalog) -> list[dict[str, Any]]:
     """One entry per class and instance type whose held reservation has nodes busy below break-even."""
-    inst = load_commitments().instrument(plan.demand.options.instrument)
-    break_even = inst.break_even if inst.kind in ("savings-plan", "reserved-instance") else 1.0
-    opts = plan.demand.options
+    # an ODCR instrument has no discount: its break-even is 1, busy every hour
+    break_even = load_commitments().instrument(plan.demand.options.instrument).break_even
     out = []
     for d, g in zip(plan.demand.groups, plan.groups, strict=True):
         if g.existing_reserved <= 0 or g.instance_type is None or g.gpus_per_node <= 0:
             continue
         per = g.gpus_per_node
         held = g.existing_reserved // per
-        curve = curve_of(d, horizon_factor(d))
-        busy = [curve.node_busy(i * per, per) for i in range(held)]
+        busy = stacked_node_use(d, 0, per, held)
         paying = sum(1 for u in busy if u >= break_even - EPS)
-        floor = math.floor(opts.coverage_target * d.p95 * horizon_factor(d) / per + EPS) if g.sla in SLA_CLASSES and opts.coverage_target > 0 else 0
-        keep = min(held, max(paying, floor))
+        keep = min(held, max(paying, coverage_floor_nodes(d, plan.demand.options, per)))
         if keep >= held:
             continue
         price = catalog.instance(g.instance_type).price_per_hour or 0.0
@@ -57,7 +52,7 @@ def releases(plan: Plan, spec: PlatformSpec, catalog: Catalog) -> list[dict[str,
                 "when": "now (an ODCR is cancelled at any time)",
                 "nodeUse": [round(u, 4) for u in busy],
                 "breakEvenUtilization": round(break_even, 4),
-                "keptForCoverageFloor": max(0, floor - paying) if floor > paying else 0,
+                "keptForCoverageFloor": keep - paying,
                 "monthlyHeld": round(len(released) * price * HOURS_PER_MONTH, 2),
                 "monthlyUsed": round(sum(released) * price * HOURS_PER_MONTH, 2),
                 "pools": pools,

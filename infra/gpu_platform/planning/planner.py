@@ -259,6 +259,19 @@ def curve_of(group: DemandGroup, grow: float) -> Exceedance:
     return from_quantiles(group.p50, group.p95, group.p99, group.peak, grow)
 
 
+def stacked_node_use(group: DemandGroup, base_gpus: int, gpus_per_node: int, nodes: int) -> list[float]:
+    """Share of the time each of `nodes` nodes stacked on `base_gpus` GPUs below them is busy, at the horizon."""
+    curve = curve_of(group, horizon_factor(group))
+    return [curve.node_busy(base_gpus + i * gpus_per_node, gpus_per_node) for i in range(nodes)]
+
+
+def coverage_floor_nodes(group: DemandGroup, opts: Options, gpus_per_node: int) -> int:
+    """Whole nodes a stated coverage target holds for a class with an SLA (0 without one): capacity held every hour."""
+    if group.sla not in SLA_CLASSES or opts.coverage_target <= 0:
+        return 0
+    return math.floor(opts.coverage_target * group.p95 * horizon_factor(group) / gpus_per_node + EPS)
+
+
 def _bounds(group: DemandGroup, grow: float, target: float, source: str) -> None:
     at = f"{group.workload_class}.{group.gpu_model}"
     if grow > MAX_HORIZON_GROWTH:
@@ -317,10 +330,8 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     inst = commitment(opts)
     curve = curve_of(group, grow)
     be_nodes = given + break_even_nodes(curve, per, inst.break_even, max(0, total_nodes - given), given * per)
-    reserved_nodes = be_nodes
-    if group.sla in SLA_CLASSES and opts.coverage_target > 0:
-        # a stated stable floor for a class with an SLA: capacity held every hour anyway is cheapest committed
-        reserved_nodes = max(be_nodes, min(total_nodes, math.floor(opts.coverage_target * p95h / per + EPS)))
+    # a stated stable floor for a class with an SLA: capacity held every hour anyway is cheapest committed
+    reserved_nodes = max(be_nodes, min(total_nodes, coverage_floor_nodes(group, opts, per)))
     total_nodes = max(total_nodes, reserved_nodes)
     spot_room = min(opts.spot_cap * p95h, group.interruptible_p95 * grow) if group.interruptible else 0.0
     spot_nodes = min(total_nodes - reserved_nodes, math.floor(spot_room / per + EPS))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_platform.catalog import Catalog
-from gpu_platform.planning.planner import Plan, curve_of, horizon_factor
+from gpu_platform.planning.planner import Plan, stacked_node_use
 from gpu_platform.pricing import load_commitments
 
 HOURS_PER_MONTH = 730
@@ -37,8 +37,7 @@ def purchases(plan: Plan, catalog: Catalog) -> list[dict[str, Any]]:
         nodes = new_gpus // g.gpus_per_node
         hourly = nodes * itype.price_per_hour * (1 - instrument.discount)
         # The nodes bought sit on top of the reservations held: their use is the demand's above those, node by node.
-        curve = curve_of(d, horizon_factor(d))
-        used = sum(curve.node_busy(g.existing_reserved + i * g.gpus_per_node, g.gpus_per_node) for i in range(nodes)) / nodes
+        used = sum(stacked_node_use(d, g.existing_reserved, g.gpus_per_node, nodes)) / nodes
         saving = nodes * itype.price_per_hour * HOURS_PER_MONTH * (used - instrument.break_even)
         out.append(
             {

@@ -36,8 +36,8 @@ class Waits:
     max: float
     jobs: int
     utilisation: float = 0.0
-    """The jobs' GPU-time over the capacity's over the history (first arrival to last end); at 1 or more the queue
-    cannot drain, whatever the waits of the jobs that did start say."""
+    """Demand over the capacity's GPUs (nodes_for_wait says which demand); at 1 or more the queue cannot drain,
+    whatever the waits of the jobs that did start say."""
 
 
 def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float = math.inf) -> Waits:
@@ -105,6 +105,13 @@ def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float
     return Waits(waits[min(len(waits) - 1, math.ceil(0.99 * len(waits)) - 1)] if waits else 0.0, waits[-1] if waits else 0.0, len(jobs))
 
 
+def _own_rate(jobs: tuple[Job, ...]) -> float:
+    """The jobs' GPU-time over their own span (first arrival to last end), in GPUs."""
+    work = sum(j.gpus * j.milli / 1000 * j.run for j in jobs)
+    span = max(j.arrival + j.run for j in jobs) - min(j.arrival for j in jobs)
+    return work / span if span > 0 else 0.0
+
+
 @lru_cache(maxsize=64)
 def nodes_for_wait(jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float, demand_gpus: float | None = None) -> tuple[int, Waits]:
     """Fewest nodes whose replay keeps the 99th-percentile wait within `max_wait_s` and whose queue drains.
@@ -122,10 +129,7 @@ def nodes_for_wait(jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float,
     jobs = tuple(j for j in jobs if j.gpus <= gpus_per_node)
     if not jobs:
         return 0, Waits(0.0, 0.0, 0)
-    work = sum(j.gpus * j.milli / 1000 * j.run for j in jobs)
-    span = max(j.arrival + j.run for j in jobs) - min(j.arrival for j in jobs)
-
-    rate = demand_gpus if demand_gpus is not None else (work / span if span > 0 else 0.0)
+    rate = demand_gpus if demand_gpus is not None else _own_rate(jobs)
 
     def run(nodes: int) -> Waits:
         used = rate / (nodes * gpus_per_node)

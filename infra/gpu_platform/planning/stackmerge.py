@@ -189,6 +189,11 @@ def _no_tenant(team: str) -> str:
     return f"the plan gives quota to team '{team}', which is no tenant of this stack"
 
 
+def _quotas(tenants: CommentedSeq) -> dict[tuple[str, str], int]:
+    """(tenant, pool) -> GPUs of every quota."""
+    return {(str(t["name"]), str(q["pool"])): int(q.get("gpus", 0)) for t in tenants for q in t.get("quotas") or []}
+
+
 def merge_tenants(
     seq: CommentedSeq, gpus: dict[str, int], shares: dict[str, dict[str, float]], file: str, eks: bool = True
 ) -> list[tuple[str, str, int, int]]:
@@ -200,7 +205,7 @@ def merge_tenants(
     """
     want: dict[str, dict[str, int]] = {pool: _split(gpus[pool], shares.get(pool, {})) for pool in gpus}
     known = {str(t["name"]): t for t in seq}
-    before = {(str(t["name"]), str(q["pool"])): int(q.get("gpus", 0)) for t in seq for q in t.get("quotas") or []}
+    before = _quotas(seq)
     missing = sorted({team for split in want.values() for team, n in split.items() if n > 0 and team not in known})
     if missing:
         keys = "name, groups, cohort, priority" + (", accessRoleArns" if eks else "")
@@ -225,7 +230,7 @@ def merge_tenants(
         for pool, split in want.items():
             if pool not in have and split.get(name, 0) > 0:
                 quotas.append(_flow({"pool": pool, "gpus": split[name]}))
-    after = {(str(t["name"]), str(q["pool"])): int(q.get("gpus", 0)) for t in seq for q in t.get("quotas") or []}
+    after = _quotas(seq)
     pairs = sorted(set(before) | set(after))
     return [(t, p, before.get((t, p), 0), after.get((t, p), 0)) for t, p in pairs if before.get((t, p), 0) != after.get((t, p), 0)]
 

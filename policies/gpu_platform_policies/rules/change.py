@@ -17,7 +17,7 @@ from gpu_platform_policies.changeview import ChangeView, pool_gpus, quota_total
 from gpu_platform_policies.model import Finding, PlanView, Resource, rule
 from gpu_platform_policies.rules.rollout import FIXED_TIERS
 from gpu_platform_policies.strictness import loosened, setting_of
-from gpu_platform_policies.view import Pool, get, kind_of, launch_template_of, object_name
+from gpu_platform_policies.view import SUBNET, Pool, get, instance_types_of, kind_of, launch_template_of, object_name
 
 MAINTENANCE_HINT = "state the maintenance in a commit trailer `GPU-Maintenance: {subject} <start>/<end> <ticket>`"
 # Node group inputs -> the pool key that sets them (gpu_platform/aws/nodepools.py).
@@ -528,7 +528,6 @@ def training_quota_on_spot(view: ChangeView) -> Iterator[Finding]:
 # reservation only when its instance type, platform, Availability Zone and tenancy match the reservation's;
 # ModifyCapacityReservation changes a reservation's count and end, never those four. A launch that targets
 # the reservation (capacityReservationTarget) with other attributes is refused, so no node of the group starts.
-SUBNET = "aws:ec2/subnet:Subnet"
 RESERVATION_MATCH = ("instance type", "platform", "zone", "tenancy")
 
 
@@ -550,8 +549,7 @@ def reservation_terms(plan: PlanView, ng: Resource) -> tuple[str | None, dict[st
     lt = launch_template_of(plan, ng)
     target = get(lt.inputs if lt else {}, "capacityReservationSpecification", "capacityReservationTarget") or {}
     reservation = target.get("capacityReservationId") or target.get("capacityReservationResourceGroupArn")
-    types = ng.inputs.get("instanceTypes") or ([lt.inputs["instanceType"]] if lt and lt.inputs.get("instanceType") else [])
-    terms = {"instance type": ", ".join(map(str, types))}
+    terms = {"instance type": ", ".join(instance_types_of(plan, ng))}
     zones = sorted({str(s.inputs.get("availabilityZone")) for s in _subnets(plan, ng)})
     if zones:
         terms["zone"] = ", ".join(zones)

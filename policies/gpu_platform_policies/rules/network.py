@@ -15,10 +15,9 @@ from gpu_platform.behaviour import security_groups as sg
 from gpu_platform.behaviour.wiring import UNKNOWN, label
 from gpu_platform_policies.model import Context, Finding, PlanView, rule
 from gpu_platform_policies.rules.versions import image_refs
-from gpu_platform_policies.view import EKS_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, kind_of, namespace_of, pools, tenant_namespaces
+from gpu_platform_policies.view import EKS_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, SUBNET, kind_of, namespace_of, pools, tenant_namespaces
 
 ROLE_BINDING = "RoleBinding"
-SUBNET = "aws:ec2/subnet:Subnet"
 
 
 @rule(

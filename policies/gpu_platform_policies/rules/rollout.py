@@ -17,8 +17,8 @@ from gpu_platform_policies.view import (
     configuration_values,
     get,
     helm_releases,
+    instance_types_of,
     is_gpu_node_group,
-    launch_template_of,
     parse_taints,
     truthy,
 )
@@ -124,15 +124,6 @@ def _node_labels(ng: Resource, instance_type: str) -> dict[str, str]:
     return {**(ng.inputs.get("labels") or {}), INSTANCE_TYPE_LABEL: instance_type, "kubernetes.io/arch": arch, "kubernetes.io/os": "linux"}
 
 
-def _instance_types(plan: PlanView, ng: Resource) -> list[str]:
-    """The group's instance types; a Capacity Block's lives in its launch template."""
-    types = [str(t) for t in ng.inputs.get("instanceTypes") or []]
-    if types:
-        return types
-    lt = launch_template_of(plan, ng)
-    return [str(lt.inputs["instanceType"])] if lt is not None and lt.inputs.get("instanceType") else []
-
-
 def _no_eks_gpu_group(plan: PlanView, ctx: Context) -> str | None:
     if not any(is_gpu_node_group(ng, ctx.catalog) for ng in plan.of_type(NODE_GROUP)):
         return "the stack has no EKS GPU node group (bare metal is fenced by the Ansible role gpu_health_check)"
@@ -166,7 +157,7 @@ def gpu_node_repair(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     for ng in groups:
         taints = [dict(zip(("key", "value", "effect"), t, strict=True)) for t in parse_taints(ng.inputs.get("taints"))]
         if agent is not None:
-            for kind in _instance_types(plan, ng):
+            for kind in instance_types_of(plan, ng):
                 blocked = dcgm_agent_blocked(config, _node_labels(ng, kind), taints)
                 if blocked:
                     yield Finding(agent.name, f"it cannot watch the GPUs of node group {ng.name}: {blocked}", field="configurationValues")

@@ -29,10 +29,12 @@ from gpu_platform_policies.view import (
     HELM_CHART,
     HELM_RELEASE,
     NODE_GROUP,
+    SUBNET,
     Pool,
     chart_name,
     get,
     helm_releases,
+    instance_types_of,
     is_gpu_node_group,
     launch_template_of,
     pools,
@@ -40,7 +42,6 @@ from gpu_platform_policies.view import (
     walk,
 )
 
-SUBNET = "aws:ec2/subnet:Subnet"
 FLOATING = frozenset({"latest", "stable", "main", "master", "edge", "nightly", "*", ""})
 EXACT_VERSION = re.compile(r"^v?\d+(\.\d+){1,3}([-+][0-9A-Za-z.-]+)?$")
 VERSION_KEYS = re.compile(r"(^|[a-z_])(version|tag)$", re.IGNORECASE)
@@ -373,12 +374,6 @@ def _stack_region(plan: PlanView) -> str | None:
     return str(next(iter(regions))) if len(regions) == 1 else None
 
 
-def lt_types(lt: Resource | None) -> list[str]:
-    """The instance type a launch template names (Capacity Block pools name theirs there)."""
-    t = lt.inputs.get("instanceType") if lt is not None else None
-    return [str(t)] if t else []
-
-
 def _user_data(lt: Resource) -> str:
     try:
         return base64.b64decode(str(lt.inputs.get("userData") or ""), validate=True).decode("utf-8", "replace")
@@ -414,16 +409,13 @@ def golden_image_matches_lockfile(plan: PlanView, ctx: Context) -> Iterator[Find
         if not ami:
             yield Finding(ng.name, f"tagged with image manifest {name}, but its launch template boots no image (imageId)")
             continue
-        raw = lt.inputs.get("userData") if lt is not None else None
-        script = _user_data(lt) if lt is not None else ""
+        assert lt is not None  # the AMI came from it
         # A new cluster's endpoint is unknown during a first preview, so is the user data built from it: not judgeable.
-        known = raw != UNKNOWN
-        if known and (golden_image.BOOTSTRAP not in script or (cluster_name and cluster_name not in script)):
-            where = lt.name if lt else ng.name
-            yield Finding(where, f"the user data does not run {golden_image.BOOTSTRAP} for the cluster: EKS adds none to a custom AMI")
+        script = _user_data(lt)
+        if lt.inputs.get("userData") != UNKNOWN and (golden_image.BOOTSTRAP not in script or (cluster_name and cluster_name not in script)):
+            yield Finding(lt.name, f"the user data does not run {golden_image.BOOTSTRAP} for the cluster: EKS adds none to a custom AMI")
         region = (ng.inputs.get("tags") or {}).get(golden_image.REGION_TAG) or subnets_region
-        types = [t for t in ng.inputs.get("instanceTypes") or lt_types(lt) if t in ctx.catalog.instance_types]
-        nvswitch = any(ctx.catalog.instance(t).nvswitch for t in types)
+        nvswitch = any(ctx.catalog.instance(t).nvswitch for t in instance_types_of(plan, ng) if t in ctx.catalog.instance_types)
         manifest = image_manifest.read_json(root / name, root)
         if isinstance(manifest, str):
             yield Finding(ng.name, f"image manifest {name}: {manifest}")
