@@ -68,3 +68,12 @@ def test_tasks_no_node_holds_are_named_in_the_plan(tmp_path: Path, capsys: pytes
     assert plan["unplaceableTasks"] == 1
     assert plan["instanceType"] == "g6.xlarge" and plan["packedNodesP95"] == 9
     assert any("1 tasks ask more GPUs, vCPU or memory than one" in n for n in doc["assumptions"]["notes"])
+
+
+def test_no_node_is_in_use_after_the_last_pod_leaves() -> None:
+    """A pool whose pods end before the window does: the nodes go to 0 at the last deletion, not held to the window's end."""
+    pods = (Pod(0, 10, 1, 1000), Pod(5, 20, 1, 1000))
+    got = nodes_over(pods, NodeShape(1, 8, 32), 0, 100)
+    assert list(got.nodes.segments()) == [(0, 5, 1000), (5, 10, 2000), (10, 20, 1000), (20, 100, 0)]
+    assert got.nodes.quantile(0.5) == 0
+    assert list(nodes_over(pods, NodeShape(1, 8, 32), 30, 100).nodes.segments()) == [(30, 100, 0)]

@@ -60,3 +60,16 @@ def test_capacity_for_delay_matches_the_fluid_queue_by_hand() -> None:
     assert cap == pytest.approx(20 / 3, abs=0.001)
     assert s.capacity_for_delay(10 * H) == pytest.approx(5.0)  # everything can wait: the mean suffices
     assert s.capacity_for_delay(1) == pytest.approx(10.0, abs=0.01)  # nothing may wait: the peak
+
+
+def test_served_work_queues_above_capacity_and_drains_after() -> None:
+    """Capacity 2 GPUs: 4 GPUs of demand on [0, 10) leave a backlog of 20 GPU-s, drained at (2 - 1) GPUs on [10, 40):
+    the whole capacity works until t = 30, then only the 1 GPU of demand; turned away instead, 2 then 1."""
+    demand = step_series([(0, 10, 4000), (10, 40, 1000)], 0, 40)
+    queued = demand.served(2000, queue=True)
+    assert list(queued.segments()) == [(0, 30, 2000), (30, 40, 1000)]
+    assert queued.mean() == pytest.approx(demand.mean())  # all work is done inside the window
+    dropped = demand.served(2000, queue=False)
+    assert list(dropped.segments()) == [(0, 10, 2000), (10, 40, 1000)]
+    # backlog left at the end of the window is not served inside it
+    assert list(step_series([(0, 10, 4000)], 0, 12).served(2000, queue=True).segments()) == [(0, 12, 2000)]

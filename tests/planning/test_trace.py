@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from gpu_platform.catalog import load_catalog
 from gpu_platform.planning.trace import DEFAULT_QOS_CLASS
 from tests.planning.helpers import TRACE_FILES, plan_json, require_trace, row, run_cli
 
@@ -101,42 +102,56 @@ def test_plan_of_the_trace_holds_its_own_formulas(capsys: pytest.CaptureFixture[
     assert doc["plan"]["monthlyCost"] < doc["plan"]["onDemandOnlyMonthlyCost"]
 
 
-def test_gpu_spec_gives_one_entry_per_model_and_the_class_total(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Tasks constrained by gpu_spec are their own group; the `any` row is the class's total demand (not a sum of quantiles)."""
+def cheapest_gpu_hour(gpu: str) -> float:
+    """The catalog's cheapest on-demand price of one GPU-hour of a model (independent of the planner's code)."""
+    return min(t.price_per_hour / t.gpus for t in load_catalog().instance_types.values() if t.gpu.name == gpu and t.price_per_hour)
+
+
+def test_gpu_spec_filters_the_pools_and_a_task_goes_to_the_cheapest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One row per catalog GPU that gets work (not one per gpu_spec string): a task's gpu_spec lists the trace models it
+    accepts, each standing for a catalog GPU; it runs on the cheapest of them per unit of its work; an undisclosed model
+    (G2) stands for the class's own GPU, and the output says so."""
     head = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
     rows = [
         "p0,1000,1024,2,1000,V100M16|V100M32,LS,Running,0,100,0",
         "p1,1000,1024,1,500,,LS,Running,50,100,50",
         "p2,1000,1024,1,1000,T4,LS,Running,0,50,0",
         "p3,1000,1024,0,0,,LS,Running,0,100,0",
+        "p4,1000,1024,1,1000,P100|T4,LS,Running,0,100,0",
+        "p5,1000,1024,1,1000,G2,LS,Running,0,100,0",
     ]
     trace = tmp_path / "pods.csv"
     trace.write_text(head + "\n".join(rows) + "\n")
     doc = plan_json(capsys, "--demand", str(trace))
-    models = {r["gpuModel"] for r in doc["demand"]["classes"]}
-    assert models == {"V100M16|V100M32", "T4", "unconstrained", "any"}
+    assert [r["gpuModel"] for r in doc["demand"]["classes"]] == ["L4", "A10G", "T4", "any"]  # the class's own GPU first
+    # P100|T4: a P100's work on a T4 is 9.3 / 8.1 T4s (catalog throughput), so T4 itself is the cheaper way to run it
+    assert cheapest_gpu_hour("T4") < cheapest_gpu_hour("T4") * 9.3 / 8.1
+    t4 = row(doc, "demand", "inference", "T4")
+    assert (t4["p50"], t4["peak"]) == (pytest.approx(1.0), pytest.approx(2.0))  # p2 on [0, 50) with p4 on [0, 100)
     # 2 V100s on the A10G standing for them: 2 x 15.7 / 31.2 TFLOPS (catalog throughput) = 1.006 A10Gs' worth
-    assert row(doc, "demand", "inference")["peak"] == pytest.approx(2.006)  # 1.006 + 1 on [0, 50), 1.006 + 0.5 on [50, 100)
-    assert row(doc, "demand", "inference", "V100M16|V100M32")["p50"] == pytest.approx(1.006)
-    assert row(doc, "plan", "inference", "V100M16|V100M32")["catalogGpu"] == "A10G"
-    assert row(doc, "plan", "inference", "T4")["catalogGpu"] == "T4"
-    assert doc["assumptions"]["gpuSubstitutions"] == [  # the mapping is stated, not silent
-        {
-            "traceModel": "T4",
-            "catalogGpu": "T4",
-            "throughputFactor": 1.0,
-            "basis": "peak FP32 TFLOPS (dense, non-tensor): 8.1 / 8.1 (catalog throughput, 2026-11-26)",
-        },
-        {
-            "traceModel": "V100M16",
-            "catalogGpu": "A10G",
-            "throughputFactor": 0.5032,
-            "basis": "peak FP32 TFLOPS (dense, non-tensor): 15.7 / 31.2 (catalog throughput, 2026-11-26)",
-        },
-    ]
+    assert row(doc, "demand", "inference", "A10G")["p50"] == pytest.approx(1.006)
+    # the unconstrained share and the undisclosed G2 task both run on the class's L4
+    assert row(doc, "demand", "inference", "L4")["peak"] == pytest.approx(1.5)
+    # the class's total is its own series: [0, 50) holds 1.006 + 2 (T4) + 1 (G2), more than [50, 100)'s 1.006 + 1 + 1.5
+    assert row(doc, "demand", "inference")["peak"] == pytest.approx(1.006 + 2 + 1)
+    assert {r["catalogGpu"] for r in doc["plan"]["classes"] if r["gpuModel"] != "any"} == {"L4", "A10G", "T4"}
+    subs = {s["traceModel"]: s for s in doc["assumptions"]["gpuSubstitutions"]}  # the mapping is stated, not silent
+    assert sorted(subs) == ["G2", "P100", "T4", "V100M16", "V100M32"]
+    assert subs["V100M16"] == {
+        "traceModel": "V100M16",
+        "catalogGpu": "A10G",
+        "throughputFactor": 0.5032,
+        "basis": "peak FP32 TFLOPS (dense, non-tensor): 15.7 / 31.2 (catalog throughput, 2026-11-26)",
+    }
+    assert subs["G2"]["catalogGpu"] == "the class's GPU" and "undisclosed" in subs["G2"]["basis"] and "--gpu-map G2=<GPU>" in subs["G2"]["basis"]
+    # every row is priced, and no row expects to pay more than its full size
+    for r in doc["plan"]["classes"]:
+        assert r["monthlyCost"] is not None and r["expectedMonthlyCost"] <= r["monthlyCost"] + 1e-6, r["gpuModel"]
+    # V100M16 mapped to L4: 15.7 / 30.3 of an L4-hour is cheaper than 15.7 / 31.2 of an A10G-hour, so p0 moves to L4
+    assert cheapest_gpu_hour("L4") * 15.7 / 30.3 < cheapest_gpu_hour("A10G") * 15.7 / 31.2
     doc = plan_json(capsys, "--demand", str(trace), "--gpu-map", "V100M16=L4,inference=L40S")
-    assert row(doc, "plan", "inference", "V100M16|V100M32")["catalogGpu"] == "L4"
-    assert row(doc, "plan", "inference", "unconstrained")["catalogGpu"] == "L40S"
+    assert [r["gpuModel"] for r in doc["demand"]["classes"]] == ["L40S", "L4", "T4", "any"]
+    assert row(doc, "demand", "inference", "L4")["p50"] == pytest.approx(round(2000 * 15.7 / 30.3) / 1000)
     code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(trace), "--gpu-map", "V100M16=A100-40G")
     assert code == 2 and "did you mean 'A100-40GB'" in err
 
@@ -162,18 +177,17 @@ def test_instance_types_hold_the_tasks_shape(tmp_path: Path, capsys: pytest.Capt
     assert batch["instanceType"] == "g6e.48xlarge" and batch["taskShape"]["gpusPerTask"] == 8
 
 
-def test_an_unmapped_trace_gpu_model_is_an_error_with_a_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """G2 is undisclosed: it used to become the class default silently; now one line names the flag that maps it."""
+def test_an_undisclosed_trace_gpu_model_runs_on_the_class_gpu_and_the_output_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """G2 is undisclosed: its tasks run on the class's own GPU, GPU for GPU, stated with the flag that maps it elsewhere."""
     trace = tmp_path / "pods.csv"
-    trace.write_text(f"{POD_HEADER}\na,1000,1024,1,1000,G2,LS,Running,0,100,0\n")
-    code, out, err = run_cli(capsys, "capacity", "plan", "--demand", str(trace))
-    assert code == 2 and out == ""
-    (line,) = err.strip().splitlines()
-    assert line.startswith(
-        f"{trace}: gpu_spec: trace GPU model 'G2' (1 inference tasks) has no catalog GPU to stand for it; allowed: map it with --gpu-map G2="
-    )
+    trace.write_text(f"{POD_HEADER}\na,1000,1024,1,1000,G2,LS,Running,0,100,0\nb,1000,1024,1,1000,G2,Burstable,Running,0,100,0\n")
+    doc = plan_json(capsys, "--demand", str(trace))
+    assert row(doc, "plan", "inference")["catalogGpu"] == "L4" and row(doc, "plan", "batch")["catalogGpu"] == "L40S"
+    (sub,) = doc["assumptions"]["gpuSubstitutions"]
+    assert sub["catalogGpu"] == "the class's GPU" and sub["throughputFactor"] == 1.0
+    assert "training H100-80GB, inference L4, batch L40S" in sub["basis"] and sub["basis"].endswith("choose with --gpu-map G2=<GPU>")
     doc = plan_json(capsys, "--demand", str(trace), "--gpu-map", "G2=T4")
-    assert row(doc, "plan", "inference", "G2")["catalogGpu"] == "T4"
+    assert row(doc, "plan", "inference")["catalogGpu"] == "T4" and row(doc, "plan", "batch")["catalogGpu"] == "T4"
     # G2 has no throughput figure: counted GPU for GPU, and the plan says it assumed so
     (sub,) = doc["assumptions"]["gpuSubstitutions"]
     assert sub["throughputFactor"] == 1.0 and sub["basis"].startswith("assumed 1: no throughput data for G2")
@@ -185,6 +199,7 @@ def test_substituted_gpu_work_scales_by_the_catalog_throughput_ratio(tmp_path: P
     trace.write_text(f"{POD_HEADER}\n" + "".join(f"p{i},1000,1024,1,1000,P100,LS,Running,0,100,0\n" for i in range(10)))
     doc = plan_json(capsys, "--demand", str(trace))
     # 10 P100s busy all the time: 10 x 1.148 = 11.48 T4s' worth
-    assert row(doc, "demand", "inference", "P100")["p95"] == pytest.approx(11.48, abs=0.01)
+    assert row(doc, "demand", "inference")["p95"] == pytest.approx(11.48, abs=0.01)
+    assert row(doc, "plan", "inference")["catalogGpu"] == "T4"
     (sub,) = doc["assumptions"]["gpuSubstitutions"]
     assert (sub["traceModel"], sub["catalogGpu"], sub["throughputFactor"]) == ("P100", "T4", pytest.approx(1.1481, abs=1e-4))

@@ -57,18 +57,28 @@ class Exceedance:
         """Time-weighted mean of min(demand, reserve): the reserve's GPUs in use."""
         return self.mean() - self.mean_above(reserve)
 
-    def elastic_gpus(self, reserve: float, gpus_per_node: int) -> float:
-        """Mean GPUs billed on elastic nodes above the reserve: the excess rounded up to whole nodes at every instant."""
+    def elastic_gpus(self, reserve: float, gpus_per_node: int, ceiling: float = math.inf) -> float:
+        """Mean GPUs billed on elastic nodes above the reserve: the excess rounded up to whole nodes at every instant.
+
+        Demand above `ceiling` (the plan's full size) runs on no node: the plan holds no more, so none is billed.
+        """
         g = gpus_per_node
-        out = sum(s * g * math.ceil(max(0.0, v - reserve) / g - EPS) for v, s in zip(self.values, self.shares, strict=True))
+
+        def nodes(v: float) -> int:
+            return math.ceil(max(0.0, min(v, ceiling) - reserve) / g - EPS)
+
+        out = sum(s * g * nodes(v) for v, s in zip(self.values, self.shares, strict=True))
         for a, b, m in self.pieces:
             # j nodes are up while the excess is in ((j - 1) g, j g]: weight by the piece's share of that range
+            top = min(b, ceiling)
             j = 1
-            while reserve + (j - 1) * g < b:
-                lo, hi = max(a, reserve + (j - 1) * g), min(b, reserve + j * g)
+            while reserve + (j - 1) * g < top:
+                lo, hi = max(a, reserve + (j - 1) * g), min(top, reserve + j * g)
                 if hi > lo:
                     out += m * (hi - lo) / (b - a) * j * g
                 j += 1
+            if b > ceiling:  # the piece's share above the ceiling is served at the ceiling
+                out += m * (b - max(a, ceiling)) / (b - a) * g * nodes(ceiling)
         return out
 
 
@@ -173,20 +183,22 @@ def expected_bill(
     hours: float,
     always_on_gpus: int = 0,
     given_gpus: int = 0,
+    ceiling_gpus: float = math.inf,
 ) -> Bill:
     """Expected monthly cost: R x (1 - discount) x price + A x price + elastic GPU-hours above R + A, a `spot_share` of them on Spot.
 
     A is on-demand kept up whatever the demand (an SLA floor, the N+1 spare). Elastic GPUs are
     billed in whole nodes at each instant (the excess rounded up to nodes); of the Spot GPU-hours a
     `fallback_share` runs on on-demand after reclaims. `given_gpus` of the reserve are existing ODCRs,
-    billed at list.
+    billed at list. No instant bills more than `ceiling_gpus` (the plan's full size), so the expected bill
+    never exceeds the full-size bill.
     """
-    above = curve.elastic_gpus(reserve_gpus + always_on_gpus, gpus_per_node)
+    above = curve.elastic_gpus(reserve_gpus + always_on_gpus, gpus_per_node, ceiling_gpus)
     spot_hours = above * spot_share
     committed = ((reserve_gpus - given_gpus) * (1 - discount) + given_gpus) * list_gpu_hour * hours
     always_on = always_on_gpus * list_gpu_hour * hours
     on_demand = (above - spot_hours + spot_hours * fallback_share) * list_gpu_hour * hours
     spot = spot_hours * (1 - fallback_share) * list_gpu_hour * (1 - spot_discount) * hours
     floor = reserve_gpus + always_on_gpus
-    baseline = (floor + curve.elastic_gpus(floor, gpus_per_node)) * list_gpu_hour * hours
+    baseline = (floor + curve.elastic_gpus(floor, gpus_per_node, ceiling_gpus)) * list_gpu_hour * hours
     return Bill(committed=committed, always_on=always_on, on_demand=on_demand, spot=spot, on_demand_only=baseline)

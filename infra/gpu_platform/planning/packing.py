@@ -115,6 +115,15 @@ def nodes_over(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float
         elif t < end:
             times.append(t)
             values.append(v)
+    last = whole.nodes.end  # the pods' own span ends there: no node is in use after the last pod leaves
+    if last <= start:
+        times, values = [start], [0]
+    elif last < end:
+        if last > times[-1]:
+            times.append(last)
+            values.append(0)
+        else:
+            values[-1] = 0
     unplaceable = sum(1 for p in pods if not shape.holds(p) and p.end > start and p.start < end)
     return Packing(StepSeries(start=start, end=end, times=tuple(times), values=tuple(values)), unplaceable)
 

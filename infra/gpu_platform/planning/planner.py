@@ -259,6 +259,13 @@ def curve_of(group: DemandGroup, grow: float) -> Exceedance:
     return from_quantiles(group.p50, group.p95, group.p99, group.peak, grow)
 
 
+def served_curve(group: DemandGroup, grow: float, capacity_gpus: int, queue: bool) -> Exceedance:
+    """The curve of the work the plan's full size serves: demand above it queues (training, batch) or is turned away."""
+    assert group.series is not None
+    series = scaled(group.series, grow) if grow != 1 else group.series
+    return from_series(series.served(capacity_gpus * 1000, queue))
+
+
 def stacked_node_use(group: DemandGroup, base_gpus: int, gpus_per_node: int, nodes: int) -> list[float]:
     """Share of the time each of `nodes` nodes stacked on `base_gpus` GPUs below them is busy, at the horizon."""
     curve = curve_of(group, horizon_factor(group))
@@ -327,6 +334,10 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         if packed.unplaceable:
             basis += f"; {packed.unplaceable} tasks fit no {itype.name} node"
     total_nodes = math.ceil(target / per - EPS)
+    if total_nodes == 0 and group.peak > 0 and itype is not None:
+        # demand that is there less than 5 % of the time still needs a node to run on: one, scaled up from zero
+        total_nodes = max(1, math.ceil(group.peak * grow / per - EPS)) if group.sla in opts.queue_delay_hours else 1
+        basis += f"; demand at P95 is 0, so one {itype.name} node scales up from zero for the rest"
     inst = commitment(opts)
     curve = curve_of(group, grow)
     be_nodes = given + break_even_nodes(curve, per, inst.break_even, max(0, total_nodes - given), given * per)
@@ -341,7 +352,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         always_on = 1  # a production class keeps one non-Spot node up (the gate's production-capacity-floor rule)
         od_nodes = max(od_nodes, 1)
         spot_nodes = min(spot_nodes, total_nodes - od_nodes)
-    if group.sla in opts.redundancy_slas and total_nodes > 0:
+    if group.sla in opts.redundancy_slas and total_nodes > 0 and p95h > 0:
         od_nodes += 1  # N+1: one spare node, kept up, so losing a node or a zone does not cut below the SLA target
         always_on += 1
         basis += ", N+1"
@@ -354,8 +365,9 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         cost = hourly * HOURS_PER_MONTH
         baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
         spot_share = group.interruptible_share if spot_nodes else 0.0
+        full = (reserved_nodes + od_nodes + spot_nodes) * per
         bill = expected_bill(
-            curve,
+            served_curve(group, grow, full, group.sla in opts.queue_delay_hours) if group.series is not None else curve,
             reserved_nodes * per,
             per,
             price / per,
@@ -366,6 +378,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
             HOURS_PER_MONTH,
             always_on * per,
             given * per,
+            full,
         )
         expected, expected_od = bill.expected, bill.on_demand_only
         parts = {"committed": bill.committed, "alwaysOn": bill.always_on, "onDemand": bill.on_demand, "spot": bill.spot}

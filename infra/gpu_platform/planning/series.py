@@ -123,6 +123,42 @@ class StepSeries:
                 lo = mid
         return hi / 1000
 
+    def served(self, capacity: int, queue: bool) -> StepSeries:
+        """The work in service on `capacity` milli-GPUs: demand above it waits in a fluid queue (`queue`) or is turned away.
+
+        A queue's backlog grows at (demand - capacity) and drains at (capacity - demand); while it is not empty the
+        whole capacity works. The step where the backlog empties mid-segment is split there, so the result is exact.
+        Backlog left at the window's end is not served inside the window.
+        """
+        times: list[float] = []
+        values: list[int] = []
+
+        def emit(t: float, v: int) -> None:
+            if values and values[-1] == v:
+                return
+            times.append(t)
+            values.append(v)
+
+        backlog = 0.0
+        for t0, t1, v in self._segs:
+            if v >= capacity:
+                emit(t0, capacity)
+                if queue:
+                    backlog += (v - capacity) * (t1 - t0)
+            elif backlog <= 0:
+                emit(t0, v)
+            else:
+                drain = backlog / (capacity - v)
+                emit(t0, capacity)
+                if drain >= t1 - t0:
+                    backlog -= (capacity - v) * (t1 - t0)
+                else:
+                    backlog = 0.0
+                    emit(t0 + drain, v)
+        if not times:
+            times, values = [self.start], [0]
+        return StepSeries(self.start, self.end, tuple(times), tuple(values))
+
 
 @lru_cache(maxsize=256)
 def _capacity_for_delay(series: StepSeries, max_delay_s: float) -> float:

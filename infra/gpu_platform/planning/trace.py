@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -27,10 +28,9 @@ DEFAULT_QOS_CLASS = {"LS": "inference", "Guaranteed": "training", "Burstable": "
 DEFAULT_INTERRUPTIBLE_QOS = ("BE",)
 # Trace GPU models -> the catalog model that takes their work: same model where the catalog has it,
 # else the closest in memory and throughput; their work is scaled by the catalog's throughput ratio
-# (catalog.yaml `throughput`, substitution_factor). The undisclosed G2/G3 have no default: a trace
-# that constrains tasks to them needs --gpu-map.
+# (catalog.yaml `throughput`, substitution_factor). The undisclosed G2/G3 stand for each class's own GPU
+# (GPU for GPU), which the output states; --gpu-map G2=<GPU> chooses another.
 DEFAULT_GPU_MAP = {"T4": "T4", "A10": "A10G", "P100": "T4", "V100M16": "A10G", "V100M32": "A10G"}
-UNCONSTRAINED = "unconstrained"
 MAX_PROBLEMS = 50
 # Bounds that keep a hostile or corrupt file from asking for unbounded work: the published traces hold about
 # 8,000 GPU tasks over under a year (times in seconds from the trace's start); a pod list of 5 million rows or a
@@ -150,9 +150,15 @@ def trace_demand(
     interruptible_qos: tuple[str, ...] = DEFAULT_INTERRUPTIBLE_QOS,
     gpu_map: Mapping[str, str] | None = None,
     options: Options | None = None,
-    known_gpus: tuple[str, ...] = (),
 ) -> Demand:
-    """Demand per class (QoS mapped to a workload class) and per `gpu_spec`, from one pod list."""
+    """Demand per class (QoS mapped to a workload class) and per catalog GPU model (a pool), from one pod list.
+
+    A task's `gpu_spec` filters the pools it may run on: each listed trace model stands for the catalog GPU
+    the map gives it (an undisclosed model, G2 or G3, for the class's own GPU); the task goes to the cheapest
+    of them per unit of its work (on-demand $/GPU-hour x throughput factor), the class's GPU on a tie. A task
+    with no `gpu_spec` runs on the class's GPU. So a class has one group per catalog GPU that gets work, not
+    one per spec string.
+    """
     opts = options or Options()
     classes = {**DEFAULT_QOS_CLASS, **(qos_class or {})}
     models = {**DEFAULT_GPU_MAP, **(gpu_map or {})}
@@ -170,13 +176,7 @@ def trace_demand(
                 )
             ]
         )
-
-    factors = {spec: substitution_factor(spec, models)[0] for spec in {t.spec for t in tasks}}
-
-    def work(t: Task) -> int:
-        """The task's milli-GPUs on the catalog GPU standing for its model."""
-        return round(t.milli * factors[t.spec])
-
+    choose = _Placement(models, opts.gpu_models)
     by_class: dict[str, list[Task]] = {}
     for t in tasks:
         by_class.setdefault(classes[t.qos], []).append(t)
@@ -184,46 +184,87 @@ def trace_demand(
     totals: list[DemandGroup] = []
     for cls in sorted(by_class, key=WORKLOAD_CLASSES.index):
         members = by_class[cls]
-        total = step_series(((t.start, t.end, work(t)) for t in members), start, end)
-        spot_part = step_series(((t.start, t.end, work(t)) for t in members if t.qos in interruptible_qos), start, end)
+        placed = [(t, *choose(t.spec, cls)) for t in members]
+        work = [(t.start, t.end, round(t.milli * f)) for t, _, f in placed]
+        total = step_series(work, start, end)
+        spot_part = step_series((w for w, (t, _, _) in zip(work, placed, strict=True) if t.qos in interruptible_qos), start, end)
         totals.append(
             dataclasses.replace(
                 _group(cls, ANY, total, spot_part, opts.gpu_models.get(cls, ""), opts), shape=shape_of(members), shape_fit=fit_table(members)
             )
         )
-        specs = sorted({t.spec for t in members})
-        for spec in specs:
-            part = [t for t in members if t.spec == spec]
-            series = total if specs == [""] else step_series(((t.start, t.end, work(t)) for t in part), start, end)
-            spot = step_series(((t.start, t.end, work(t)) for t in part if t.qos in interruptible_qos), start, end)
-            first = spec.split("|")[0]
-            if first and first not in models:
-                raise ConfigError(
-                    [
-                        Problem(
-                            file,
-                            "gpu_spec",
-                            f"trace GPU model '{first}' ({len(part)} {cls} tasks) has no catalog GPU to stand for it",
-                            f"allowed: map it with --gpu-map {first}=<catalog GPU> (one of {', '.join(sorted(known_gpus or models.values()))})",
-                        )
-                    ]
-                )
-            gpu = models.get(first) or opts.gpu_models.get(cls, "")
-            label = spec or (ANY if specs == [""] else UNCONSTRAINED)
+        pools: dict[str, list[int]] = {}
+        for i, (_, gpu, _) in enumerate(placed):
+            pools.setdefault(gpu, []).append(i)
+        for gpu in sorted(pools, key=lambda g: (g != opts.gpu_models.get(cls), g)):
+            idx = pools[gpu]
+            part = [members[i] for i in idx]
+            single = len(pools) == 1
+            series = total if single else step_series((work[i] for i in idx), start, end)
+            spot = spot_part if single else step_series((work[i] for i in idx if members[i].qos in interruptible_qos), start, end)
             groups.append(
                 dataclasses.replace(
-                    _group(cls, label, series, spot, gpu, opts),
+                    _group(cls, ANY if single else gpu, series, spot, gpu, opts),
                     shape=shape_of(part),
                     shape_fit=fit_table(part),
-                    jobs=jobs_of(part, factors[spec]),
+                    jobs=jobs_of(part, [placed[i][2] for i in idx]),
                     pods=pods_of(part),
                 )
             )
-    used = sorted({t.spec.split("|")[0] for t in tasks if t.spec})
-    subs = tuple((m, models[m], *substitution_factor(m, models)) for m in used)
+    used = sorted({m for t in tasks if t.spec for m in t.spec.split("|") if m})
+    subs = tuple(choose.substitution(m) for m in used)
     return Demand(
         source=file, kind="alibaba-trace", groups=tuple(groups), totals=tuple(totals), options=opts, window=(start, end), substitutions=subs
     )
+
+
+class _Placement:
+    """Where a task's work goes: the catalog GPU (pool) of its class it runs on, and its throughput factor there."""
+
+    def __init__(self, models: Mapping[str, str], class_gpus: Mapping[str, str]) -> None:
+        self.models = models
+        self.class_gpus = class_gpus
+        catalog = load_catalog()
+        self.tp = catalog.throughput
+        self.price: dict[str, float] = {}
+        for it in catalog.instance_types.values():
+            if it.price_per_hour is not None:
+                per = it.price_per_hour / it.gpus
+                self.price[it.gpu.name] = min(self.price.get(it.gpu.name, per), per)
+        self.cache: dict[tuple[str, str], tuple[str, float]] = {}
+
+    def factor(self, model: str, gpu: str) -> float:
+        """Catalog GPUs per GPU of a trace model on `gpu` (1 without throughput data for both)."""
+        f = self.tp.factor(model, gpu) if self.tp else None
+        return 1.0 if f is None else f
+
+    def __call__(self, spec: str, cls: str) -> tuple[str, float]:
+        key = (spec, cls)
+        if key not in self.cache:
+            own = self.class_gpus.get(cls, "")
+            if not spec:
+                self.cache[key] = (own, 1.0)
+            else:
+                options = []
+                for m in dict.fromkeys(x for x in spec.split("|") if x):
+                    gpu = self.models.get(m, own)
+                    f = self.factor(m, gpu)
+                    options.append((self.price.get(gpu, math.inf) * f, gpu != own, gpu, f))
+                _, _, gpu, f = min(options)
+                self.cache[key] = (gpu, f)
+        return self.cache[key]
+
+    def substitution(self, model: str) -> tuple[str, str, float, str]:
+        """(trace model, catalog GPU standing for it, factor, basis) as the output states it."""
+        if model not in self.models:
+            own = ", ".join(f"{c} {g}" for c, g in self.class_gpus.items())
+            return (
+                model,
+                "the class's GPU",
+                1.0,
+                f"undisclosed in the trace: counted on each class's own GPU ({own}), GPU for GPU (assumed 1); choose with --gpu-map {model}=<GPU>",
+            )
+        return (model, self.models[model], *substitution_factor(model, self.models))
 
 
 def _group(cls: str, model: str, series: StepSeries, spot: StepSeries, gpu: str, opts: Options) -> DemandGroup:
@@ -274,14 +315,15 @@ def substitution_factor(spec: str, models: Mapping[str, str]) -> tuple[float, st
     return f, f"{tp.metric}: {tp.tflops[first]:g} / {tp.tflops[models[first]]:g} (catalog throughput, {tp.as_of})"
 
 
-def jobs_of(tasks: list[Task], factor: float = 1.0) -> tuple[Job, ...]:
+def jobs_of(tasks: list[Task], factors: list[float] | None = None) -> tuple[Job, ...]:
     """The tasks as jobs: arrival at creation, run time from scheduling (else creation) to deletion, GPUs and share.
 
-    On a substituted GPU the run time scales by the throughput factor (a faster stand-in finishes sooner).
+    On a substituted GPU the run time scales by the task's throughput factor (a faster stand-in finishes sooner).
     """
+    fs = factors or [1.0] * len(tasks)
     return tuple(
-        Job(arrival=t.start, run=(t.end - (t.scheduled if t.scheduled is not None else t.start)) * factor, gpus=t.gpus, milli=t.milli // t.gpus)
-        for t in tasks
+        Job(arrival=t.start, run=(t.end - (t.scheduled if t.scheduled is not None else t.start)) * f, gpus=t.gpus, milli=t.milli // t.gpus)
+        for t, f in zip(tasks, fs, strict=True)
     )
 
 
