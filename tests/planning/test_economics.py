@@ -36,12 +36,22 @@ def test_exceedance_curve_by_hand() -> None:
         (0.25, 1, 2),  # break-even 75 %: only the always-busy GPUs pay
         (0.35, 2, 2),  # node 2 (GPUs 3-4) 70 % busy
         (0.35, 4, 1),  # node 1 (GPUs 1-4): (1 + 1 + .7 + .7) / 4 = 85 %; node 2: 20 %
-        (0.35, 8, 0),  # one 8-GPU node: (2 + 1.4 + .8) / 8 = 52.5 % < 65 %
+        (0.35, 8, 1),  # one 8-GPU node: its GPUs are busy (2 + 1.4 + .8) / 8 = 52.5 %, but it is up (billed) all 10 h
+        (0.35, 3, 2),  # node 2 (GPUs 4-6) is up while demand is above 3: 7/10 h, though 1 of its 3 GPUs is busy then for 5 h
         (0.85, 8, 1),  # break-even 15 %: even that node pays
     ],
 )
 def test_break_even_sizing_by_hand(discount: float, per_node: int, nodes: int) -> None:
     assert break_even_nodes(curve(), per_node, 1 - discount, limit=100) == nodes
+
+
+def test_a_node_is_up_while_demand_is_above_the_nodes_below_it() -> None:
+    """Elastic nodes are billed whole: up while demand exceeds the GPUs below them (4 GPUs for 5 h, 2 for 3 h, 8 for 2 h)."""
+    c = curve()
+    assert [round(c.node_up(base), 6) for base in (0, 1, 2, 3, 4, 7, 8)] == [1.0, 1.0, 0.7, 0.7, 0.2, 0.2, 0.0]
+    # declared quantiles: uniform pieces, P50 = P95 = 10: up 1 - 0.05 k above k GPUs
+    d = from_quantiles(10, 10, 10, 10)
+    assert [round(d.node_up(k), 6) for k in (0, 2, 8, 10)] == [1.0, 0.9, 0.6, 0.0]
 
 
 def test_break_even_stops_at_the_planned_nodes_and_stacks_on_given_commitments() -> None:

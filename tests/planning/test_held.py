@@ -33,6 +33,22 @@ def _training_node_use(path: str, nodes: int, per: int) -> list[float]:
     return [f / (per * (end - start)) for f in filled]
 
 
+def _training_node_up(path: str, nodes: int, per: int) -> list[float]:
+    """Independent recomputation: the share of the window during which training demand is above the nodes below node i."""
+    with open(path, encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if int(r["num_gpu"]) > 0]
+    start = min(int(r["creation_time"]) for r in rows)
+    end = max(int(r["deletion_time"]) for r in rows)
+    up = [0] * nodes
+    cuts = sorted({start, end, *(int(r[k]) for r in rows if r["qos"] == "Guaranteed" for k in ("creation_time", "deletion_time"))})
+    train = [(int(r["creation_time"]), int(r["deletion_time"]), int(r["num_gpu"]) * int(r["gpu_milli"])) for r in rows if r["qos"] == "Guaranteed"]
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        milli = sum(v for s, e, v in train if s <= a < e)
+        for i in range(nodes):
+            up[i] += (b - a) if milli > i * per * 1000 else 0
+    return [u / (end - start) for u in up]
+
+
 def test_the_reserved_h100s_the_trace_barely_uses_are_to_be_released(capsys: pytest.CaptureFixture[str]) -> None:
     trace = require_trace(TRACE_FILES[0])
     doc = plan_json(capsys, "--demand", str(trace), "--stack", "prod")
@@ -44,7 +60,11 @@ def test_the_reserved_h100s_the_trace_barely_uses_are_to_be_released(capsys: pyt
     assert all(u < h100["breakEvenUtilization"] for u in h100["nodeUse"])
     price = 55.04  # p5.48xlarge list, data/catalog.yaml
     assert h100["monthlyHeld"] == pytest.approx(4 * price * 730, abs=0.01)
-    assert h100["monthlyUsed"] == pytest.approx(sum(want) * price * 730, abs=1)
+    # released, a node runs on demand only while training needs it, billed whole: that, not its GPUs' busy share, is the use
+    up = _training_node_up(str(trace), 4, 8)
+    assert h100["nodeUp"] == pytest.approx(up, abs=5e-5)
+    assert up[0] > want[0] and all(u < h100["breakEvenUtilization"] for u in up)
+    assert h100["monthlyUsed"] == pytest.approx(sum(up) * price * 730, abs=1)
     code, out, _ = run_cli(capsys, "capacity", "plan", "--demand", str(trace), "--stack", "prod")
     assert code == 0 and "Release 4 of 4 held p5.48xlarge nodes (training/any, train-h100-reserved (cr-0a1b2c3d4e5f60718)) now" in out
 

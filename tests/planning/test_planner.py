@@ -3,8 +3,9 @@
 Worked figures (issue 11): P95 1,000 GPUs with 700 reserved is 70 % coverage; 300 on Spot is 30 %
 exposure; 7 on-demand + 3 Spot GPUs at a 50 % Spot discount cost 15 % less than 10 on-demand.
 Reserved is sized by break-even (issue 19): declared quantiles draw the quantile function linearly
-through (0, 0), (0.5, P50), (0.95, P95), so with P50 = P95 = D the k-th GPU is busy 1 - 0.5 k / D of
-the time and a 35 %-off commitment (break-even 65 %) reserves the first 0.7 D GPUs.
+through (0, 0), (0.5, P50), (0.95, P95), so with P50 = P95 = D the k-th GPU (one per node) is up, and billed
+on demand, while demand is above k - 1: 1 - 0.5 (k - 1) / D of the time, and a 35 %-off commitment (break-even 65 %)
+reserves the first 0.7 D + 1 GPUs (the last one exactly at break-even: committed or not, it costs the same).
 MIG layouts are the catalog's (NVIDIA mig-parted config-default.yaml per PCI device id).
 """
 
@@ -30,17 +31,17 @@ def entry(**kw: Any) -> dict[str, Any]:
 
 
 def test_worked_coverage_and_spot_exposure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """P50 = P95 = 1,000 interruptible GPUs: GPU k is busy 1 - 0.5 (k - 0.5) / 1000 of the time, 65.03 % for the 700th,
-    64.98 % for the 701st, against the break-even of 35 % off (65 %):
-    700 reserved (70 % coverage), 300 Spot (30 % exposure), nothing else needed."""
+    """P50 = P95 = 1,000 interruptible GPUs: GPU k is up 1 - 0.5 (k - 1) / 1000 of the time, 65 % for the 701st,
+    64.95 % for the 702nd, against the break-even of 35 % off (65 %): 701 reserved (70.1 % coverage), 299 Spot
+    (29.9 % exposure), nothing else needed. (Issue 11's 700 / 300 counted GPUs busy, not nodes billed.)"""
     doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p50=1000, p95=1000, interruptible=True)]})))
     p = row(doc, "plan", "batch")
-    assert (p["reserved"], p["onDemand"], p["spot"]) == (700, 0, 300)
-    assert p["coverage"] == 0.7
-    assert p["spotExposure"] == 0.3
-    assert p["nodes"] == {"reserved": 700, "onDemand": 0, "spot": 300}  # g6.xlarge: one L4 per node
+    assert (p["reserved"], p["onDemand"], p["spot"]) == (701, 0, 299)
+    assert p["coverage"] == 0.701
+    assert p["spotExposure"] == 0.299
+    assert p["nodes"] == {"reserved": 701, "onDemand": 0, "spot": 299}  # g6.xlarge: one L4 per node
     assert (p["instrument"], p["breakEvenUtilization"]) == ("savings-plan-1y", 0.65)
-    assert p["reservedUtilization"] == pytest.approx(1 - 0.5 * 350 / 1000, abs=1e-4)  # mean of 1 - 0.5 (k - 0.5) / 1000 over k <= 700
+    assert p["reservedUtilization"] == pytest.approx(1 - 0.5 * 350.5 / 1000, abs=1e-4)  # mean busy 1 - 0.5 (k - 0.5) / 1000, k <= 701
 
 
 def test_worked_saving_of_spot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,15 +65,15 @@ def test_reserved_price_uses_the_discount(tmp_path: Path, capsys: pytest.Capture
         str(write_demand(tmp_path, {"planning": {"reservedDiscount": 0.4}, "demand": [entry(p50=10, p95=10)]})),
     )
     p = row(doc, "plan", "batch")
-    assert (p["reserved"], p["onDemand"], p["spot"]) == (8, 2, 0)  # GPU k busy 1 - 0.05 (k - 0.5) >= 0.6 for k <= 8.5
+    assert (p["reserved"], p["onDemand"], p["spot"]) == (9, 1, 0)  # GPU k up 1 - 0.05 (k - 1) >= 0.6 for k <= 9
     assert p["breakEvenUtilization"] == 0.6
-    assert p["monthlyCost"] == pytest.approx((8 * 0.6 + 2) * L4_HOUR * HOURS_PER_MONTH, abs=0.01)
+    assert p["monthlyCost"] == pytest.approx((9 * 0.6 + 1) * L4_HOUR * HOURS_PER_MONTH, abs=0.01)
 
 
 def test_non_interruptible_work_never_goes_to_spot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p50=100, p95=100, interruptible=False)]})))
     p = row(doc, "plan", "batch")
-    assert p["spot"] == 0 and p["reserved"] == 70 and p["onDemand"] == 30
+    assert p["spot"] == 0 and p["reserved"] == 71 and p["onDemand"] == 29  # GPU k up 1 - 0.005 (k - 1) >= 0.65 for k <= 71
 
 
 def test_interruptible_share_bounds_spot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -53,6 +53,20 @@ class Exceedance:
         """Share of the time a node of `gpus` GPUs stacked on `base` GPUs below it is busy (its GPU-hours used / GPU-hours held)."""
         return (self.mean_above(base) - self.mean_above(base + gpus)) / gpus
 
+    def share_above(self, y: float) -> float:
+        """Share of the time demand is above y."""
+        i = bisect.bisect_right(self.values, y + EPS)
+        atoms = self.tail_share[i] if i < len(self.values) else 0.0
+        return atoms + sum(m * min(1.0, max(0.0, (b - y) / (b - a))) for a, b, m in self.pieces)
+
+    def node_up(self, base: float) -> float:
+        """Share of the time an elastic node stacked on `base` GPUs is up, and billed: while demand is above `base`.
+
+        Elastic capacity is bought in whole nodes (the expected bill rounds the excess up to nodes), so a node is paid
+        for every hour any of its GPUs is needed, however few: an 8-GPU node serving 2 busy GPUs is billed in full.
+        """
+        return self.share_above(base)
+
     def used_within(self, reserve: float) -> float:
         """Time-weighted mean of min(demand, reserve): the reserve's GPUs in use."""
         return self.mean() - self.mean_above(reserve)
@@ -139,13 +153,16 @@ def from_quantiles(p50: float, p95: float, p99: float, peak: float, factor: floa
 
 
 def break_even_nodes(curve: Exceedance, gpus_per_node: int, break_even: float, limit: int, given: int = 0) -> int:
-    """Whole nodes to commit on top of `given` already-committed GPUs: the most nodes whose last one is busy at least `break_even` of the time.
+    """Whole nodes to commit on top of `given` already-committed GPUs: the most nodes whose last one is up at least `break_even` of the time.
 
-    Node utilisation falls with each node stacked higher (u is non-increasing), so the first node
-    below break-even ends the search; `limit` caps it at the nodes the group is planned for.
+    Nodes are billed, not GPUs: on demand, node k (stacked on k - 1 nodes) costs its list price for every hour demand
+    is above those k - 1 nodes, however few of its GPUs are busy; committed, it costs (1 - discount) x list every hour.
+    So it pays exactly when it would be up at least 1 - discount of the time (Exceedance.node_up). That share falls with
+    each node stacked higher, so the first node below break-even ends the search; `limit` caps it at the nodes the
+    group is planned for.
     """
     n = 0
-    while n < limit and curve.node_busy(given + n * gpus_per_node, gpus_per_node) >= break_even - EPS:
+    while n < limit and curve.node_up(given + n * gpus_per_node) >= break_even - EPS:
         n += 1
     return n
 
@@ -184,19 +201,21 @@ def expected_bill(
     always_on_gpus: int = 0,
     given_gpus: int = 0,
     ceiling_gpus: float = math.inf,
+    always_on_discount: float = 0.0,
 ) -> Bill:
     """Expected monthly cost: R x (1 - discount) x price + A x price + elastic GPU-hours above R + A, a `spot_share` of them on Spot.
 
     A is on-demand kept up whatever the demand (an SLA floor, the N+1 spare). Elastic GPUs are
     billed in whole nodes at each instant (the excess rounded up to nodes); of the Spot GPU-hours a
     `fallback_share` runs on on-demand after reclaims. `given_gpus` of the reserve are existing ODCRs,
-    billed at list. No instant bills more than `ceiling_gpus` (the plan's full size), so the expected bill
+    billed at list. Kept-up nodes are up every hour, so a commitment covers them too (`always_on_discount`: the
+    instrument's discount where it is a Savings Plan or Reserved Instance). No instant bills more than `ceiling_gpus` (the plan's full size), so the expected bill
     never exceeds the full-size bill.
     """
     above = curve.elastic_gpus(reserve_gpus + always_on_gpus, gpus_per_node, ceiling_gpus)
     spot_hours = above * spot_share
     committed = ((reserve_gpus - given_gpus) * (1 - discount) + given_gpus) * list_gpu_hour * hours
-    always_on = always_on_gpus * list_gpu_hour * hours
+    always_on = always_on_gpus * list_gpu_hour * (1 - always_on_discount) * hours
     on_demand = (above - spot_hours + spot_hours * fallback_share) * list_gpu_hour * hours
     spot = spot_hours * (1 - fallback_share) * list_gpu_hour * (1 - spot_discount) * hours
     floor = reserve_gpus + always_on_gpus

@@ -2,9 +2,9 @@
 
 An On-Demand Capacity Reservation bills the On-Demand rate for every hour it is held, used or not, and is discounted
 only by a Savings Plan or Reserved Instance applied to it (EC2 user guide, "On-Demand Capacity Reservations",
-billing); it can be cancelled at any time. Stacked under the demand, reserved node i is busy the share of the
-window during which demand exceeds i nodes (economics.Exceedance.node_busy). A held node busy less than the plan's
-instrument's break-even (1 - discount) loses money even with that instrument applied to it; the nodes a stated
+billing); it can be cancelled at any time. Released, node i (stacked under the demand) would run on demand only while
+demand exceeds the i - 1 nodes below it, billed whole (economics.Exceedance.node_up). A held node up less than the
+plan's instrument's break-even (1 - discount) of the time loses money even with that instrument applied to it; the nodes a stated
 coverage floor asks for stay (planning.coverageTarget), the rest are to be released, now.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_platform.catalog import Catalog
-from gpu_platform.planning.planner import EPS, Plan, coverage_floor_nodes, stacked_node_use
+from gpu_platform.planning.planner import EPS, Plan, coverage_floor_nodes, stacked_node_up, stacked_node_use
 from gpu_platform.pricing import HOURS_PER_MONTH, load_commitments
 from gpu_platform.spec.models import PlatformSpec
 
@@ -29,12 +29,13 @@ def releases(plan: Plan, spec: PlatformSpec, catalog: Catalog) -> list[dict[str,
         per = g.gpus_per_node
         held = g.existing_reserved // per
         busy = stacked_node_use(d, 0, per, held)
-        paying = sum(1 for u in busy if u >= break_even - EPS)
+        up = stacked_node_up(d, 0, per, held)
+        paying = sum(1 for u in up if u >= break_even - EPS)
         keep = min(held, max(paying, coverage_floor_nodes(d, plan.demand.options, per)))
         if keep >= held:
             continue
         price = catalog.instance(g.instance_type).price_per_hour or 0.0
-        released = busy[keep:]
+        released = up[keep:]
         mine = (g.workload_class, (g.instance_type,))
         pools = [
             {"pool": p.name, "reservation": p.reservation.id or p.reservation.resource_group_arn}
@@ -50,6 +51,7 @@ def releases(plan: Plan, spec: PlatformSpec, catalog: Catalog) -> list[dict[str,
                 "keep": keep,
                 "release": held - keep,
                 "when": "now (an ODCR is cancelled at any time)",
+                "nodeUp": [round(u, 4) for u in up],
                 "nodeUse": [round(u, 4) for u in busy],
                 "breakEvenUtilization": round(break_even, 4),
                 "keptForCoverageFloor": keep - paying,
@@ -64,11 +66,11 @@ def releases(plan: Plan, spec: PlatformSpec, catalog: Catalog) -> list[dict[str,
 def release_line(r: dict[str, Any]) -> str:
     """The line an owner of the reservation reads."""
     where = ", ".join(f"{p['pool']} ({p['reservation']})" for p in r["pools"]) or "the stack's reserved pools"
-    uses = ", ".join(f"{u:.0%}" for u in r["nodeUse"][r["keep"] :])
+    uses = ", ".join(f"{u:.0%}" for u in r["nodeUp"][r["keep"] :])
     floor = f"; {r['keptForCoverageFloor']} kept for the stated coverage floor" if r["keptForCoverageFloor"] else ""
     return (
         f"Release {r['release']} of {r['held']} held {r['instanceType']} nodes ({r['class']}/{r['gpuModel']}, {where}) {r['when']}: "
-        f"stacked on the demand they are busy {uses} of the time, below the {r['breakEvenUtilization']:.0%} break-even even with "
+        f"on demand they would be up {uses} of the time, below the {r['breakEvenUtilization']:.0%} break-even even with "
         f"the plan's instrument applied; ${r['monthlyHeld']:,.0f}/month held for ${r['monthlyUsed']:,.0f}/month of use at list{floor}. "
         "Released capacity comes from on-demand, which EC2 does not guarantee: keep a node whose assurance is worth its cost."
     )

@@ -25,6 +25,9 @@ from gpu_platform.planning.replay import Waits, nodes_for_wait
 from gpu_platform.planning.series import scaled
 from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments
 
+# Instruments that bill a discounted rate every hour whatever runs: they cover the nodes a plan keeps up, too.
+COMMITTED_KINDS = ("savings-plan", "reserved-instance")
+
 EPS = 1e-9
 
 
@@ -266,6 +269,12 @@ def served_curve(group: DemandGroup, grow: float, capacity_gpus: int, queue: boo
     return from_series(series.served(capacity_gpus * 1000, queue))
 
 
+def stacked_node_up(group: DemandGroup, base_gpus: int, gpus_per_node: int, nodes: int) -> list[float]:
+    """Share of the time each of `nodes` nodes stacked on `base_gpus` GPUs would be up (and billed) on demand, at the horizon."""
+    curve = curve_of(group, horizon_factor(group))
+    return [curve.node_up(base_gpus + i * gpus_per_node) for i in range(nodes)]
+
+
 def stacked_node_use(group: DemandGroup, base_gpus: int, gpus_per_node: int, nodes: int) -> list[float]:
     """Share of the time each of `nodes` nodes stacked on `base_gpus` GPUs below them is busy, at the horizon."""
     curve = curve_of(group, horizon_factor(group))
@@ -361,7 +370,8 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     parts: dict[str, float] = {}
     if itype is not None and total_nodes > 0:
         price = list_price(itype, source, f"{group.workload_class}.{group.gpu_model}.instanceType")
-        hourly = price * ((reserved_nodes - given) * (1 - inst.discount) + given + od_nodes + spot_nodes * (1 - opts.spot_discount))
+        kept = always_on * (1 - inst.discount) if inst.kind in COMMITTED_KINDS else always_on  # kept-up nodes, committed
+        hourly = price * ((reserved_nodes - given) * (1 - inst.discount) + given + kept + od_nodes - always_on + spot_nodes * (1 - opts.spot_discount))
         cost = hourly * HOURS_PER_MONTH
         baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
         spot_share = group.interruptible_share if spot_nodes else 0.0
@@ -379,6 +389,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
             always_on * per,
             given * per,
             full,
+            inst.discount if inst.kind in COMMITTED_KINDS else 0.0,
         )
         expected, expected_od = bill.expected, bill.on_demand_only
         parts = {"committed": bill.committed, "alwaysOn": bill.always_on, "onDemand": bill.on_demand, "spot": bill.spot}
