@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from itertools import pairwise
 
 import pytest
 
@@ -42,7 +43,7 @@ def _training_node_up(path: str, nodes: int, per: int) -> list[float]:
     up = [0] * nodes
     cuts = sorted({start, end, *(int(r[k]) for r in rows if r["qos"] == "Guaranteed" for k in ("creation_time", "deletion_time"))})
     train = [(int(r["creation_time"]), int(r["deletion_time"]), int(r["num_gpu"]) * int(r["gpu_milli"])) for r in rows if r["qos"] == "Guaranteed"]
-    for a, b in zip(cuts, cuts[1:], strict=False):
+    for a, b in pairwise(cuts):
         milli = sum(v for s, e, v in train if s <= a < e)
         for i in range(nodes):
             up[i] += (b - a) if milli > i * per * 1000 else 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from itertools import pairwise
 
 import pytest
 import yaml
@@ -62,9 +63,11 @@ def test_a_node_up_every_hour_is_committed_though_its_gpus_are_mostly_idle(capsy
         rows = [r for r in csv.DictReader(f) if int(r["num_gpu"]) > 0]
     end = max(int(r["deletion_time"]) for r in rows)
     start = end - 28 * 86400
-    train = [(max(int(r["creation_time"]), start), int(r["deletion_time"])) for r in rows if r["qos"] == "Guaranteed" and int(r["deletion_time"]) > start]
+    train = [
+        (max(int(r["creation_time"]), start), int(r["deletion_time"])) for r in rows if r["qos"] == "Guaranteed" and int(r["deletion_time"]) > start
+    ]
     cuts = sorted({start, end, *(t for pair in train for t in pair)})
-    idle = sum(b - a for a, b in zip(cuts, cuts[1:], strict=False) if not any(s <= a < e for s, e in train))
+    idle = sum(b - a for a, b in pairwise(cuts) if not any(s <= a < e for s, e in train))
     assert idle == 0  # independent: some training task runs at every instant of the window
     doc = plan_json(capsys, "--demand", str(trace), "--window-days", "28")
     (line,) = [p for p in doc["plan"]["purchases"] if p["class"] == "training"]

@@ -209,8 +209,8 @@ def expected_bill(
     billed in whole nodes at each instant (the excess rounded up to nodes); of the Spot GPU-hours a
     `fallback_share` runs on on-demand after reclaims. `given_gpus` of the reserve are existing ODCRs,
     billed at list. Kept-up nodes are up every hour, so a commitment covers them too (`always_on_discount`: the
-    instrument's discount where it is a Savings Plan or Reserved Instance). No instant bills more than `ceiling_gpus` (the plan's full size), so the expected bill
-    never exceeds the full-size bill.
+    instrument's discount where it is a Savings Plan or Reserved Instance). No instant bills more than
+    `ceiling_gpus` (the plan's full size), so the expected bill never exceeds the full-size bill.
     """
     above = curve.elastic_gpus(reserve_gpus + always_on_gpus, gpus_per_node, ceiling_gpus)
     spot_hours = above * spot_share

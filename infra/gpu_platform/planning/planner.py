@@ -371,7 +371,8 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     if itype is not None and total_nodes > 0:
         price = list_price(itype, source, f"{group.workload_class}.{group.gpu_model}.instanceType")
         kept = always_on * (1 - inst.discount) if inst.kind in COMMITTED_KINDS else always_on  # kept-up nodes, committed
-        hourly = price * ((reserved_nodes - given) * (1 - inst.discount) + given + kept + od_nodes - always_on + spot_nodes * (1 - opts.spot_discount))
+        elastic = od_nodes - always_on + spot_nodes * (1 - opts.spot_discount)
+        hourly = price * ((reserved_nodes - given) * (1 - inst.discount) + given + kept + elastic)
         cost = hourly * HOURS_PER_MONTH
         baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
         spot_share = group.interruptible_share if spot_nodes else 0.0

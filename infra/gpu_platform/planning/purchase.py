@@ -6,8 +6,8 @@ bills its discounted rate for every hour of the term, used or not (no upfront pa
 no-upfront rates). Nodes are billed whole, so a node's use is the share of the hours it would be up on demand (while
 the demand is above the nodes below it, stacked on the reservations held), whatever share of its GPUs is busy; the
 nodes the plan keeps up every hour (the N+1 spare, a production floor) are committed too. It pays from the first month
-when that use is above the break-even share (1 - discount); below that it never pays, and the line says so. The on-demand-only comparison is the same demand on elastic
-on-demand nodes alone (the plan's `onDemandOnlyExpectedMonthlyCost`).
+when that use is above the break-even share (1 - discount); below that it never pays, and the line says so. The
+on-demand-only comparison is the same demand on elastic on-demand nodes alone (the plan's `onDemandOnlyExpectedMonthlyCost`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def purchases(plan: Plan, catalog: Catalog) -> list[dict[str, Any]]:
         # The nodes bought sit on top of the reservations held: on demand, node i would be up (and billed whole) while the
         # demand is above the nodes below it; its GPUs are busy less than that.
         up = stacked_node_up(d, g.existing_reserved, per, bought) + [1.0] * kept
-        busy = stacked_node_use(d, g.existing_reserved, per, bought) + [sum(stacked_node_use(d, g.reserved, per, kept)) / kept if kept else 0.0] * kept
+        above = stacked_node_use(d, g.reserved, per, kept)
+        busy = stacked_node_use(d, g.existing_reserved, per, bought) + [sum(above) / kept if kept else 0.0] * kept
         used = sum(up) / nodes
         saving = itype.price_per_hour * HOURS_PER_MONTH * sum(u - instrument.break_even for u in up)
         out.append(
