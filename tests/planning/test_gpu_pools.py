@@ -118,7 +118,7 @@ def pool_p95(path: Path, cls: str, gpu: str) -> float:
 
 def test_a_constrained_trace_plans_one_pool_per_catalog_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for path in traces(tmp_path):
-        doc = plan_json(capsys, "--demand", str(path))
+        doc = plan_json(capsys, "--demand", str(path), "--window", "full")
         with path.open(newline="") as fh:
             tasks = [r for r in csv.DictReader(fh) if int(r["num_gpu"]) > 0 and int(r["gpu_milli"]) > 0]
         expected: dict[str, set[str]] = {}

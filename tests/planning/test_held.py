@@ -52,7 +52,7 @@ def _training_node_up(path: str, nodes: int, per: int) -> list[float]:
 
 def test_the_reserved_h100s_the_trace_barely_uses_are_to_be_released(capsys: pytest.CaptureFixture[str]) -> None:
     trace = require_trace(TRACE_FILES[0])
-    doc = plan_json(capsys, "--demand", str(trace), "--stack", "prod")
+    doc = plan_json(capsys, "--demand", str(trace), "--stack", "prod", "--window", "full")
     (h100,) = [r for r in doc["plan"]["releases"] if r["instanceType"] == "p5.48xlarge"]
     assert (h100["held"], h100["keep"], h100["release"]) == (4, 0, 4)
     assert h100["pools"] == [{"pool": "train-h100-reserved", "reservation": "cr-0a1b2c3d4e5f60718"}]
@@ -66,7 +66,7 @@ def test_the_reserved_h100s_the_trace_barely_uses_are_to_be_released(capsys: pyt
     assert h100["nodeUp"] == pytest.approx(up, abs=5e-5)
     assert up[0] > want[0] and all(u < h100["breakEvenUtilization"] for u in up)
     assert h100["monthlyUsed"] == pytest.approx(sum(up) * price * 730, abs=1)
-    code, out, _ = run_cli(capsys, "capacity", "plan", "--demand", str(trace), "--stack", "prod")
+    code, out, _ = run_cli(capsys, "capacity", "plan", "--demand", str(trace), "--stack", "prod", "--window", "full")
     assert code == 0 and "Release 4 of 4 held p5.48xlarge nodes (training/any, train-h100-reserved (cr-0a1b2c3d4e5f60718)) now" in out
 
 

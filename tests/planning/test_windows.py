@@ -57,7 +57,7 @@ def ramp_trace(tmp_path: Path) -> Path:
 
 def test_plan_states_its_window_and_window_days_moves_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = ramp_trace(tmp_path)
-    full = plan_json(capsys, "--demand", str(trace))
+    full = plan_json(capsys, "--demand", str(trace), "--window", "full")
     assert full["demand"]["window"] == {"start": 0, "end": 100 * DAY}
     notes = full["assumptions"]["notes"]
     assert any(n.startswith("the history covers 100 days, less than the 12-month commitment term") for n in notes)
@@ -71,7 +71,7 @@ def test_plan_states_its_window_and_window_days_moves_it(tmp_path: Path, capsys:
 
 
 def test_sensitivity_table_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    doc = plan_json(capsys, "--demand", str(ramp_trace(tmp_path)))
+    doc = plan_json(capsys, "--demand", str(ramp_trace(tmp_path)), "--window", "full")
     rows = [(r["window"], r["instrument"], r["spotDiscount"]) for r in doc["sensitivity"]]
     assert rows == [
         ("full", "savings-plan-1y", 0.6),
@@ -103,7 +103,7 @@ def test_window_days_needs_a_history(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_full_trace_flags_its_ramp(capsys: pytest.CaptureFixture[str]) -> None:
     """openb_pod_list_default: 149 days, most batch and training GPU-hours in the last five weeks."""
-    doc = plan_json(capsys, "--demand", str(require_trace(TRACE_FILES[0])))
+    doc = plan_json(capsys, "--demand", str(require_trace(TRACE_FILES[0])), "--window", "full")
     notes = doc["assumptions"]["notes"]
     assert any(n.startswith("the history covers 149 days") for n in notes)
     assert any(n.startswith("batch: 90% of its GPU-hours fall in the last") for n in notes)

@@ -14,11 +14,12 @@ from gpu_platform.planning.demand import WORKLOAD_CLASSES
 from gpu_platform.planning.held import releases
 from gpu_platform.planning.inputs import load_demand, read_text
 from gpu_platform.planning.planner import plan
+from gpu_platform.planning.regimes import find_regimes, in_regime, regime_line, regimes_json
 from gpu_platform.planning.report import render_markdown, render_table, to_json
 from gpu_platform.planning.shortfall import shortfall
 from gpu_platform.planning.stackmerge import merged_stack, write_new
 from gpu_platform.planning.trace import DEFAULT_GPU_MAP, QOS
-from gpu_platform.planning.windows import history_notes, sensitivity, windowed
+from gpu_platform.planning.windows import DAY, history_notes, sensitivity, windowed
 from gpu_platform.planning.zones import zoned
 from gpu_platform.pools import node_counts
 from gpu_platform.pricing import load_commitments
@@ -79,16 +80,32 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     if spec is not None:
         production = spec.policy.production if spec.policy.production is not None else default_production(spec.environment)
     existing = existing_reservations(spec) if given and spec is not None else None
+    full = demand
+    regimes = find_regimes(demand) if args.window == "regime" and args.window_days is None else {}
+    if any(r.changes for r in regimes.values()):
+        demand = in_regime(demand, regimes)
     result = plan(demand, catalog, production, existing)
     if given and spec is not None:
         result = zoned(shortfall(result, spec, catalog), spec, catalog)
     doc = to_json(result, catalog)
     if given and spec is not None:
         doc["plan"]["releases"] = releases(result, spec, catalog)
-    notes, history = history_notes(demand, load_commitments().instrument(demand.options.instrument).term_months)
+    notes, history = history_notes(full, load_commitments().instrument(demand.options.instrument).term_months, bool(regimes))
     doc["demand"]["history"] = history
     doc["assumptions"]["notes"] += notes
-    doc["sensitivity"] = sensitivity(demand, catalog, production, existing)
+    if regimes and full.window is not None:
+        days = (full.window[1] - full.window[0]) / DAY
+        doc["demand"]["regimes"] = regimes_json(regimes, full.window[0])
+        doc["assumptions"]["notes"] += [regime_line(r, days) for r in regimes.values()]
+        if demand is not full:
+            whole = plan(full, catalog, production, existing)
+            doc["plan"]["fullWindow"] = {
+                "days": round(days, 3),
+                "reserved": {t.workload_class: t.reserved for t in whole.totals},
+                "expectedMonthlyCost": round(whole.expected_cost, 2),
+                "monthlyCost": round(whole.monthly_cost, 2),
+            }
+    doc["sensitivity"] = sensitivity(full, catalog, production, existing)
     planned = None
     if args.write_stack is not None:  # validated before any file is written: nothing half-applied
         assert config is not None and spec is not None

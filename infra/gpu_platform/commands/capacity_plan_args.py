@@ -26,6 +26,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--window-days", type=float, metavar="N", help="plan a history on its last N days (the sensitivity table shows full, 90 and 28 days)"
     )
+    p.add_argument(
+        "--window",
+        choices=("regime", "full"),
+        default="regime",
+        help="plan a history on each class's current regime (default; the full window's plan is shown beside it) or on the full window",
+    )
     p.add_argument("--qos-class", default="", metavar="QOS=CLASS,...", help="trace QoS -> workload class overrides, e.g. Burstable=training,BE=batch")
     p.add_argument(
         "--gpu-map",

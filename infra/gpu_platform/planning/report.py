@@ -256,6 +256,15 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         f"({abs(p['expectedSaving']):.0%} {'less' if p['expectedSaving'] >= 0 else 'more'}).",
         f"Full size (every tier up 730 h): {_money(p['monthlyCost'])}; all on-demand at full size: {_money(p['onDemandOnlyMonthlyCost'])}.",
     ]
+    whole = p.get("fullWindow")
+    if whole:
+        since = ", ".join(f"{c} from day {r['fromDay']:.0f}" for c, r in doc["demand"].get("regimes", {}).items())
+        lines.append(
+            f"Window: each class's current regime ({since}; see the notes). The full {whole['days']:.0f}-day window's plan: expected "
+            f"{_money(whole['expectedMonthlyCost'])}, full size {_money(whole['monthlyCost'])}, reserved GPUs "
+            + ", ".join(f"{c} {n}" for c, n in whole["reserved"].items())
+            + " (--window full plans on it)."
+        )
     for s in p["shortfall"]:
         best = s["options"][0] if s["options"] else None
         tail = f"; cheapest: {best['action']} ({_money(best['monthlyCost'])}/month, {best['risk']} risk)" if best else ""
@@ -285,7 +294,7 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             lines.append(f"Quota moved: tenant {q['tenant']} on {q['pool']} {q['before']} -> {q['after']} GPUs.")
     a = doc["assumptions"]
     lines.append(
-        f"Assumptions: reserved as {a['instrument']} at {a['reservedDiscount']:.0%} below list (a reserved GPU pays busy at least "
+        f"Assumptions: reserved as {a['instrument']} at {a['reservedDiscount']:.0%} below list (a reserved node pays when up at least "
         f"{1 - a['reservedDiscount']:.0%} of the time) and Spot {a['spotDiscount']:.0%} below list, {a['spotFallbackShare']:.0%} of its hours "
         "falling back to on-demand; "
         f"Spot cap {a['spotCap']:.0%}; prices {a['prices']['region']} as of {a['prices']['asOf']}; GPUs are physical GPUs' worth."

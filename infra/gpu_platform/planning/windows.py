@@ -44,7 +44,8 @@ def slice_series(s: StepSeries, start: float, end: float) -> StepSeries:
     return StepSeries(start=a, end=b, times=tuple(times), values=tuple(values))
 
 
-def _regroup(g: DemandGroup, start: float, end: float) -> DemandGroup:
+def regroup(g: DemandGroup, start: float, end: float) -> DemandGroup:
+    """The group read over [start, end): its series, quantiles, growth and jobs arriving there."""
     if g.series is None:
         return g
     s = slice_series(g.series, start, end)
@@ -73,8 +74,8 @@ def windowed(demand: Demand, days: float) -> Demand:
     start = max(demand.window[0], end - days * DAY)
     return dataclasses.replace(
         demand,
-        groups=tuple(_regroup(g, start, end) for g in demand.groups),
-        totals=tuple(_regroup(g, start, end) for g in demand.totals),
+        groups=tuple(regroup(g, start, end) for g in demand.groups),
+        totals=tuple(regroup(g, start, end) for g in demand.totals),
         window=(start, end),
     )
 
@@ -131,8 +132,12 @@ def daily_growth(s: StepSeries) -> Growth | None:
     return Growth(slope * scale, (slope - 1.96 * se) * scale, (slope + 1.96 * se) * scale, n)
 
 
-def history_notes(demand: Demand, term_months: int) -> tuple[list[str], dict[str, object]]:
-    """Warnings about the window (ramps, a history shorter than the term) and, per class, its ramp and stable growth."""
+def history_notes(demand: Demand, term_months: int, regimes: bool = False) -> tuple[list[str], dict[str, object]]:
+    """Warnings about the window (ramps, a history shorter than the term) and, per class, its ramp and stable growth.
+
+    With `regimes` the plan already rests on each class's current regime (planning/regimes.py), which says more
+    than a ramp: the ramp is still reported in the JSON, not as a note.
+    """
     if demand.window is None:
         return [], {}
     start, end = demand.window
@@ -154,7 +159,7 @@ def history_notes(demand: Demand, term_months: int) -> tuple[list[str], dict[str
         if fit is not None:
             entry["growthPerMonth"] = {"value": round(fit.per_month, 4), "low": round(fit.low, 4), "high": round(fit.high, 4), "days": fit.days}
         classes[g.workload_class] = entry
-        if ramp is not None:
+        if ramp is not None and not regimes:
             tail = (end - ramp) / DAY
             grown = f"; growth there {fit.per_month:+.0%} a month (95 % interval {fit.low:+.0%} to {fit.high:+.0%})" if fit else ""
             notes.append(
