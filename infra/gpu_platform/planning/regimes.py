@@ -21,8 +21,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from gpu_platform.planning.demand import Demand, DemandGroup
-from gpu_platform.planning.series import StepSeries
-from gpu_platform.planning.windows import DAY, Growth, daily_growth, regroup, slice_series
+from gpu_platform.planning.windows import DAY, Growth, daily_growth, daily_means, regroup, slice_series
 
 MIN_DAYS = 14
 """Shortest stretch on either side of a change: two weeks hold both weekdays and a weekend twice."""
@@ -58,19 +57,6 @@ class Regime:
     def trend(self) -> bool:
         """True when the regime's growth interval excludes zero."""
         return self.growth is not None and (self.growth.low > 0 or self.growth.high < 0)
-
-
-def daily_means(s: StepSeries) -> list[float]:
-    """Mean concurrent demand (GPUs' worth) of each whole day of the series' window."""
-    days = int(s.window // DAY)
-    work = [0.0] * days
-    for a, b, v in s.segments():
-        d, at = int((a - s.start) // DAY), a
-        while d < days and at < b:
-            cut = min(b, s.start + (d + 1) * DAY)
-            work[d] += (cut - at) * v
-            at, d = cut, d + 1
-    return [w / DAY / 1000 for w in work]
 
 
 def daily_counts(times: list[float], start: float, days: int) -> list[float]:

@@ -107,11 +107,9 @@ class Growth:
     days: int
 
 
-def daily_growth(s: StepSeries) -> Growth | None:
-    """Least-squares slope of daily mean demand over the mean, per month, +- 1.96 standard errors (None under 7 days)."""
+def daily_means(s: StepSeries) -> list[float]:
+    """Mean concurrent demand (GPUs' worth) of each whole day of the series' window."""
     days = int(s.window // DAY)
-    if days < 7:
-        return None
     work = [0.0] * days
     for a, b, v in s.segments():
         d, at = int((a - s.start) // DAY), a
@@ -119,7 +117,14 @@ def daily_growth(s: StepSeries) -> Growth | None:
             cut = min(b, s.start + (d + 1) * DAY)
             work[d] += (cut - at) * v
             at, d = cut, d + 1
-    means = [w / DAY / 1000 for w in work]
+    return [w / DAY / 1000 for w in work]
+
+
+def daily_growth(s: StepSeries) -> Growth | None:
+    """Least-squares slope of daily mean demand over the mean, per month, +- 1.96 standard errors (None under 7 days)."""
+    if int(s.window // DAY) < 7:
+        return None
+    means = daily_means(s)
     n = len(means)
     xbar, ybar = (n - 1) / 2, sum(means) / n
     if ybar <= 0:
