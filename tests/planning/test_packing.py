@@ -77,3 +77,57 @@ def test_no_node_is_in_use_after_the_last_pod_leaves() -> None:
     assert list(got.nodes.segments()) == [(0, 5, 1000), (5, 10, 2000), (10, 20, 1000), (20, 100, 0)]
     assert got.nodes.quantile(0.5) == 0
     assert list(nodes_over(pods, NodeShape(1, 8, 32), 30, 100).nodes.segments()) == [(30, 100, 0)]
+
+
+def test_packing_by_shape_counts_is_first_fit_decreasing_pod_by_pod() -> None:
+    """ffd_counts places each shape's pods node by node, many at a time; on 3,000 random cases it needs exactly the nodes
+    that one-by-one first fit decreasing (ffd) needs on the same pods, largest first."""
+    import random
+
+    from gpu_platform.planning.packing import ffd_counts
+
+    rng = random.Random(1)
+    checked = 0
+    for _ in range(3000):
+        shape = NodeShape(rng.choice([1, 2, 4, 8]), rng.choice([4, 16, 48, 96]), rng.choice([16, 64, 192, 768]))
+        pods = []
+        for _ in range(rng.randrange(1, 40)):
+            g = rng.choice([1, 1, 1, 2, 4, 8])
+            m = 1000 if g > 1 and rng.random() < 0.8 else rng.choice([100, 250, 300, 460, 500, 600, 1000])
+            p = Pod(0, 1, g, m, rng.choice([0, 1000, 4000, 8000, 12000]), rng.choice([0, 1024, 8192, 16384, 32768]))
+            if shape.holds(p):
+                pods.append(p)
+        counts: dict[tuple[int, int, int, int], int] = {}
+        for p in pods:
+            key = (p.gpus, p.milli, p.cpu_milli, p.memory_mib)
+            counts[key] = counts.get(key, 0) + 1
+        order = sorted(pods, key=lambda p: (-p.gpus * p.milli, -p.cpu_milli, -p.memory_mib, (p.gpus, p.milli, p.cpu_milli, p.memory_mib)))
+        assert ffd_counts(counts, shape) == ffd(order, shape)
+        checked += bool(pods)
+    assert checked > 2500
+
+
+def test_a_history_with_more_events_than_the_exact_bound_is_packed_at_sampled_instants() -> None:
+    """Past MAX_EXACT_EVENTS the packing is read at SAMPLES evenly spaced instants; on a steady load it gives the same
+    nodes as packing at every event, and it says it sampled."""
+    from gpu_platform.planning import packing
+
+    pods = tuple(Pod(i, i + 99, 1, 500) for i in range(0, 30_000, 2))  # 15,000 pods, 30,000 event times, 49-50 running
+    whole = packing.nodes_over(pods, NODE, 100, 29_900)
+    assert whole.sampled == packing.SAMPLES
+    # 49 or 50 half-GPU pods: 25 GPUs, 7 four-GPU nodes (the last with 1 free GPU or more) at every instant
+    assert whole.nodes.quantile(0.5) == 7 and whole.nodes.quantile(0.95) == 7
+
+
+def test_the_shared_traces_are_packed_at_every_event(capsys: pytest.CaptureFixture[str]) -> None:
+    """Sampling is for histories far larger than the published ones: theirs are packed exactly, event by event."""
+    from gpu_platform.planning import packing
+    from gpu_platform.planning.trace import trace_demand
+    from tests.planning.helpers import TRACE_FILES, require_trace
+
+    for name in TRACE_FILES:
+        path = require_trace(name)
+        demand = trace_demand(path.read_text(), str(path))
+        for g in demand.groups:
+            events = {t for p in g.pods for t in (p.start, p.end)}
+            assert len(events) <= packing.MAX_EXACT_EVENTS, (name, g.workload_class)

@@ -73,3 +73,18 @@ def test_served_work_queues_above_capacity_and_drains_after() -> None:
     assert list(dropped.segments()) == [(0, 10, 2000), (10, 40, 1000)]
     # backlog left at the end of the window is not served inside it
     assert list(step_series([(0, 10, 4000)], 0, 12).served(2000, queue=True).segments()) == [(0, 12, 2000)]
+
+
+def test_the_sweep_matches_a_dict_of_changes_and_keeps_huge_values_exact() -> None:
+    """step_series sorts and sweeps with numpy; on random intervals it equals the plain dict-of-changes sum, and values
+    past int64 (a hostile export's 1e30 GPUs) stay exact Python integers for the bounds to refuse."""
+    import random
+
+    from gpu_platform.planning.series import _step_series_big
+
+    rng = random.Random(7)
+    for _ in range(200):
+        rows = [(rng.randrange(0, 50), rng.randrange(0, 60), rng.choice([250, 500, 1000, 8000])) for _ in range(rng.randrange(1, 30))]
+        clipped = [(max(a, 5), min(b, 45), v) for a, b, v in rows if min(b, 45) > max(a, 5)]
+        assert step_series(rows, 5, 45) == (_step_series_big(clipped, 5, 45) if clipped else step_series([], 5, 45))
+    assert step_series([(0, 10, 10**30)], 0, 10).values == (10**30,)

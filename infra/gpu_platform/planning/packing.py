@@ -19,6 +19,12 @@ from functools import lru_cache
 
 from gpu_platform.planning.series import StepSeries
 
+MAX_EXACT_EVENTS = 10_000
+"""Up to this many creations and deletions (a class of the published traces has at most about 8,000) the pods are packed
+at every one."""
+SAMPLES = 2_000
+"""Past it, at this many evenly spaced instants: the time-weighted quantiles of the packed nodes are read from them."""
+
 
 @dataclass(frozen=True)
 class Pod:
@@ -57,6 +63,8 @@ class Packing:
     nodes: StepSeries
     """Nodes in use over the window, as a step series in milli-nodes (quantile() reads nodes)."""
     unplaceable: int
+    sampled: int = 0
+    """Instants packed when the history has more than MAX_EXACT_EVENTS events (0: packed at every event)."""
 
 
 def ffd(pods: list[Pod], shape: NodeShape) -> int:
@@ -96,6 +104,66 @@ def ffd(pods: list[Pod], shape: NodeShape) -> int:
     return len(nodes)
 
 
+Shape = tuple[int, int, int, int]
+"""(GPUs, milli per GPU, vCPU milli, MiB) of a pod: identical pods pack alike."""
+
+
+def ffd_counts(counts: dict[Shape, int], shape: NodeShape) -> int:
+    """Nodes first-fit decreasing needs for `counts` pods of each shape: `ffd`'s result, many pods at a time.
+
+    Each shape's pods are placed node by node, as many at a time as the node takes (the pods listed largest first, as
+    `ffd` reads them). Identical pods fill a node the way one-by-one first fit does: a 1-GPU share goes to the first GPU with room, so the
+    GPUs fill in order; whole-GPU pods take the first free GPUs; other multi-GPU shares are placed one at a time.
+    """
+    nodes: list[tuple[list[int], list[int]]] = []
+    first = 0  # nodes before it have no GPU room left: no pod fits them any more
+    for key in sorted(counts, key=lambda k: (-k[0] * k[1], -k[2], -k[3], k)):
+        gpus, milli, cpu, mem = key
+        left = counts[key]
+        while first < len(nodes) and not any(nodes[first][0]):
+            first += 1
+        k = first
+        while left > 0:
+            if k == len(nodes):
+                nodes.append(([1000] * shape.gpus, [shape.vcpu * 1000, shape.memory_gib * 1024]))
+            free, rest = nodes[k]
+            room = min(rest[0] // cpu if cpu else left, rest[1] // mem if mem else left, left)
+            if room > 0:
+                placed = _fill(free, gpus, milli, room)
+                rest[0] -= placed * cpu
+                rest[1] -= placed * mem
+                left -= placed
+            k += 1
+    return len(nodes)
+
+
+def _fill(free: list[int], gpus: int, milli: int, most: int) -> int:
+    """Place up to `most` identical pods on one node's GPUs as one-by-one first fit would; how many were placed."""
+    placed = 0
+    if gpus == 1:
+        for i, f in enumerate(free):
+            if placed == most:
+                break
+            n = min(f // milli, most - placed)
+            free[i] -= n * milli
+            placed += n
+        return placed
+    if milli == 1000:
+        whole = [i for i, f in enumerate(free) if f == 1000]
+        n = min(len(whole) // gpus, most)
+        for i in whole[: n * gpus]:
+            free[i] = 0
+        return n
+    while placed < most:
+        fit = [i for i, f in enumerate(free) if f >= milli][:gpus]
+        if len(fit) < gpus:
+            break
+        for i in fit:
+            free[i] -= milli
+        placed += 1
+    return placed
+
+
 def _order(p: Pod) -> tuple[int, int, int]:
     return (-p.gpus * p.milli, -p.cpu_milli, -p.memory_mib)
 
@@ -125,7 +193,7 @@ def nodes_over(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float
         else:
             values[-1] = 0
     unplaceable = sum(1 for p in pods if not shape.holds(p) and p.end > start and p.start < end)
-    return Packing(StepSeries(start=start, end=end, times=tuple(times), values=tuple(values)), unplaceable)
+    return Packing(StepSeries(start=start, end=end, times=tuple(times), values=tuple(values)), unplaceable, whole.sampled)
 
 
 @lru_cache(maxsize=32)
@@ -151,21 +219,33 @@ def pack(pods: tuple[Pod, ...], shape: NodeShape) -> Packing:
             if p.end < end:
                 changes.setdefault(p.end, [])
                 extra[p.end] = extra.get(p.end, 0) - shape.spans(p)
+    at = sorted(changes)
+    sampled = len(at) > MAX_EXACT_EVENTS
+    if sampled:
+        # too many events to pack at each: pack at SAMPLES evenly spaced instants, each read over its own slice
+        step = (end - start) / SAMPLES
+        instants = [start + (k + 0.5) * step for k in range(SAMPLES)]
+        holds = [start + k * step for k in range(SAMPLES)]
+    else:
+        instants = holds = at
     spanned = 0
-    running: set[int] = set()
+    running: dict[Shape, int] = {}
     times: list[float] = []
     values: list[int] = []
-    for t in sorted(changes):
-        for i, on in changes[t]:
-            if on:
-                running.add(i)
-            else:
-                running.discard(i)
-        spanned += extra.get(t, 0)
-        # indices follow the largest-first order, so sorting them keeps it
-        n = (ffd([placeable[i] for i in sorted(running)], shape) + spanned) * 1000
+    e = 0
+    for t, hold in zip(instants, holds, strict=True):
+        while e < len(at) and at[e] <= t:
+            for i, on in changes[at[e]]:
+                p = placeable[i]
+                key = (p.gpus, p.milli, p.cpu_milli, p.memory_mib)
+                running[key] = running.get(key, 0) + (1 if on else -1)
+                if not running[key]:
+                    del running[key]
+            spanned += extra.get(at[e], 0)
+            e += 1
+        n = (ffd_counts(running, shape) + spanned) * 1000
         if values and values[-1] == n:
             continue
-        times.append(t)
+        times.append(hold)
         values.append(n)
-    return Packing(StepSeries(start=start, end=end, times=tuple(times), values=tuple(values)), unplaceable)
+    return Packing(StepSeries(start=start, end=end, times=tuple(times), values=tuple(values)), unplaceable, SAMPLES if sampled else 0)

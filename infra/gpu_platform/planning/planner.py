@@ -20,7 +20,7 @@ from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.checks import SLA_CLASSES
 from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Demand, DemandGroup, Options, Shape
 from gpu_platform.planning.economics import Exceedance, break_even_nodes, expected_bill, from_quantiles, from_series
-from gpu_platform.planning.packing import NodeShape, nodes_over
+from gpu_platform.planning.packing import MAX_EXACT_EVENTS, NodeShape, nodes_over
 from gpu_platform.planning.replay import Waits, nodes_for_wait
 from gpu_platform.planning.series import scaled
 from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments
@@ -338,8 +338,11 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         target = p95_nodes * grow * (1 + buffer) * per
         basis = (
             f"rule of thumb on packed nodes: P95 of {p95_nodes:g} {itype.name} nodes (first-fit decreasing of the running tasks "
-            f"at each event) + {buffer:.0%} safety stock ({group.sla}; no request data for a queueing model)"
+            f"at {'sampled instants' if packed.sampled else 'each event'}) + {buffer:.0%} safety stock ({group.sla}; no request data for a "
+            "queueing model)"
         )
+        if packed.sampled:
+            basis += f"; packed at {packed.sampled:,} evenly spaced instants (more than {MAX_EXACT_EVENTS:,} events)"
         if packed.unplaceable:
             basis += f"; {packed.unplaceable} tasks fit no {itype.name} node"
     total_nodes = math.ceil(target / per - EPS)

@@ -43,6 +43,19 @@ class Waits:
 def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float = math.inf) -> Waits:
     """Replay the jobs on `nodes` nodes; stop early (p99 = inf) once more than 1 % of the jobs wait past `give_up`."""
     free = [[1000] * gpus_per_node for _ in range(nodes)]
+    # whole[n]: node n's wholly free GPUs; having[c]: how many nodes have c of them (the most any node has, in O(GPUs))
+    whole = [gpus_per_node] * nodes
+    having = [0] * gpus_per_node + [nodes]
+
+    def recount(n: int) -> None:
+        c = sum(1 for left in free[n] if left == 1000)
+        having[whole[n]] -= 1
+        having[c] += 1
+        whole[n] = c
+
+    def most_whole() -> int:
+        return next((c for c in range(gpus_per_node, -1, -1) if having[c]), 0)
+
     order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
     waiting: list[int] = []
     running: list[tuple[float, int, int, tuple[int, ...]]] = []  # (end, job, node, gpus)
@@ -72,6 +85,7 @@ def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float
             _, j, n, gpus = heapq.heappop(running)
             for g in gpus:
                 free[n][g] += jobs[j].milli
+            recount(n)
             freed = True
         first_new = len(waiting)
         while nxt < len(order) and jobs[order[nxt]].arrival <= now:
@@ -80,9 +94,9 @@ def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float
         still: list[int] = []
         # BestEffortFIFO: every waiting job in arrival order, each that fits starts. Nothing freed: jobs that
         # did not fit before still do not, so only the new arrivals are tried.
-        whole = max(sum(1 for left in gpus if left == 1000) for gpus in free) if free else 0
+        most = most_whole()
         for k, j in enumerate(waiting):
-            if (not freed and k < first_new) or (jobs[j].milli == 1000 and jobs[j].gpus > whole):
+            if (not freed and k < first_new) or (jobs[j].milli == 1000 and jobs[j].gpus > most):
                 still.append(j)
                 continue
             spot = place(jobs[j])
@@ -92,7 +106,8 @@ def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float
             n, gpus = spot
             for g in gpus:
                 free[n][g] -= jobs[j].milli
-            whole = max(sum(1 for left in node if left == 1000) for node in free)
+            recount(n)
+            most = most_whole()
             heapq.heappush(running, (now + jobs[j].run, j, n, gpus))
             wait = now - jobs[j].arrival
             waits.append(wait)
