@@ -92,6 +92,7 @@ bench: setup  ## benchmark scripts (print figures; they never fail on timing)
 	$(BIN)/python benchmarks/render_bench.py
 	$(BIN)/python benchmarks/check_bench.py
 	$(BIN)/python benchmarks/capacity_plan_bench.py
+	$(BIN)/python benchmarks/trace_scale_bench.py --rows 10000,100000,300000
 	ansible/scripts/benchmark-converge.sh
 
 lock: $(UV)  ## re-resolve every Python dependency: requirements.in -> uv.lock (+ requirements.txt), checkov -> requirements-checkov.txt
