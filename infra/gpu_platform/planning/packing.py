@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from gpu_platform.planning.series import StepSeries
 
@@ -26,8 +27,7 @@ SAMPLES = 2_000
 """Past it, at this many evenly spaced instants: the time-weighted quantiles of the packed nodes are read from them."""
 
 
-@dataclass(frozen=True)
-class Pod:
+class Pod(NamedTuple):
     """One task as it holds a node: [start, end), GPUs at `milli` each, vCPU in millicores, memory in MiB."""
 
     start: float

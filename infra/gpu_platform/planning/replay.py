@@ -15,10 +15,10 @@ import heapq
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """One job of a trace: when it arrived, how long it ran, and what it holds while it runs."""
 
     arrival: float
