@@ -131,3 +131,20 @@ def test_the_shared_traces_are_packed_at_every_event(capsys: pytest.CaptureFixtu
         for g in demand.groups:
             events = {t for p in g.pods for t in (p.start, p.end)}
             assert len(events) <= packing.MAX_EXACT_EVENTS, (name, g.workload_class)
+
+
+def test_the_plan_states_the_share_of_packed_gpus_its_tasks_can_be_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """gpushare40: 40 % of GPU tasks share GPUs; at P95 the inference tasks fill only part of the GPUs their packed nodes
+    hold, and the plan says so and sizes on the nodes (GPUs needed = demand / that share)."""
+    from tests.planning.helpers import TRACE_FILES, require_trace
+
+    doc = plan_json(capsys, "--demand", str(require_trace(TRACE_FILES[1])))
+    p, d = row(doc, "plan", "inference"), row(doc, "demand", "inference")
+    from gpu_platform.catalog import load_catalog
+
+    per = load_catalog().instance(p["instanceType"]).gpus
+    share = d["p95"] / (p["packedNodesP95"] * per)
+    assert p["packedShare"] == pytest.approx(share, abs=1e-4) and share < 0.9
+    note = next(n for n in doc["assumptions"]["notes"] if n.startswith("inference/any: at P95 its tasks fill"))
+    assert f"fill {share:.0%} of the GPUs" in note and f"demand / {share:.0%}" in note
+    assert p["target"] >= p["packedNodesP95"] * per  # sized on the nodes, not on the fluid demand

@@ -50,6 +50,17 @@ def plan_findings(plan: Plan) -> list[str]:
     return out
 
 
+PACKED_SHARE_NOTE = 0.9
+"""Below this share of its nodes' GPUs filled at P95, a packed pool's note says how much packing strands."""
+
+
+def _packed_share(g: GroupPlan) -> float | None:
+    """P95 demand (GPUs' worth) over the GPUs of the P95 packed nodes: the share of them the tasks can be given."""
+    if not g.packed_p95_nodes or g.gpus_per_node <= 0:
+        return None
+    return min(1.0, g.p95 / (g.packed_p95_nodes * g.gpus_per_node))
+
+
 def _r(x: float | None, digits: int = 3) -> float | None:
     return None if x is None else round(x, digits)
 
@@ -108,6 +119,7 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "nodes": pg.nodes,
                 "nodesPerZone": pg.nodes_per_zone or None,
                 "packedNodesP95": pg.packed_p95_nodes,
+                "packedShare": _r(_packed_share(pg), 4),
                 "unplaceableTasks": pg.unplaceable,
                 "coverage": _r(pg.coverage, 4),
                 "spotExposure": _r(pg.spot_exposure, 4),
@@ -133,6 +145,15 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
             notes.append(
                 f"{g.workload_class}/{g.gpu_model}: only {g.shape_fit:.0%} of its GPU-hours come from tasks that fit one {g.instance_type} "
                 "(GPUs, vCPU, memory); the rest need a larger node of another GPU model: map them with --gpu-map"
+            )
+        share = _packed_share(g)
+        if share is not None and share < PACKED_SHARE_NOTE:
+            assert g.packed_p95_nodes is not None
+            notes.append(
+                f"{g.workload_class}/{g.gpu_model}: at P95 its tasks fill {share:.0%} of the GPUs their packed {g.instance_type} nodes hold "
+                f"({g.p95:.3g} GPUs of demand on {g.packed_p95_nodes * g.gpus_per_node:g} GPUs): shares that do not fit together, vCPU and "
+                f"memory strand the rest, so the plan sizes on the nodes: demand / {share:.0%} (capacity fragmentation measures a whole "
+                "cluster's share)"
             )
         if g.total and g.gpus_per_node > 1 and g.target < g.gpus_per_node / 2:
             notes.append(
