@@ -177,3 +177,12 @@ def test_a_pool_idle_at_p95_gets_one_node_from_zero_and_no_spare(tmp_path: Path,
     assert "demand at P95 is 0" in t4["basis"] and "N+1" not in t4["basis"]
     # the one node is up 1 % of the time: expected = 1 % of its full-size month
     assert t4["expectedMonthlyCost"] == pytest.approx(t4["monthlyCost"] * 1000 / 100000, abs=0.01)
+
+
+@pytest.mark.parametrize("spec", ["||", "|", " "])
+def test_a_gpu_spec_of_only_separators_is_no_constraint(spec: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    head = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+    path = tmp_path / "sep.csv"
+    path.write_text(f"{head}\np,4000,16384,1,1000,{spec},LS,Running,0,3600,0\n")
+    doc = plan_json(capsys, "--demand", str(path))
+    assert [r["catalogGpu"] for r in doc["plan"]["classes"]] == [CLASS_GPU["inference"]]

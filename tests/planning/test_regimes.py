@@ -119,3 +119,19 @@ def test_a_ramp_trace_is_planned_from_its_step(tmp_path: Path, capsys: pytest.Ca
     assert doc["demand"]["regimes"]["inference"]["fromDay"] == 80
     assert row(doc, "plan", "inference")["reserved"] == 10  # all 10 are up every hour of the regime
     assert plan_json(capsys, "--demand", str(ramp_trace(tmp_path)), "--window", "full")["demand"]["window"]["start"] == 0
+
+
+def test_a_class_whose_current_regime_is_idle_plans_no_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Training ran for the first 40 of 100 days and stopped; inference started on day 60. The regime plan gives
+    training nothing (it used to keep one 8-GPU node for 0 GPUs of demand) and inference its one GPU."""
+    head = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+    day = int(DAY)
+    rows = [f"t{i},1000,1024,8,1000,,Guaranteed,Running,{i * day},{i * day + day // 2},{i * day}" for i in range(40)]
+    rows += [f"i{i},1000,1024,1,1000,,LS,Running,{i * day},{(i + 1) * day},{i * day}" for i in range(60, 100)]
+    path = tmp_path / "pods.csv"
+    path.write_text("\n".join([head, *rows]) + "\n")
+    doc = plan_json(capsys, "--demand", str(path))
+    assert doc["demand"]["regimes"]["training"]["fromDay"] == 40 and doc["demand"]["regimes"]["inference"]["fromDay"] == 60
+    training = row(doc, "plan", "training")
+    assert (training["reserved"], training["onDemand"], training["spot"], training["monthlyCost"]) == (0, 0, 0, 0)
+    assert row(doc, "plan", "inference")["reserved"] == 1

@@ -229,6 +229,8 @@ def target_gpus(group: DemandGroup, opts: Options) -> tuple[float, str]:
     """GPUs the group must have at the horizon, and how that number was reached."""
     grow = horizon_factor(group)
     p95 = group.p95 * grow
+    if group.series is not None and group.peak <= 0:
+        return 0.0, "no demand in the window planned on"  # a class whose current regime is idle plans no node
     if group.sla in opts.safety_stock:
         buffer = opts.safety_stock[group.sla] + (opts.peak_buffer if group.known_peak and group.sla == "online" else 0.0)
         if group.request_gpus is not None:
@@ -371,7 +373,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     nodes = {"reserved": reserved_nodes, "onDemand": od_nodes, "spot": spot_nodes}
     cost = baseline = expected = expected_od = None
     parts: dict[str, float] = {}
-    if itype is not None and total_nodes > 0:
+    if itype is not None and (total_nodes > 0 or itype.price_per_hour is not None):  # an idle group is priced too: $0
         price = list_price(itype, source, f"{group.workload_class}.{group.gpu_model}.instanceType")
         kept = always_on * (1 - inst.discount) if inst.kind in COMMITTED_KINDS else always_on  # kept-up nodes, committed
         elastic = od_nodes - always_on + spot_nodes * (1 - opts.spot_discount)

@@ -261,11 +261,12 @@ class _Placement:
         key = (spec, cls)
         if key not in self.cache:
             own = self.class_gpus.get(cls, "")
-            if not spec:
+            listed = [x for x in dict.fromkeys(spec.split("|")) if x]
+            if not listed:  # no gpu_spec (or only separators, "||"): any GPU, the class's own
                 self.cache[key] = (own, 1.0)
             else:
                 options = []
-                for m in dict.fromkeys(x for x in spec.split("|") if x):
+                for m in listed:
                     gpu = self.models.get(m, own)
                     f = self.factor(m, gpu)
                     options.append((self.price.get(gpu, math.inf) * f, gpu != own, gpu, f))
