@@ -6,26 +6,55 @@ from pathlib import Path
 
 import pytest
 
-from gpu_platform.planning.packing import NodeShape, Pod, ffd, nodes_over
+from gpu_platform.planning.packing import NodeShape, Pod, ffd_counts, nodes_over
 from tests.planning.helpers import plan_json, row
 from tests.planning.test_replay import HEADER
 
 NODE = NodeShape(gpus=4, vcpu=16, memory_gib=64)
 
 
+def ffd(pods: list[Pod], shape: NodeShape) -> int:
+    """Pod-by-pod first fit decreasing, the definition (pods already listed largest first): each pod goes to the first
+    node with its vCPU, memory and `gpus` GPUs each with `milli` free, else to a new node."""
+    nodes: list[tuple[list[int], list[int]]] = []
+    for p in pods:
+        for free, rest in nodes:
+            fit = [i for i, f in enumerate(free) if f >= p.milli][: p.gpus]
+            if rest[0] >= p.cpu_milli and rest[1] >= p.memory_mib and len(fit) == p.gpus:
+                break
+        else:
+            free, rest = [1000] * shape.gpus, [shape.vcpu * 1000, shape.memory_gib * 1024]
+            nodes.append((free, rest))
+            fit = list(range(p.gpus))
+        for i in fit:
+            free[i] -= p.milli
+        rest[0] -= p.cpu_milli
+        rest[1] -= p.memory_mib
+    return len(nodes)
+
+
+def counted(pods: list[Pod]) -> dict[tuple[int, int, int, int], int]:
+    """The pods as ffd_counts takes them: how many of each (GPUs, share, vCPU, memory)."""
+    out: dict[tuple[int, int, int, int], int] = {}
+    for p in pods:
+        key = (p.gpus, p.milli, p.cpu_milli, p.memory_mib)
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
 def test_ffd_packs_largest_first_and_respects_cpu_memory_and_gpu_shares() -> None:
     # by hand, largest first: 3 GPUs -> node 1 (1 GPU left); 2 GPUs -> node 2; 1 GPU -> node 1 (full); 0.6 -> node 2; 0.6 -> node 2
     # (a 0.6 share needs 0.6 of one GPU: node 2 has 2 free GPUs) : 2 nodes
     pods = [Pod(0, 1, 3, 1000), Pod(0, 1, 2, 1000), Pod(0, 1, 1, 1000), Pod(0, 1, 1, 600), Pod(0, 1, 1, 600)]
-    assert ffd(pods, NODE) == 2
+    assert ffd(pods, NODE) == ffd_counts(counted(pods), NODE) == 2
     # three 0.6 shares: 1.8 GPUs of fluid work, but no two share a GPU: 3 GPUs, one node
-    assert ffd([Pod(0, 1, 1, 600)] * 3, NODE) == 1
+    assert ffd([Pod(0, 1, 1, 600)] * 3, NODE) == ffd_counts(counted([Pod(0, 1, 1, 600)] * 3), NODE) == 1
     # five 0.6 shares on a 4-GPU node: the fifth needs a second node
-    assert ffd([Pod(0, 1, 1, 600)] * 5, NODE) == 2
+    assert ffd([Pod(0, 1, 1, 600)] * 5, NODE) == ffd_counts(counted([Pod(0, 1, 1, 600)] * 5), NODE) == 2
     # CPU binds before GPUs: two 1-GPU tasks of 10 vCPU each on 16-vCPU nodes take two nodes
-    assert ffd([Pod(0, 1, 1, 1000, cpu_milli=10_000)] * 2, NODE) == 2
+    assert ffd([Pod(0, 1, 1, 1000, cpu_milli=10_000)] * 2, NODE) == ffd_counts(counted([Pod(0, 1, 1, 1000, cpu_milli=10_000)] * 2), NODE) == 2
     # memory binds: 40 GiB each on 64 GiB nodes
-    assert ffd([Pod(0, 1, 1, 1000, memory_mib=40 * 1024)] * 2, NODE) == 2
+    assert ffd([Pod(0, 1, 1, 1000, memory_mib=40 * 1024)] * 2, NODE) == ffd_counts(counted([Pod(0, 1, 1, 1000, memory_mib=40 * 1024)] * 2), NODE) == 2
 
 
 def test_nodes_over_time_follow_the_running_tasks_and_a_window_reads_the_same_packing() -> None:
@@ -81,10 +110,8 @@ def test_no_node_is_in_use_after_the_last_pod_leaves() -> None:
 
 def test_packing_by_shape_counts_is_first_fit_decreasing_pod_by_pod() -> None:
     """ffd_counts places each shape's pods node by node, many at a time; on 3,000 random cases it needs exactly the nodes
-    that one-by-one first fit decreasing (ffd) needs on the same pods, largest first."""
+    that one-by-one first fit decreasing (ffd, above) needs on the same pods, largest first."""
     import random
-
-    from gpu_platform.planning.packing import ffd_counts
 
     rng = random.Random(1)
     checked = 0
@@ -97,10 +124,7 @@ def test_packing_by_shape_counts_is_first_fit_decreasing_pod_by_pod() -> None:
             p = Pod(0, 1, g, m, rng.choice([0, 1000, 4000, 8000, 12000]), rng.choice([0, 1024, 8192, 16384, 32768]))
             if shape.holds(p):
                 pods.append(p)
-        counts: dict[tuple[int, int, int, int], int] = {}
-        for p in pods:
-            key = (p.gpus, p.milli, p.cpu_milli, p.memory_mib)
-            counts[key] = counts.get(key, 0) + 1
+        counts = counted(pods)
         order = sorted(pods, key=lambda p: (-p.gpus * p.milli, -p.cpu_milli, -p.memory_mib, (p.gpus, p.milli, p.cpu_milli, p.memory_mib)))
         assert ffd_counts(counts, shape) == ffd(order, shape)
         checked += bool(pods)

@@ -9,6 +9,8 @@ with m free, and its vCPU and memory. The number of nodes over time is a step fu
 time-weighted P95 sizes the tier. A task larger than an empty node fits no node of the type: it is
 counted apart (reported) and, so that the plan does not shrink by leaving it out, takes the whole
 nodes its GPUs, vCPU and memory would fill if it could be split (9 GPUs on 1-GPU nodes: 9 nodes).
+A history of more than MAX_EXACT_EVENTS creations and deletions is packed at SAMPLES evenly spaced
+instants instead of at each event.
 """
 
 from __future__ import annotations
@@ -67,52 +69,16 @@ class Packing:
     """Instants packed when the history has more than MAX_EXACT_EVENTS events (0: packed at every event)."""
 
 
-def ffd(pods: list[Pod], shape: NodeShape) -> int:
-    """Nodes first-fit decreasing needs for `pods` (already sorted largest first); each must fit an empty node.
-
-    A pod identical to an earlier one starts its search at the node that one took: nodes only lose room while
-    packing, so every node before it still cannot hold the pod (the same result, without rescanning them).
-    """
-    nodes: list[tuple[list[int], list[int]]] = []  # (free milli per GPU, [free cpu milli, free MiB])
-    resume: dict[tuple[int, int, int, int], int] = {}
-    for p in pods:
-        key = (p.gpus, p.milli, p.cpu_milli, p.memory_mib)
-        first = resume.get(key, 0)
-        for k in range(first, len(nodes)):
-            gpus_free, rest = nodes[k]
-            if rest[0] < p.cpu_milli or rest[1] < p.memory_mib:
-                continue
-            fit = []
-            for i, f in enumerate(gpus_free):
-                if f >= p.milli:
-                    fit.append(i)
-                    if len(fit) == p.gpus:
-                        break
-            if len(fit) == p.gpus:
-                for i in fit:
-                    gpus_free[i] -= p.milli
-                rest[0] -= p.cpu_milli
-                rest[1] -= p.memory_mib
-                resume[key] = k
-                break
-        else:
-            free = [1000] * shape.gpus
-            for i in range(p.gpus):
-                free[i] -= p.milli
-            resume[key] = len(nodes)
-            nodes.append((free, [shape.vcpu * 1000 - p.cpu_milli, shape.memory_gib * 1024 - p.memory_mib]))
-    return len(nodes)
-
-
 Shape = tuple[int, int, int, int]
 """(GPUs, milli per GPU, vCPU milli, MiB) of a pod: identical pods pack alike."""
 
 
 def ffd_counts(counts: dict[Shape, int], shape: NodeShape) -> int:
-    """Nodes first-fit decreasing needs for `counts` pods of each shape: `ffd`'s result, many pods at a time.
+    """Nodes first-fit decreasing needs for `counts` pods of each shape, many pods at a time.
 
-    Each shape's pods are placed node by node, as many at a time as the node takes (the pods listed largest first, as
-    `ffd` reads them). Identical pods fill a node the way one-by-one first fit does: a 1-GPU share goes to the first GPU with room, so the
+    Shapes go largest first (GPU share, then vCPU, then memory); each shape's pods are placed node by node, as many at
+    a time as the node takes: the nodes pod-by-pod first fit decreasing needs (tests/planning/test_packing.py checks).
+    Identical pods fill a node the way one-by-one first fit does: a 1-GPU share goes to the first GPU with room, so the
     GPUs fill in order; whole-GPU pods take the first free GPUs; other multi-GPU shares are placed one at a time.
     """
     nodes: list[tuple[list[int], list[int]]] = []
@@ -164,10 +130,6 @@ def _fill(free: list[int], gpus: int, milli: int, most: int) -> int:
     return placed
 
 
-def _order(p: Pod) -> tuple[int, int, int]:
-    return (-p.gpus * p.milli, -p.cpu_milli, -p.memory_mib)
-
-
 def nodes_over(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float) -> Packing:
     """The packing over [start, end): the whole history's packing read over that window.
 
@@ -198,10 +160,10 @@ def nodes_over(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float
 
 @lru_cache(maxsize=32)
 def pack(pods: tuple[Pod, ...], shape: NodeShape) -> Packing:
-    """Nodes in use at each event of the pods' span when the running pods are packed first-fit decreasing."""
+    """Nodes in use over the pods' span when the running pods are packed first-fit decreasing (at each event, or sampled)."""
     start = min((p.start for p in pods), default=0.0)
     end = max((p.end for p in pods), default=0.0)
-    placeable = sorted((p for p in pods if shape.holds(p)), key=_order)
+    placeable = [p for p in pods if shape.holds(p)]
     oversize = [p for p in pods if not shape.holds(p)]
     unplaceable = sum(1 for p in pods if not shape.holds(p) and p.end > start and p.start < end)
     changes: dict[float, list[tuple[int, bool]]] = {start: []}

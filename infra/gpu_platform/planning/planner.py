@@ -333,18 +333,16 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         )
     packed = None
     if group.sla in opts.safety_stock and group.pods and itype is not None and group.series is not None:
-        # the tasks' GPUs, vCPU and memory packed into whole nodes at every event, not GPU-hours / GPUs per node
+        # the tasks' GPUs, vCPU and memory packed into whole nodes over time, not GPU-hours / GPUs per node
         packed = nodes_over(group.pods, NodeShape(itype.gpus, itype.vcpu, itype.memory_gib), group.series.start, group.series.end)
         p95_nodes = packed.nodes.quantile(0.95)
         buffer = target / p95h - 1 if p95h > 0 else opts.safety_stock[group.sla]
         target = p95_nodes * grow * (1 + buffer) * per
+        when = f"at {packed.sampled:,} evenly spaced instants: more than {MAX_EXACT_EVENTS:,} events" if packed.sampled else "at each event"
         basis = (
             f"rule of thumb on packed nodes: P95 of {p95_nodes:g} {itype.name} nodes (first-fit decreasing of the running tasks "
-            f"at {'sampled instants' if packed.sampled else 'each event'}) + {buffer:.0%} safety stock ({group.sla}; no request data for a "
-            "queueing model)"
+            f"{when}) + {buffer:.0%} safety stock ({group.sla}; no request data for a queueing model)"
         )
-        if packed.sampled:
-            basis += f"; packed at {packed.sampled:,} evenly spaced instants (more than {MAX_EXACT_EVENTS:,} events)"
         if packed.unplaceable:
             basis += f"; {packed.unplaceable} tasks fit no {itype.name} node"
     total_nodes = math.ceil(target / per - EPS)
@@ -375,9 +373,9 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     parts: dict[str, float] = {}
     if itype is not None and (total_nodes > 0 or itype.price_per_hour is not None):  # an idle group is priced too: $0
         price = list_price(itype, source, f"{group.workload_class}.{group.gpu_model}.instanceType")
-        kept = always_on * (1 - inst.discount) if inst.kind in COMMITTED_KINDS else always_on  # kept-up nodes, committed
+        kept_discount = inst.discount if inst.kind in COMMITTED_KINDS else 0.0  # kept-up nodes are committed too
         elastic = od_nodes - always_on + spot_nodes * (1 - opts.spot_discount)
-        hourly = price * ((reserved_nodes - given) * (1 - inst.discount) + given + kept + elastic)
+        hourly = price * ((reserved_nodes - given) * (1 - inst.discount) + given + always_on * (1 - kept_discount) + elastic)
         cost = hourly * HOURS_PER_MONTH
         baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
         spot_share = group.interruptible_share if spot_nodes else 0.0
@@ -395,7 +393,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
             always_on * per,
             given * per,
             full,
-            inst.discount if inst.kind in COMMITTED_KINDS else 0.0,
+            kept_discount,
         )
         expected, expected_od = bill.expected, bill.on_demand_only
         parts = {"committed": bill.committed, "alwaysOn": bill.always_on, "onDemand": bill.on_demand, "spot": bill.spot}

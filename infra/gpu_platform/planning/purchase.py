@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_platform.catalog import Catalog
-from gpu_platform.planning.planner import Plan, stacked_node_up, stacked_node_use
+from gpu_platform.planning.planner import COMMITTED_KINDS, Plan, stacked_node_up, stacked_node_use
 from gpu_platform.pricing import load_commitments
 
 HOURS_PER_MONTH = 730
@@ -25,7 +25,7 @@ PAYMENT = "no upfront"
 def purchases(plan: Plan, catalog: Catalog) -> list[dict[str, Any]]:
     """One line per class and GPU model whose plan commits GPUs beyond the existing reservations."""
     instrument = load_commitments().instrument(plan.demand.options.instrument)
-    if instrument.kind not in ("savings-plan", "reserved-instance"):
+    if instrument.kind not in COMMITTED_KINDS:
         return []
     out = []
     for d, g in zip(plan.demand.groups, plan.groups, strict=True):

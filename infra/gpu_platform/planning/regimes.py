@@ -26,10 +26,10 @@ from gpu_platform.planning.windows import DAY, Growth, daily_growth, daily_means
 MIN_DAYS = 14
 """Shortest stretch on either side of a change: two weeks hold both weekdays and a weekend twice."""
 MIN_EXPLAINED = 0.5
+MIN_RATIO = 2.0
 DEMAND = "concurrent demand"
 ARRIVALS = "arrivals"
 UNITS = {DEMAND: "GPUs (daily mean)", ARRIVALS: "jobs a day"}
-MIN_RATIO = 2.0
 
 
 @dataclass(frozen=True)
@@ -127,9 +127,9 @@ def find_regimes(demand: Demand) -> dict[str, Regime]:
         found = [c for cs in signals for c in cs]
         last = max((c.day for c in found), default=0)
         begin = start + last * DAY
-        settled = tuple(sorted((c for c in found if c.day <= last), key=lambda c: (c.day, c.signal)))
+        ordered = tuple(sorted(found, key=lambda c: (c.day, c.signal)))
         out[total.workload_class] = Regime(
-            total.workload_class, begin, (end - begin) / DAY, settled, daily_growth(slice_series(total.series, begin, end))
+            total.workload_class, begin, (end - begin) / DAY, ordered, daily_growth(slice_series(total.series, begin, end))
         )
     return out
 

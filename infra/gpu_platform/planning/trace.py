@@ -87,8 +87,8 @@ def read_tasks(text: str, file: str) -> list[Task]:
             start = int(cells[i_start])
             end = int(cells[i_end])
         except ValueError:
-            named = {"num_gpu": cells[i_num], "gpu_milli": cells[i_milli], "creation_time": cells[i_start], "deletion_time": cells[i_end]}
-            bad = next(k for k, v in named.items() if not _is_int(v or ("0" if k == "gpu_milli" else v)))
+            named = {"num_gpu": cells[i_num], "gpu_milli": cells[i_milli] or "0", "creation_time": cells[i_start], "deletion_time": cells[i_end]}
+            bad = next(k for k, v in named.items() if not _is_int(v))
             problems.append(Problem(file, f"line {line}.{bad}", f"{named[bad]!r} is not an integer", "allowed: a whole number"))
             continue
         if qos not in QOS:
