@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from gpu_platform.catalog import load_catalog
 from gpu_platform.commands.capacity_plan_args import add_arguments  # noqa: F401 (re-exported: the subcommand's options)
+from gpu_platform.commands.fragmentation import parse_seeds
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
+from gpu_platform.input_limits import DEMAND, read_capped
 from gpu_platform.planning.chart import write_chart
-from gpu_platform.planning.demand import WORKLOAD_CLASSES
+from gpu_platform.planning.demand import WORKLOAD_CLASSES, Allocatable, Demand
+from gpu_platform.planning.fragmentation import allocatable, read_nodes, read_pods
 from gpu_platform.planning.held import releases
 from gpu_platform.planning.inputs import load_demand, read_text
 from gpu_platform.planning.planner import plan
@@ -56,6 +60,25 @@ def existing_reservations(spec: PlatformSpec) -> dict[tuple[str, str], int]:
     return out
 
 
+def cluster_share(args: argparse.Namespace, demand: Demand) -> Allocatable:
+    """The share of arrived GPUs the cluster of `--nodes` can place, from the trace paper's replay of the demand's pods."""
+    if demand.kind != "alibaba-trace":
+        raise ConfigError(
+            [
+                Problem(
+                    "--nodes",
+                    str(args.nodes),
+                    f"{args.demand} is {demand.kind} demand: it has no pods to place on the nodes",
+                    "allowed: --nodes with a trace pod list as --demand (openb_pod_list_*.csv)",
+                )
+            ]
+        )
+    seeds = parse_seeds(args.seeds or "42-51")
+    nodes = read_nodes(read_capped(args.nodes, DEMAND, "allowed: a node list CSV of at most 256 MiB", encoding="utf-8-sig"), str(args.nodes))
+    pods = read_pods(read_text(args.demand), str(args.demand))
+    return allocatable(nodes, pods, args.policy or "fgd", seeds, str(args.nodes))
+
+
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point: read demand, plan, compare with the stack (when given), print, chart, write a stack."""
     catalog = load_catalog()
@@ -71,6 +94,11 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     demand = load_demand(
         args.demand, catalog, spec if given else None, str(path), qos_class=qos, gpu_map={**DEFAULT_GPU_MAP, **by_model}, class_gpu=by_class
     )
+    if args.nodes is not None:
+        demand = replace(demand, options=replace(demand.options, allocatable=cluster_share(args, demand)))
+    elif args.policy is not None or args.seeds is not None:
+        flag = "--policy" if args.policy is not None else "--seeds"
+        raise ConfigError([Problem(flag, "", "given without --nodes", "allowed: --policy and --seeds with --nodes FILE (the cluster's node list)")])
     if args.window_days is not None:
         if not args.window_days > 0 or demand.window is None:
             what = "needs a history (a trace or an export)" if demand.window is None else f"{args.window_days:g} is not a positive number of days"

@@ -39,6 +39,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="MODEL=GPU,...",
         help="catalog GPU for a trace GPU model or for a class's unconstrained demand (histories), e.g. V100M32=A100-40GB,training=L40S",
     )
+    p.add_argument(
+        "--nodes",
+        type=Path,
+        metavar="FILE",
+        help="node list CSV of the cluster a trace's pods run on (sn, cpu_milli, memory_mib, gpu, model): "
+        "GPUs needed = demand / the share --policy can allocate, replayed as `capacity fragmentation` does",
+    )
+    p.add_argument("--policy", choices=PLACEMENT_POLICIES, help="with --nodes: the cluster's placement policy (default fgd)")
+    p.add_argument("--seeds", metavar="SEEDS", help="with --nodes: seeds of the replay, N, N-M or N,M,... (default 42-51)")
 
+
+PLACEMENT_POLICIES = ("best-fit", "fgd")  # planning.fragmentation.POLICIES (a test holds them equal), without importing numpy here
 
 __all__ = ["add_arguments"]

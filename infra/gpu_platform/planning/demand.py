@@ -28,6 +28,31 @@ DEFAULT_GPU: dict[str, str] = {"training": "H100-80GB", "inference": "L4", "batc
 
 
 @dataclass(frozen=True)
+class Allocatable:
+    """The share of arrived GPU demand a cluster's scheduler can place: `capacity plan --nodes` (planning/fragmentation.py)."""
+
+    share: float
+    """Allocated / arrived GPUs when arrivals reach 100 % of the cluster's GPUs, mean over the seeds (0..1)."""
+    low: float
+    high: float
+    policy: str
+    nodes_file: str
+    nodes: int
+    gpus: int
+    seeds: tuple[int, ...]
+
+    @property
+    def basis(self) -> str:
+        """Where the share comes from, in one phrase."""
+        seeds = f"seed {self.seeds[0]}" if len(self.seeds) == 1 else f"seeds {self.seeds[0]}..{self.seeds[-1]}"
+        spread = "" if len(self.seeds) == 1 else f" ({self.low:.2%}..{self.high:.2%})"
+        return (
+            f"{self.policy} places {self.share:.2%}{spread} of the GPUs arrived when arrivals reach 100 % of the "
+            f"{self.gpus:,} GPUs on {self.nodes:,} nodes of {self.nodes_file} (the trace paper's replay of the whole pod list, {seeds})"
+        )
+
+
+@dataclass(frozen=True)
 class Options:
     """Planning knobs; every one can be set in a demand file's `planning:` section."""
 
@@ -53,6 +78,8 @@ class Options:
     """SLA classes that get N+1: one spare node on demand."""
     gpu_models: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_GPU))
     """Catalog GPU for each class's demand that names no model."""
+    allocatable: Allocatable | None = None
+    """With `--nodes` (not a demand-file key): GPUs needed = demand / its share, where the plan's own placement needs fewer."""
 
 
 @dataclass(frozen=True)

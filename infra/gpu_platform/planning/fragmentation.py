@@ -34,6 +34,7 @@ import numpy as np
 from gpu_platform.behaviour import gpu_share
 from gpu_platform.behaviour.gpu_share import WHOLE, BoolArray, IntArray, PodShape, Typical
 from gpu_platform.errors import ConfigError, Problem
+from gpu_platform.planning.demand import Allocatable
 
 POLICIES = ("best-fit", "fgd")
 INFLATION = 1.3  # workloadTuningConfig.ratio
@@ -430,6 +431,15 @@ def fragmentation_report(
             done = [f.result() for f in futures]
     results = dict(zip(runs, done, strict=True))
     return [PolicyResult(policy, tuple(results[policy, seed] for seed in seeds)) for policy in policies]
+
+
+def allocatable(
+    nodes: Sequence[Node], pods: Sequence[Pod], policy: str, seeds: Sequence[int], nodes_file: str, jobs: int | None = None
+) -> Allocatable:
+    """The share of arrived GPUs `policy` places at 100 % arrived (the mean over `seeds`): what `capacity plan --nodes` divides by."""
+    result = fragmentation_report(nodes, pods, (policy,), seeds, jobs)[0]
+    mean, low, high = result.allocated(100) or (100.0, 100.0, 100.0)  # every run passes 100 % (inflated to 130 %)
+    return Allocatable(mean / 100, low / 100, high / 100, policy, nodes_file, len(nodes), sum(n.gpus for n in nodes), tuple(seeds))
 
 
 def unallocated_gpus(share: float, gpus: int) -> int:

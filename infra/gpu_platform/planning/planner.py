@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from gpu_platform.catalog import Catalog, InstanceType
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.checks import SLA_CLASSES
-from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Demand, DemandGroup, Options, Shape
+from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Allocatable, Demand, DemandGroup, Options, Shape
 from gpu_platform.planning.economics import Exceedance, break_even_nodes, expected_bill, from_quantiles, from_series
 from gpu_platform.planning.packing import MAX_EXACT_EVENTS, NodeShape, nodes_over
 from gpu_platform.planning.replay import Waits, nodes_for_wait
@@ -251,6 +251,19 @@ def target_gpus(group: DemandGroup, opts: Options) -> tuple[float, str]:
     return p95, f"P95 ({group.sla}: no history for a queueing-delay model)"
 
 
+def fragmented(target: float, basis: str, fluid: float, allocatable: Allocatable) -> tuple[float, str]:
+    """GPUs needed where the cluster's scheduler strands some: the fluid target / the allocatable share, if above `target`.
+
+    The plan's own placement (jobs on whole nodes, tasks packed by first-fit decreasing) already strands
+    GPUs on the nodes it buys; the cluster's placement policy, replayed on its node list, strands its own.
+    The larger of the two needs holds.
+    """
+    need = fluid / allocatable.share
+    if need > target + EPS:
+        return need, f"{basis}; fragmentation: {fluid:.4g} GPUs' worth / {allocatable.share:.4f} allocatable = {need:.4g} GPUs"
+    return target, f"{basis}; fragmentation ({need:.4g} GPUs at {allocatable.share:.2%} allocatable) needs no more"
+
+
 def commitment(opts: Options) -> Instrument:
     """The instrument the reserved tier is bought as, at the discount the plan assumes."""
     base = load_commitments().instrument(opts.instrument)
@@ -316,6 +329,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     grow = horizon_factor(group)
     p95h = group.p95 * grow
     target, basis = target_gpus(group, opts)
+    fluid = target  # GPUs' worth, before whole jobs and tasks are placed on nodes
     _bounds(group, grow, target, source)
     itype = instance_for(group.workload_class, group.catalog_gpu, catalog, target, group.shape, group.shape_fit) if group.catalog_gpu else None
     per = itype.gpus if itype else 1
@@ -325,6 +339,8 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         # whole jobs on whole GPUs of this type's nodes wait longer than the fluid bound: size by replay
         mean = group.series.mean() if group.series is not None else None
         replay_nodes, waits = nodes_for_wait(group.jobs, per, delay * 3600, mean)
+        if group.series is not None:
+            fluid = group.series.capacity_for_delay(delay * 3600)  # the same wait target, GPUs' worth in a fluid queue
         target = float(replay_nodes * per)
         used = math.floor(waits.utilisation * 1000) / 10  # floored, so 99.96 % never reads as 100 % < 100 %
         basis = (
@@ -345,6 +361,8 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         )
         if packed.unplaceable:
             basis += f"; {packed.unplaceable} tasks fit no {itype.name} node"
+    if opts.allocatable is not None and fluid > 0:
+        target, basis = fragmented(target, basis, fluid, opts.allocatable)
     total_nodes = math.ceil(target / per - EPS)
     if total_nodes == 0 and group.peak > 0 and itype is not None:
         # demand that is there less than 5 % of the time still needs a node to run on: one, scaled up from zero

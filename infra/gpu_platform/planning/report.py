@@ -212,6 +212,18 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "commitmentsSource": load_commitments().source,
             },
             "notes": notes,
+            "allocatable": None
+            if o.allocatable is None
+            else {
+                "share": round(o.allocatable.share, 4),
+                "seedRange": [round(o.allocatable.low, 4), round(o.allocatable.high, 4)],
+                "policy": o.allocatable.policy,
+                "nodesFile": o.allocatable.nodes_file,
+                "nodes": o.allocatable.nodes,
+                "gpus": o.allocatable.gpus,
+                "seeds": list(o.allocatable.seeds),
+                "basis": o.allocatable.basis,
+            },
             "gpuSubstitutions": [{"traceModel": m, "catalogGpu": g, "throughputFactor": round(f, 4), "basis": b} for m, g, f, b in d.substitutions],
         },
     }
@@ -320,6 +332,11 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         "falling back to on-demand; "
         f"Spot cap {a['spotCap']:.0%}; prices {a['prices']['region']} as of {a['prices']['asOf']}; GPUs are physical GPUs' worth."
     )
+    if a.get("allocatable"):
+        lines.append(
+            f"Fragmentation: {a['allocatable']['basis']}; each class needs at least its demand / {a['allocatable']['share']:.4f} "
+            "(the basis of each row says whether that or the plan's own placement sizes it)."
+        )
     lines += [f"Note: {n}" for n in a["notes"]]
     subs = a.get("gpuSubstitutions") or []
     if subs:
