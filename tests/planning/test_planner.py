@@ -45,7 +45,9 @@ def test_worked_coverage_and_spot_exposure(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_worked_saving_of_spot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Ten GPUs, no reservation, three on Spot at a 50 % discount: 8.5 GPU-prices instead of 10 (15 % less)."""
+    """Ten GPUs, no reservation, three on Spot at a 50 % discount. The Spot pool lists g6.xlarge and g6.2xlarge (one L4
+    each; g6.4xlarge is past 1.5x the price), and any of them may be launched, so a Spot node-hour is priced at half the
+    dearest: 7 x $0.8048 + 3 x 0.5 x $0.9776 = $7.10 an hour instead of 10 x $0.8048 (11.8 % less)."""
     doc = plan_json(
         capsys,
         "--demand",
@@ -53,8 +55,11 @@ def test_worked_saving_of_spot(tmp_path: Path, capsys: pytest.CaptureFixture[str
     )
     p = row(doc, "plan", "batch")
     assert (p["reserved"], p["onDemand"], p["spot"]) == (0, 7, 3)
-    assert doc["plan"]["saving"] == 0.15
-    assert doc["plan"]["monthlyCost"] == pytest.approx(8.5 * L4_HOUR * HOURS_PER_MONTH, abs=0.01)
+    g6_2xl = load_catalog().instance("g6.2xlarge").price_per_hour
+    assert (p["spotInstanceTypes"], p["spotNodeHour"]) == (["g6.xlarge", "g6.2xlarge"], round(0.5 * g6_2xl, 4))
+    hourly = 7 * L4_HOUR + 3 * 0.5 * g6_2xl
+    assert doc["plan"]["saving"] == round(1 - hourly / (10 * L4_HOUR), 4) == 0.1178
+    assert doc["plan"]["monthlyCost"] == pytest.approx(hourly * HOURS_PER_MONTH, abs=0.01)
     assert doc["plan"]["onDemandOnlyMonthlyCost"] == pytest.approx(10 * L4_HOUR * HOURS_PER_MONTH, abs=0.01)
 
 

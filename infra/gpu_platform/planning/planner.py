@@ -27,6 +27,9 @@ from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_c
 
 # Instruments that bill a discounted rate every hour whatever runs: they cover the nodes a plan keeps up, too.
 COMMITTED_KINDS = ("savings-plan", "reserved-instance")
+MAX_SPOT_TYPES = 4
+SPOT_PRICE_SPAN = 1.5
+"""A Spot pool lists the planned type and others of its GPU model and count listed at most this many times its price."""
 
 EPS = 1e-9
 
@@ -87,6 +90,10 @@ class GroupPlan:
     """GPUs of the on-demand nodes kept up whatever the demand: the SLA floor over the reserve and the N+1 spare."""
     nodes_per_zone: dict[str, dict[str, int]] = field(default_factory=dict)
     """zone -> whole nodes of each tier, where a stack's pools place the group (planning/zones.py)."""
+    spot_types: tuple[str, ...] = ()
+    """The types a Spot pool would list (planner.spot_types, planned type first): Spot is planned only over two or more."""
+    spot_price: float | None = None
+    """What one Spot node-hour is priced at: the dearest listed type's Spot estimate (any of them may be launched)."""
 
     @property
     def reserved_utilization(self) -> float | None:
@@ -218,6 +225,28 @@ def instance_for(
             return min(priced, key=lambda t: (t.gpus, per_gpu(t), t.name))
         return min(fits, key=lambda t: (-t.gpus, per_gpu(t), t.name))
     return min(priced, key=lambda t: (per_gpu(t), t.gpus, t.name))
+
+
+def spot_types(itype: InstanceType, catalog: Catalog, shape: Shape | None) -> tuple[InstanceType, ...]:
+    """The types a Spot pool for `itype` lists: its GPU model and count, at most SPOT_PRICE_SPAN x its price, itself first.
+
+    Each holds the tasks' shape and has a list price; after `itype` the cheapest, at most MAX_SPOT_TYPES.
+    EKS gives a Spot managed node group's Auto Scaling group every listed type, and EC2 launches whichever pool
+    has capacity: several types are what lets a reclaimed pool be replaced (a single type is reclaimed at once).
+    """
+    if itype.price_per_hour is None:
+        return ()
+    same = [
+        t
+        for t in catalog.instance_types.values()
+        if t.gpu.name == itype.gpu.name
+        and t.gpus == itype.gpus
+        and t.price_per_hour is not None
+        and t.price_per_hour <= SPOT_PRICE_SPAN * itype.price_per_hour + EPS
+        and holds_shape(t, shape)
+    ]
+    ordered = sorted(same, key=lambda t: (t.name != itype.name, t.price_per_hour or 0.0, t.name))
+    return tuple(ordered[:MAX_SPOT_TYPES])
 
 
 def horizon_factor(group: DemandGroup) -> float:
@@ -374,7 +403,9 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
     # a stated stable floor for a class with an SLA: capacity held every hour anyway is cheapest committed
     reserved_nodes = max(be_nodes, min(total_nodes, coverage_floor_nodes(group, opts, per)))
     total_nodes = max(total_nodes, reserved_nodes)
-    spot_room = min(opts.spot_cap * p95h, group.interruptible_p95 * grow) if group.interruptible else 0.0
+    candidates = spot_types(itype, catalog, group.shape) if itype is not None and group.interruptible else ()
+    diverse = candidates if len(candidates) >= 2 else ()  # one type is reclaimed all at once: its work stays on on-demand
+    spot_room = min(opts.spot_cap * p95h, group.interruptible_p95 * grow) if diverse else 0.0
     spot_nodes = min(total_nodes - reserved_nodes, math.floor(spot_room / per + EPS))
     od_nodes = total_nodes - reserved_nodes - spot_nodes
     always_on = 0
@@ -387,12 +418,14 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         always_on += 1
         basis += ", N+1"
     nodes = {"reserved": reserved_nodes, "onDemand": od_nodes, "spot": spot_nodes}
-    cost = baseline = expected = expected_od = None
+    cost = baseline = expected = expected_od = spot_price = None
     parts: dict[str, float] = {}
     if itype is not None and (total_nodes > 0 or itype.price_per_hour is not None):  # an idle group is priced too: $0
         price = list_price(itype, source, f"{group.workload_class}.{group.gpu_model}.instanceType")
         kept_discount = inst.discount if inst.kind in COMMITTED_KINDS else 0.0  # kept-up nodes are committed too
-        elastic = od_nodes - always_on + spot_nodes * (1 - opts.spot_discount)
+        spot_price = max((t.price_per_hour or 0.0 for t in diverse), default=price) * (1 - opts.spot_discount)
+        spot_off = 1 - spot_price / price  # the Spot node-hour below the planned type's list price
+        elastic = od_nodes - always_on + spot_nodes * (1 - spot_off)
         hourly = price * ((reserved_nodes - given) * (1 - inst.discount) + given + always_on * (1 - kept_discount) + elastic)
         cost = hourly * HOURS_PER_MONTH
         baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
@@ -405,7 +438,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
             price / per,
             inst.discount,
             spot_share,
-            opts.spot_discount,
+            spot_off,
             opts.spot_fallback_share,
             HOURS_PER_MONTH,
             always_on * per,
@@ -428,6 +461,8 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         on_demand=od_nodes * per,
         spot=spot_nodes * per,
         spot_fallback=spot_nodes * per,
+        spot_types=tuple(t.name for t in candidates),
+        spot_price=spot_price if spot_nodes else None,
         nodes=nodes,
         monthly_cost=cost,
         on_demand_only_cost=baseline,
@@ -473,6 +508,8 @@ def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:
         on_demand=sum(m.on_demand for m in members),
         spot=sum(m.spot for m in members),
         spot_fallback=sum(m.spot_fallback for m in members),
+        spot_types=single.spot_types if single else (),
+        spot_price=single.spot_price if single else None,
         nodes=nodes,
         monthly_cost=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
         on_demand_only_cost=None if any(b is None for b in bases) else sum(b or 0.0 for b in bases),

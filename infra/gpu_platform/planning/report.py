@@ -15,7 +15,7 @@ from gpu_platform.planning.checks import (
 )
 from gpu_platform.planning.demand import ANY, DemandGroup
 from gpu_platform.planning.held import release_line
-from gpu_platform.planning.planner import GroupPlan, Plan, horizon_factor
+from gpu_platform.planning.planner import SPOT_PRICE_SPAN, GroupPlan, Plan, horizon_factor
 from gpu_platform.planning.purchase import purchase_line, purchases
 from gpu_platform.pricing import HOURS_PER_MONTH, load_commitments
 
@@ -101,6 +101,8 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 "onDemand": pg.on_demand,
                 "spot": pg.spot,
                 "spotFallback": pg.spot_fallback,
+                "spotInstanceTypes": list(pg.spot_types) if pg.spot else [],
+                "spotNodeHour": _r(pg.spot_price, 4),
                 "alwaysOn": pg.always_on,
                 "existingReserved": pg.existing_reserved,
                 "breakEvenReserved": pg.break_even_reserved,
@@ -154,6 +156,19 @@ def to_json(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                 f"({g.p95:.3g} GPUs of demand on {g.packed_p95_nodes * g.gpus_per_node:g} GPUs): shares that do not fit together, vCPU and "
                 f"memory strand the rest, so the plan sizes on the nodes: demand / {share:.0%} (capacity fragmentation measures a whole "
                 "cluster's share)"
+            )
+        if g.spot and g.spot_price is not None:
+            notes.append(
+                f"{g.workload_class}/{g.gpu_model}: Spot over {', '.join(g.spot_types)} ({g.gpus_per_node} x {g.catalog_gpu} each; EC2 "
+                f"launches whichever has capacity), priced at the dearest one's Spot estimate, ${g.spot_price:,.2f} a node-hour "
+                f"({1 - o.spot_discount:.0%} of its list price); {o.spot_fallback_share:.0%} of Spot hours run on the pool's on-demand "
+                f"fallback group, as large as its Spot quota ({g.spot_fallback} GPUs, the gate's spot-fallback-sized)"
+            )
+        elif g.interruptible and g.instance_type and 0 < len(g.spot_types) < 2 and g.total:
+            notes.append(
+                f"{g.workload_class}/{g.gpu_model}: interruptible, but {g.instance_type} is the only priced type with {g.gpus_per_node} x "
+                f"{g.catalog_gpu} that holds its tasks (within {SPOT_PRICE_SPAN:g}x its price): no Spot, since one type is reclaimed all "
+                "at once; its interruptible work is planned on on-demand"
             )
         if g.total and g.gpus_per_node > 1 and g.target < g.gpus_per_node / 2:
             notes.append(
@@ -322,6 +337,11 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             lines.append(
                 f"Kept pool {k['pool']}'s layout {k['sharing']} (the plan sizes it as {k['planned']}): re-partitioning evicts its pods, "
                 "so change it in a pull request of its own (the gate's sharing-layout-changed)."
+            )
+        for k in w.get("instanceTypesKept", []):
+            lines.append(
+                f"Kept pool {k['pool']}'s instance types {', '.join(k['instanceTypes'])} (the plan priced {', '.join(k['planned'])}): a node "
+                "group's types do not change in place (EKS replaces the group), so change them in a pull request of their own."
             )
         for q in w.get("quotaChanges", []):
             lines.append(f"Quota moved: tenant {q['tenant']} on {q['pool']} {q['before']} -> {q['after']} GPUs.")

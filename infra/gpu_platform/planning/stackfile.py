@@ -3,7 +3,10 @@
 A reserved tier reuses the base stack's reservation for the same instance type, up to that pool's
 size; reserved GPUs beyond any existing reservation are written as an always-on on-demand `-baseline`
 pool (min = desired = max), the capacity a Savings Plan then covers as it runs (a stack cannot name
-a commitment that has not been bought yet).
+a commitment that has not been bought yet). A Spot tier is a `-spot` pool listing the plan's Spot types;
+its on-demand fallback is the pool's own fallback group, which the program sizes to the pool's Spot
+quota (gpu_platform.pools.fallback_pool, the gate's spot-fallback-sized): no headroom is added to the
+`-ondemand` pool, whose nodes Spot-admitted pods cannot reach.
 """
 
 from __future__ import annotations
@@ -28,15 +31,6 @@ def _sharing(g: GroupPlan) -> dict[str, Any] | None:
     return {"mode": "mig", "migConfig": value} if mode == "mig" else {"mode": mode, "replicas": value}
 
 
-def _spot_types(g: GroupPlan, catalog: Catalog) -> list[str]:
-    """The planned type and up to three more with the same GPU model and count, cheapest first (Spot pools diversify)."""
-    assert g.instance_type is not None
-    first = catalog.instance(g.instance_type)
-    same = [t for t in catalog.instance_types.values() if t.gpu.name == first.gpu.name and t.gpus == first.gpus and t.price_per_hour is not None]
-    ordered = sorted(same, key=lambda t: (t.name != first.name, t.price_per_hour or 0.0, t.name))
-    return [t.name for t in ordered[:4]]
-
-
 def _reservation_for(instance_type: str, base: PlatformSpec) -> NodePool | None:
     return next((p for p in base.node_pools if p.capacity == "reserved" and p.instance_types == (instance_type,) and p.reservation), None)
 
@@ -52,12 +46,12 @@ def planned_pools(plan: Plan, base: PlatformSpec, catalog: Catalog) -> tuple[lis
         suffix = "" if share is None else f"-{share['mode'][:3]}{share.get('replicas', '')}"
         key = (g.workload_class, g.instance_type, suffix)
         entry = merged.setdefault(
-            key, {"group": g, "sharing": share, "suffix": suffix, "reserved": 0, "onDemand": 0, "spot": 0, "fallback": 0, "alwaysOn": 0}
+            key, {"group": g, "sharing": share, "suffix": suffix, "reserved": 0, "onDemand": 0, "spot": 0, "spotTypes": (), "alwaysOn": 0}
         )
         for tier in ("reserved", "onDemand", "spot"):
             entry[tier] += g.nodes[tier]
         entry["alwaysOn"] += g.always_on // g.gpus_per_node
-        entry["fallback"] += math.ceil(g.spot_fallback / g.gpus_per_node)
+        entry["spotTypes"] = entry["spotTypes"] or g.spot_types
         owners.setdefault(key, []).append((g.workload_class, g.gpu_model))
     pools: list[dict[str, Any]] = []
     names: dict[tuple[str, str, str], list[str]] = {}
@@ -93,17 +87,17 @@ def planned_pools(plan: Plan, base: PlatformSpec, catalog: Catalog) -> tuple[lis
                 f"{stem}-baseline",
                 {"capacity": "on-demand", "instanceTypes": [key[1]], "scaling": {"min": reserved, "desired": reserved, "max": reserved}},
             )
-        od, fallback = e["onDemand"], e["fallback"]
-        if od or fallback:
+        od = e["onDemand"]
+        if od:
             keep_up = e["alwaysOn"]  # the SLA floor and the N+1 spare the plan keeps up (and bills in its expected cost)
             add(
                 f"{stem}-ondemand",
-                {"capacity": "on-demand", "instanceTypes": [key[1]], "scaling": {"min": keep_up, "desired": keep_up, "max": od + fallback}},
+                {"capacity": "on-demand", "instanceTypes": [key[1]], "scaling": {"min": keep_up, "desired": keep_up, "max": od}},
             )
         if e["spot"]:
             add(
                 f"{stem}-spot",
-                {"capacity": "spot", "instanceTypes": _spot_types(first, catalog), "scaling": {"min": 0, "desired": 0, "max": e["spot"]}},
+                {"capacity": "spot", "instanceTypes": list(e["spotTypes"]), "scaling": {"min": 0, "desired": 0, "max": e["spot"]}},
             )
         names[key] = mine
     by_group: dict[tuple[str, str, str], list[str]] = {}

@@ -14,7 +14,7 @@ interruptible get Spot quota, and every quota that moves is listed. A team with 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,8 @@ class Merge:
     """(pool, its sharing, the plan's): a pool's layout is never rewritten in place (the gate's sharing-layout-changed)."""
     quota_changes: tuple[tuple[str, str, int, int], ...] = ()
     """(tenant, pool, GPUs before, after) of every quota the merge moved, existing tenants' included."""
+    types_kept: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    """(pool, its instance types, the plan's): a node group's types are not changed in place (EKS replaces the group)."""
 
 
 def _yaml() -> YAML:
@@ -106,6 +108,7 @@ def merge_pools(seq: CommentedSeq, planned: list[dict[str, Any]], catalog: Catal
     names: dict[str, str] = {}
     updated, added = [], []
     layouts: list[tuple[str, str, str]] = []
+    types: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
     taken = {str(p.get("name")) for p in seq}
     original = len(seq)  # only the base's own pools are matched, never one this merge added
     for p in planned:
@@ -132,10 +135,13 @@ def merge_pools(seq: CommentedSeq, planned: list[dict[str, Any]], catalog: Catal
         if p["capacity"] == "reserved" and _sharing(base) != _sharing(p):
             # Re-partitioning a pool evicts what runs there (sharing-layout-changed): it is a change of its own.
             layouts.append((str(base["name"]), _layout(base), _layout(p)))
+        have = tuple(str(t) for t in base.get("instanceTypes") or [])
+        if have != tuple(p["instanceTypes"]):
+            types.append((str(base["name"]), have, tuple(p["instanceTypes"])))
         names[p["name"]] = str(base["name"])
         updated.append(str(base["name"]))
     kept = tuple(str(seq[i].get("name")) for i in range(original) if i not in used)
-    return names, Merge(tuple(updated), tuple(added), kept, tuple(layouts))
+    return names, Merge(tuple(updated), tuple(added), kept, tuple(layouts), types_kept=tuple(types))
 
 
 def _layout(pool: dict[str, Any]) -> str:
@@ -255,7 +261,7 @@ def merged_stack(plan: Plan, base_text: str, base: PlatformSpec, catalog: Catalo
     classes = {str(p["name"]): str(p.get("workloadClass")) for p in cfg[POOLS]}
     shares = quota_shares(plan, by_group, names, list(cfg[TENANTS]), classes)
     moved = merge_tenants(cfg[TENANTS], gpus, shares, base_file, base.is_eks)
-    merge = Merge(merge.updated, merge.added, merge.kept, merge.layouts_kept, tuple(moved))
+    merge = replace(merge, quota_changes=tuple(moved))
     cfg[DEMAND] = [
         {"workloadClass": t.workload_class, "p95": round(t.p95, 3), "sla": t.sla, "interruptible": t.interruptible}
         for t in plan.totals
