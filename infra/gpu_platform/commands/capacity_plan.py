@@ -17,6 +17,7 @@ from gpu_platform.planning.demand import WORKLOAD_CLASSES, Allocatable, Demand
 from gpu_platform.planning.fragmentation import allocatable, read_nodes, read_pods
 from gpu_platform.planning.held import releases
 from gpu_platform.planning.inputs import load_demand, read_text
+from gpu_platform.planning.instruments import instrument_table
 from gpu_platform.planning.planner import plan
 from gpu_platform.planning.regimes import find_regimes, in_regime, regime_line, regimes_json
 from gpu_platform.planning.report import render_markdown, render_table, to_json
@@ -113,6 +114,7 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     if any(r.changes for r in regimes.values()):
         demand = in_regime(demand, regimes)
     result = plan(demand, catalog, production, existing)
+    ways = instrument_table(demand, result, catalog, production)
     if given and spec is not None:
         result = zoned(shortfall(result, spec, catalog), spec, catalog)
     doc = to_json(result, catalog)
@@ -133,6 +135,7 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
                 "expectedMonthlyCost": round(whole.expected_cost, 2),
                 "monthlyCost": round(whole.monthly_cost, 2),
             }
+    doc["instruments"] = ways
     doc["sensitivity"] = sensitivity(full, catalog, production, existing)
     planned = None
     if args.write_stack is not None:  # validated before any file is written: nothing half-applied

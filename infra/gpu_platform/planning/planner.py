@@ -349,11 +349,20 @@ def _bounds(group: DemandGroup, grow: float, target: float, source: str) -> None
         raise ConfigError([Problem(source, at, f"plans {target:.3g} GPUs", f"allowed: at most {MAX_GROUP_GPUS:,} GPUs per class and GPU model")])
 
 
-def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str = "", production: bool = False, given: int = 0) -> GroupPlan:
+def plan_group(
+    group: DemandGroup,
+    opts: Options,
+    catalog: Catalog,
+    source: str = "",
+    production: bool = False,
+    given: int = 0,
+    instrument: Instrument | None = None,
+) -> GroupPlan:
     """Reserved, on-demand and Spot nodes for one group, and its expected, full-size and all-on-demand bills.
 
     `given` nodes are existing reservations (ODCRs) of the planned type: supply already held, billed at
-    list, under the new commitment that break-even adds on top of them.
+    list, under the new commitment that break-even adds on top of them. `instrument` replaces the
+    options' one (planning/instruments.py buys the same reserve every way).
     """
     grow = horizon_factor(group)
     p95h = group.p95 * grow
@@ -397,7 +406,7 @@ def plan_group(group: DemandGroup, opts: Options, catalog: Catalog, source: str 
         # demand that is there less than 5 % of the time still needs a node to run on: one, scaled up from zero
         total_nodes = max(1, math.ceil(group.peak * grow / per - EPS)) if group.sla in opts.queue_delay_hours else 1
         basis += f"; demand at P95 is 0, so one {itype.name} node scales up from zero for the rest"
-    inst = commitment(opts)
+    inst = instrument or commitment(opts)
     curve = curve_of(group, grow)
     be_nodes = given + break_even_nodes(curve, per, inst.break_even, max(0, total_nodes - given), given * per)
     # a stated stable floor for a class with an SLA: capacity held every hour anyway is cheapest committed

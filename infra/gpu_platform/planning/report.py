@@ -368,6 +368,34 @@ def _summary(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+WAYS_HEAD = ["class", "gpu model", "instance type", "instrument", "$/node-h", "break-even", "reserved nodes", "expected $/mo", "vs on-demand"]
+
+
+def _ways_rows(doc: dict[str, Any]) -> list[list[str]]:
+    out = []
+    for r in doc.get("instruments", []):
+        base, cost = r["onDemandOnlyExpectedMonthlyCost"], r["expectedMonthlyCost"]
+        versus = "-" if not base or cost is None else f"{cost / base - 1:+.0%}"
+        out.append(
+            [
+                r["class"],
+                r["gpuModel"],
+                r["instanceType"],
+                r["instrument"],
+                f"${r['nodeHour']:,.2f}",
+                f"{r['breakEven']:.0%}",
+                str(r["reservedNodes"]),
+                _money(cost),
+                versus,
+            ]
+        )
+    return out
+
+
+WAYS_TITLE = (
+    "Instruments (each group's reserve bought every way, from scratch: a node is committed when it would be up at least the "
+    "break-even share of the hours; an ODCR at list buys assurance only; a Capacity Block bills its rate for its dates):"
+)
 SENS_HEAD = ["window", "instrument", "Spot off", "reserved GPUs by class", "expected $/mo", "on-demand only $/mo"]
 
 
@@ -396,6 +424,9 @@ def render_table(doc: dict[str, Any]) -> str:
     src = doc["source"]
     lines = [f"Capacity plan from {src['kind']} {src['file']}", "", *_aligned(HEAD, _table_rows(doc), (0, 1, 7))]
     lines += ["", *_summary(doc)]
+    if doc.get("instruments"):
+        lines += ["", WAYS_TITLE]
+        lines += _aligned(WAYS_HEAD, _ways_rows(doc), (0, 1, 2, 3))
     if doc.get("sensitivity"):
         lines += ["", "Sensitivity (the same plan over other windows, instruments and Spot discounts):"]
         lines += _aligned(SENS_HEAD, _sensitivity_rows(doc), (0, 1, 3))
@@ -421,6 +452,10 @@ def render_markdown(doc: dict[str, Any], chart: str | None = None) -> str:
         lines += [f"1. {o['action']}: {o['gpus']} GPUs, {_money(o['monthlyCost'])}/month, {o['risk']} risk; {o['detail']}" for o in s["options"]]
         lines.append("")
     lines += [f"- {line}" for line in _summary(doc) if not line.startswith("Shortfall")]
+    if doc.get("instruments"):
+        lines += ["", f"**{WAYS_TITLE.removesuffix(':')}**:", ""]
+        lines += ["| " + " | ".join(WAYS_HEAD) + " |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+        lines += ["| " + " | ".join(r) + " |" for r in _ways_rows(doc)]
     if doc.get("sensitivity"):
         lines += ["", "**Sensitivity** (the same plan over other windows, instruments and Spot discounts):", ""]
         lines += ["| " + " | ".join(SENS_HEAD) + " |", "|---|---|---:|---|---:|---:|"]
