@@ -7,6 +7,8 @@ will not block admitting newer workloads that fit"), with first-fit placement on
 
 from __future__ import annotations
 
+import math
+import random
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,79 @@ def test_a_queue_that_cannot_drain_fails_whatever_its_p99_says() -> None:
     nodes, waits = nodes_for_wait(jobs, 1, 24 * 3600)
     assert nodes == 2
     assert abs(waits.utilisation - 1495 / (2 * 1090)) < 1e-9
+
+
+def reference(jobs: tuple[Job, ...], nodes: int, per: int) -> list[float]:
+    """BestEffortFIFO by its definition, slowly: at every instant something ends or arrives, every waiting job in
+    arrival order starts if `gpus` GPUs of one node (first fit) each have its share free. The sorted waits."""
+    free = [[1000] * per for _ in range(nodes)]
+    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
+    running: list[tuple[float, int, int, tuple[int, ...]]] = []
+    waiting: list[int] = []
+    waits: list[float] = []
+    instants = sorted({j.arrival for j in jobs})
+    nxt = 0
+    while instants or running:
+        now = min([*instants[:1], *(r[0] for r in running)])
+        if instants and instants[0] == now:
+            instants.pop(0)
+        for r in [r for r in running if r[0] <= now]:
+            running.remove(r)
+            for g in r[3]:
+                free[r[2]][g] += jobs[r[1]].milli
+        while nxt < len(order) and jobs[order[nxt]].arrival <= now:
+            waiting.append(order[nxt])
+            nxt += 1
+        for j in list(waiting):
+            job = jobs[j]
+            for n in range(nodes):
+                fit = [g for g in range(per) if free[n][g] >= job.milli][: job.gpus]
+                if len(fit) == job.gpus:
+                    for g in fit:
+                        free[n][g] -= job.milli
+                    running.append((now + job.run, j, n, tuple(fit)))
+                    waiting.remove(j)
+                    waits.append(now - job.arrival)
+                    break
+        if not instants and not running:
+            break
+    return sorted(waits) + [math.inf] * len(waiting)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_replay_is_best_effort_fifo_by_its_definition(seed: int) -> None:
+    """Random jobs of few shapes (whole and shared GPUs, up to a node's worth), on 1 to 4 nodes of 1, 2 or 8 GPUs."""
+    rng = random.Random(seed)
+    per = rng.choice([1, 2, 8])
+    jobs = tuple(
+        Job(float(rng.randrange(0, 200)), float(rng.randrange(1, 60)), rng.choice([1, 1, 2, per]), rng.choice([1000, 1000, 500, 300]))
+        for _ in range(rng.randrange(5, 120))
+    )
+    nodes = rng.randrange(1, 5)
+    want = reference(jobs, nodes, per)
+    got = replay(jobs, nodes, per)
+    if want[-1] == math.inf:  # a job asks more GPUs than a node has: it never starts
+        assert (got.p99, got.max) == (math.inf, math.inf)
+    else:
+        assert got.max == want[-1]
+        assert got.p99 == want[min(len(want) - 1, math.ceil(0.99 * len(want)) - 1)]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_search_finds_the_fewest_nodes_from_any_starting_hint(seed: int) -> None:
+    """The answer is the first node count, counting up from one, whose replay meets the wait and drains; the
+    galloping search gives it whether the fluid hint is low, high, exact or absent."""
+    rng = random.Random(100 + seed)
+    per = rng.choice([1, 2, 8])
+    jobs = tuple(
+        Job(float(rng.randrange(0, 400)), float(rng.randrange(1, 80)), rng.choice([1, 1, 2, per]), rng.choice([1000, 1000, 500]))
+        for _ in range(rng.randrange(20, 150))
+    )
+    fitting = tuple(j for j in jobs if j.gpus <= per)
+    rate = sum(j.gpus * j.milli / 1000 * j.run for j in fitting) / 500.0
+    wait = float(rng.choice([0, 5, 30]))
+    first = next(n for n in range(1, 400) if replay(fitting, n, per, wait).p99 <= wait and rate / (n * per) < 1)
+    for hint in (None, 0.0, first * per * 0.5, float(first * per), first * per * 3.0, 10_000.0):
+        nodes, waits = nodes_for_wait(jobs, per, wait, rate, hint)
+        assert nodes == first, (hint, nodes, first)
+        assert waits.p99 <= wait

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
+
+MAX_NODES = 100_000  # a search past this gives up: the wait target cannot be met on this type
 
 
 class Job(NamedTuple):
@@ -41,7 +44,13 @@ class Waits:
 
 
 def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float = math.inf) -> Waits:
-    """Replay the jobs on `nodes` nodes; stop early (p99 = inf) once more than 1 % of the jobs wait past `give_up`."""
+    """Replay the jobs on `nodes` nodes; stop early (p99 = inf) once more than 1 % of the jobs wait past `give_up`.
+
+    BestEffortFIFO tries every waiting job in arrival order and starts each that fits. Within one such pass
+    capacity only shrinks, so once a job of some shape (GPUs, share) does not fit, no later job of that shape
+    does: the waiting jobs are kept in one queue per shape, and a pass merges the queues' heads by arrival,
+    dropping a shape at its first miss. The jobs started, and when, are the same as trying every waiting job.
+    """
     free = [[1000] * gpus_per_node for _ in range(nodes)]
     # whole[n]: node n's wholly free GPUs; having[c]: how many nodes have c of them (the most any node has, in O(GPUs))
     whole = [gpus_per_node] * nodes
@@ -56,24 +65,23 @@ def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float
     def most_whole() -> int:
         return next((c for c in range(gpus_per_node, -1, -1) if having[c]), 0)
 
+    def place(gpus: int, milli: int) -> tuple[int, tuple[int, ...]] | None:
+        if gpus > gpus_per_node:
+            return None
+        for n, left in enumerate(free):
+            fit = tuple(g for g, f in enumerate(left) if f >= milli)[:gpus]
+            if len(fit) == gpus:
+                return n, fit
+        return None
+
     order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
-    waiting: list[int] = []
+    queues: dict[tuple[int, int], deque[tuple[int, int]]] = {}  # shape -> (arrival rank, job), in arrival order
+    waiting = 0
     running: list[tuple[float, int, int, tuple[int, ...]]] = []  # (end, job, node, gpus)
     waits: list[float] = []
     late = 0
     limit = len(jobs) // 100
     nxt = 0
-
-    def place(j: Job) -> tuple[int, tuple[int, ...]] | None:
-        if j.gpus > gpus_per_node:
-            return None
-        for n, gpus in enumerate(free):
-            fit = tuple(g for g, left in enumerate(gpus) if left >= j.milli)[: j.gpus]
-            if len(fit) == j.gpus:
-                return n, fit
-        return None
-
-    now = 0.0
     while nxt < len(order) or waiting:
         arrive = jobs[order[nxt]].arrival if nxt < len(order) else math.inf
         finish = running[0][0] if running else math.inf
@@ -87,35 +95,46 @@ def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float
                 free[n][g] += jobs[j].milli
             recount(n)
             freed = True
-        first_new = len(waiting)
+        fresh: list[tuple[int, int]] = []  # shapes whose queue was empty before this instant's arrivals
         while nxt < len(order) and jobs[order[nxt]].arrival <= now:
-            waiting.append(order[nxt])
+            j = order[nxt]
+            shape = (jobs[j].gpus, jobs[j].milli)
+            queue = queues.setdefault(shape, deque())
+            if not queue:
+                fresh.append(shape)
+            queue.append((nxt, j))
+            waiting += 1
             nxt += 1
-        still: list[int] = []
-        # BestEffortFIFO: every waiting job in arrival order, each that fits starts. Nothing freed: jobs that
-        # did not fit before still do not, so only the new arrivals are tried.
+        # Nothing freed: every job that waited before still does not fit, nor does a newcomer queued behind one.
+        tried = (s for s, q in queues.items() if q) if freed else iter(fresh)
+        heads = [(queues[s][0][0], s) for s in tried]
+        heapq.heapify(heads)
         most = most_whole()
-        for k, j in enumerate(waiting):
-            if (not freed and k < first_new) or (jobs[j].milli == 1000 and jobs[j].gpus > most):
-                still.append(j)
+        while heads:
+            _, shape = heapq.heappop(heads)
+            need, milli = shape
+            if milli == 1000 and need > most:
                 continue
-            spot = place(jobs[j])
+            spot = place(need, milli)
             if spot is None:
-                still.append(j)
-                continue
-            n, gpus = spot
-            for g in gpus:
-                free[n][g] -= jobs[j].milli
+                continue  # this shape is done for the pass
+            queue = queues[shape]
+            _, j = queue.popleft()
+            waiting -= 1
+            if queue:
+                heapq.heappush(heads, (queue[0][0], shape))
+            n, taken = spot
+            for g in taken:
+                free[n][g] -= milli
             recount(n)
             most = most_whole()
-            heapq.heappush(running, (now + jobs[j].run, j, n, gpus))
+            heapq.heappush(running, (now + jobs[j].run, j, n, taken))
             wait = now - jobs[j].arrival
             waits.append(wait)
             if wait > give_up:
                 late += 1
                 if late > limit:
                     return Waits(math.inf, math.inf, len(jobs))
-        waiting = still
     waits.sort()
     return Waits(waits[min(len(waits) - 1, math.ceil(0.99 * len(waits)) - 1)] if waits else 0.0, waits[-1] if waits else 0.0, len(jobs))
 
@@ -128,15 +147,20 @@ def _own_rate(jobs: tuple[Job, ...]) -> float:
 
 
 @lru_cache(maxsize=64)
-def nodes_for_wait(jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float, demand_gpus: float | None = None) -> tuple[int, Waits]:
+def nodes_for_wait(
+    jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float, demand_gpus: float | None = None, hint_gpus: float | None = None
+) -> tuple[int, Waits]:
     """Fewest nodes whose replay keeps the 99th-percentile wait within `max_wait_s` and whose queue drains.
 
-    Doubling from the fewest nodes that can carry the work, then bisection. A queue with utilisation 1 or more never
-    drains: its backlog only grows, and the p99 of the jobs that did start says nothing of the ones still queued (an
-    8-GPU batch queue with 8.8 GPUs of demand over its 28-day window passed on its p99 while its longest wait was
-    543 h). Utilisation is `demand_gpus` (the class's mean demand over the window, tasks running into it from before
-    included) over the capacity's GPUs; without it, the jobs' GPU-time over their own span (first arrival to last
-    end). Capacity starts where utilisation falls below 1.
+    A queue with utilisation 1 or more never drains: its backlog only grows, and the p99 of the jobs that did
+    start says nothing of the ones still queued (an 8-GPU batch queue with 8.8 GPUs of demand over its 28-day
+    window passed on its p99 while its longest wait was 543 h). Utilisation is `demand_gpus` (the class's mean
+    demand over the window, tasks running into it from before included) over the capacity's GPUs; without it,
+    the jobs' GPU-time over their own span (first arrival to last end). No capacity below utilisation 1 meets.
+
+    The search starts at `hint_gpus` (the fluid queue's capacity for the same wait, usually within a node or
+    two of the answer) or at that floor, gallops down or up by 1, 2, 4, ... nodes until the answer is
+    bracketed, then bisects: a few replays instead of doubling from the floor.
 
     Jobs asking more GPUs than one node has cannot run on this type at all; they are left out (the plan
     reports the share of GPU-hours whose tasks fit a node).
@@ -155,16 +179,30 @@ def nodes_for_wait(jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float,
         return r.p99 <= max_wait_s and r.utilisation < 1
 
     floor = max(1, math.floor(rate / gpus_per_node) + 1)
-    lo = hi = floor
-    result = run(hi)
-    while not meets(result):
-        lo, hi = hi, hi * 2
-        if hi > 100_000:
-            return hi, result
-        result = run(hi)
-    best = (hi, result)
-    if lo == hi:
-        return best
+    start = max(floor, math.ceil(hint_gpus / gpus_per_node - 1e-9)) if hint_gpus is not None and math.isfinite(hint_gpus) else floor
+    start = min(start, MAX_NODES)
+    result = run(start)
+    step = 1
+    if meets(result):
+        lo, hi, best = floor - 1, start, (start, result)  # floor - 1 fails: utilisation >= 1
+        while hi - step > lo:
+            r = run(hi - step)
+            if not meets(r):
+                lo = hi - step
+                break
+            hi, best = hi - step, (hi - step, r)
+            step *= 2
+    else:
+        lo = start
+        while True:
+            if lo + step > MAX_NODES:
+                return lo + step, result
+            result = run(lo + step)
+            if meets(result):
+                hi, best = lo + step, (lo + step, result)
+                break
+            lo += step
+            step *= 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
         r = run(mid)

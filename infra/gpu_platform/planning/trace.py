@@ -15,6 +15,8 @@ import math
 from collections.abc import Mapping
 from typing import NamedTuple
 
+import numpy as np
+
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.demand import ANY, DEFAULT_SLA, WORKLOAD_CLASSES, Demand, DemandGroup, Options, Shape
@@ -364,13 +366,16 @@ def shape_of(tasks: list[Task]) -> Shape:
 
 def fit_table(tasks: list[Task]) -> dict[tuple[int, float, float], float]:
     """Per catalog node shape (GPUs, vCPU, GiB) the share of the tasks' GPU-hours that fit one node of it."""
-    weight = [(t, t.milli * (t.end - t.start)) for t in tasks]
-    total = sum(w for _, w in weight) or 1
+    weight = np.array([float(t.milli) * (t.end - t.start) for t in tasks])
+    gpus = np.array([t.gpus for t in tasks])
+    cpu = np.array([t.cpu_milli for t in tasks])
+    memory = np.array([t.memory_mib for t in tasks])
+    total = math.fsum(weight) or 1.0  # exact sums (the GPU-milli-seconds are whole numbers): order-free
     out = {}
     for it in load_catalog().instance_types.values():
         key = (it.gpus, float(it.vcpu), float(it.memory_gib))
         if key in out:
             continue
-        ok = sum(w for t, w in weight if t.gpus <= it.gpus and t.cpu_milli <= it.vcpu * 1000 and t.memory_mib <= it.memory_gib * 1024)
-        out[key] = ok / total
+        fits = (gpus <= it.gpus) & (cpu <= it.vcpu * 1000) & (memory <= it.memory_gib * 1024)
+        out[key] = math.fsum(weight[fits]) / total
     return out
