@@ -124,9 +124,15 @@ def exceedance(points: list[tuple[float, float]], pieces: tuple[tuple[float, flo
     return Exceedance(values, shares, tuple(tail_share), tuple(tail_mass), pieces)
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=32)
 def from_series(series: StepSeries, factor: float = 1.0) -> Exceedance:
-    """The curve of a step series (milli-GPUs) scaled by a growth factor (cached: sensitivity rows re-plan one window)."""
+    """The curve of a group's step series (milli-GPUs) scaled by a growth factor (cached: sensitivity rows and the
+    instrument table re-plan one window; a few entries, since each holds its series alive)."""
+    return curve_of_series(series, factor)
+
+
+def curve_of_series(series: StepSeries, factor: float = 1.0) -> Exceedance:
+    """The curve of a step series (milli-GPUs) scaled by a growth factor, uncached (a one-off series, as a plan's served work)."""
     return exceedance([(v * factor / 1000, d) for v, d in series.durations.items()])
 
 

@@ -158,7 +158,7 @@ def nodes_over(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float
     return Packing(StepSeries(start=start, end=end, times=tuple(times), values=tuple(values)), unplaceable, whole.sampled)
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=16)
 def pack(pods: tuple[Pod, ...], shape: NodeShape) -> Packing:
     """Nodes in use over the pods' span when the running pods are packed first-fit decreasing (at each event, or sampled)."""
     start = min((p.start for p in pods), default=0.0)

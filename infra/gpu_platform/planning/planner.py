@@ -19,7 +19,7 @@ from gpu_platform.catalog import Catalog, InstanceType
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.checks import SLA_CLASSES
 from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Allocatable, Demand, DemandGroup, Options, Shape
-from gpu_platform.planning.economics import Exceedance, break_even_nodes, expected_bill, from_quantiles, from_series
+from gpu_platform.planning.economics import Exceedance, break_even_nodes, curve_of_series, expected_bill, from_quantiles, from_series
 from gpu_platform.planning.packing import MAX_EXACT_EVENTS, NodeShape, nodes_over
 from gpu_platform.planning.replay import Waits, nodes_for_wait
 from gpu_platform.planning.series import scaled
@@ -310,7 +310,7 @@ def served_curve(group: DemandGroup, grow: float, capacity_gpus: int, queue: boo
     """The curve of the work the plan's full size serves: demand above it queues (training, batch) or is turned away."""
     assert group.series is not None
     series = scaled(group.series, grow) if grow != 1 else group.series
-    return from_series(series.served(capacity_gpus * 1000, queue))
+    return curve_of_series(series.served(capacity_gpus * 1000, queue))
 
 
 def stacked_node_up(group: DemandGroup, base_gpus: int, gpus_per_node: int, nodes: int) -> list[float]:

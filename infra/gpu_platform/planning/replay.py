@@ -146,7 +146,7 @@ def _own_rate(jobs: tuple[Job, ...]) -> float:
     return work / span if span > 0 else 0.0
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def nodes_for_wait(
     jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float, demand_gpus: float | None = None, hint_gpus: float | None = None
 ) -> tuple[int, Waits]:

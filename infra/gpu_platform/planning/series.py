@@ -162,7 +162,7 @@ class StepSeries:
         return StepSeries(self.start, self.end, tuple(times), tuple(values))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=32)
 def _capacity_for_delay(series: StepSeries, max_delay_s: float) -> float:
     # the sensitivity table re-plans one window under several prices: the queueing capacity does not change
     return series._capacity_for_delay(max_delay_s)
