@@ -126,8 +126,10 @@ def exceedance(points: list[tuple[float, float]], pieces: tuple[tuple[float, flo
 
 @lru_cache(maxsize=32)
 def from_series(series: StepSeries, factor: float = 1.0) -> Exceedance:
-    """The curve of a group's step series (milli-GPUs) scaled by a growth factor (cached: sensitivity rows and the
-    instrument table re-plan one window; a few entries, since each holds its series alive)."""
+    """The curve of a group's step series (milli-GPUs) scaled by a growth factor, cached.
+
+    Sensitivity rows and the instrument table re-plan one window; a few entries, since each holds its series alive.
+    """
     return curve_of_series(series, factor)
 
 
