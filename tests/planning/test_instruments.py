@@ -49,7 +49,7 @@ def test_training_one_p5_up_every_hour_is_committed_every_way_at_each_rate(capsy
         assert r["nodeHour"] == round(rate, 4), name
         assert r["breakEven"] == round(rate / p5, 4), name
         assert r["expectedMonthlyCost"] == pytest.approx(rate * HOURS_PER_MONTH, abs=0.01), name
-        assert r["onDemandOnlyExpectedMonthlyCost"] == pytest.approx(p5 * HOURS_PER_MONTH, abs=0.01), name
+        assert r["onDemandOnlyExpectedMonthlyCost"] == pytest.approx(p5 * HOURS_PER_MONTH, abs=0.01), name  # the node at list
     assert ways["capacity-block"]["source"] == COMMITMENTS.capacity_blocks["p5.48xlarge"].source
     assert ways["capacity-block"]["asOf"] == COMMITMENTS.capacity_blocks["p5.48xlarge"].as_of
 
@@ -67,10 +67,10 @@ def test_a_higher_break_even_never_commits_more_and_odcr_only_what_is_always_up(
         assert by[doc["assumptions"]["instrument"]]["reservedNodes"] == headline["nodes"]["reserved"]
     # only types AWS sells as Capacity Blocks get that row: L4 and L40S have none
     assert "capacity-block" not in _ways(doc, "inference") and "capacity-block" not in _ways(doc, "batch")
-    # an ODCR is billed whether used or not: at list it never beats on-demand for the same plan
-    for r in doc["instruments"]:
-        if r["instrument"] == "odcr" and r["class"] != "batch":  # batch's Spot is cheaper than its on-demand-only bill
-            assert r["expectedMonthlyCost"] == pytest.approx(r["onDemandOnlyExpectedMonthlyCost"], abs=0.01)
+    # one baseline per group, the headline plan on on-demand alone: the rows' differences compare with each other
+    for cls in ("training", "inference", "batch"):
+        headline = next(r for r in doc["plan"]["classes"] if r["class"] == cls and r["gpuModel"] != "any")
+        assert {r["onDemandOnlyExpectedMonthlyCost"] for r in _ways(doc, cls).values()} == {headline["onDemandOnlyExpectedMonthlyCost"]}
 
 
 def test_existing_reservations_do_not_hide_the_instruments(capsys: pytest.CaptureFixture[str]) -> None:

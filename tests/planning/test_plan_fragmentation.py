@@ -9,14 +9,21 @@ own placement (jobs on whole nodes, tasks packed first-fit decreasing) already n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
 
+from gpu_platform.catalog import load_catalog
 from gpu_platform.commands.capacity_plan_args import PLACEMENT_POLICIES
+from gpu_platform.errors import ConfigError
+from gpu_platform.planning.demand import Allocatable
 from gpu_platform.planning.fragmentation import POLICIES
+from gpu_platform.planning.inputs import load_demand
+from gpu_platform.planning.planner import plan
 from tests.planning.helpers import plan_json, require_trace, row, run_cli
 
 HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
@@ -105,3 +112,62 @@ def test_a_bad_node_list_is_refused_before_anything_is_planned(tmp_path: Path, c
         code, out, err = run_cli(capsys, "capacity", "plan", "--demand", str(pods), "--nodes", str(nodes), "--seeds", "42")
         assert code == 2 and out == "", err
         assert expected in err and "Traceback" not in err and "internal error" not in err
+
+
+def _nodes(tmp_path: Path, rows: str, name: str = "n.csv") -> Path:
+    path = tmp_path / name
+    path.write_text("sn,cpu_milli,memory_mib,gpu,model\n" + rows)
+    return path
+
+
+def test_hostile_node_lists_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pods, _ = _cpu_bound(tmp_path)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    cases = [
+        (_nodes(tmp_path, "n1,0,0,8,T4\n", "nocpu.csv"), "places no GPU pod of the demand on these nodes"),  # share 0: no division by it
+        (_nodes(tmp_path, "n1,99999999999999999999999,262144,8,T4\n", "huge.csv"), "line 2.cpu_milli: 99999999999999999999999 is out of range"),
+        (fifo, "is a FIFO, not a regular file"),  # never opened: opening a FIFO with no writer blocks
+    ]
+    for nodes, expected in cases:
+        code, out, err = run_cli(capsys, "capacity", "plan", "--demand", str(pods), "--nodes", str(nodes), "--seeds", "42")
+        assert (code, out) == (2, ""), err
+        assert len(err.strip().splitlines()) == 1 and expected in err, err
+    code, _, err = run_cli(capsys, "capacity", "fragmentation", "--nodes", str(fifo), "--pods", str(pods))
+    assert code == 2 and "is a FIFO" in err
+
+
+def test_pods_of_a_model_the_nodes_lack_are_left_out_not_counted_as_fragmentation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Half the pods ask for V100M32, which no node has: the share is of the pods that can run there (every node
+    takes two 4-core pods here: 100 %), and the basis says how many were left out; if none can run, one line."""
+    rows = [f"p{i},4000,8192,1,1000,{'V100M32' if i % 2 else ''},LS,Running,{i * 10},259200,{i * 10}" for i in range(40)]
+    pods = tmp_path / "pods.csv"
+    pods.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+    nodes = _nodes(tmp_path, "".join(f"n{i},8000,262144,2,T4\n" for i in range(10)))
+    doc = plan_json(capsys, "--demand", str(pods), "--nodes", str(nodes), "--seeds", "42")
+    share = doc["assumptions"]["allocatable"]
+    assert share["share"] == 1.0
+    assert "20 GPU pods that accept none of its GPU models left out" in share["basis"]
+    only_v100 = tmp_path / "v100.csv"
+    only_v100.write_text(HEADER + "\n" + "\n".join(r for r in rows if "V100" in r) + "\n")
+    code, _, err = run_cli(capsys, "capacity", "plan", "--demand", str(only_v100), "--nodes", str(nodes), "--seeds", "42")
+    assert code == 2 and "no GPU pod of the demand accepts a GPU model of these nodes" in err and "V100M32" in err
+
+
+def test_a_header_with_spaces_reads_the_same_with_and_without_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pods, nodes = _cpu_bound(tmp_path)
+    spaced = tmp_path / "spaced.csv"
+    text = pods.read_text()
+    spaced.write_text(text.replace(HEADER, HEADER.replace(",", ", "), 1))
+    doc = plan_json(capsys, "--demand", str(spaced), "--nodes", str(nodes), "--seeds", "42")
+    assert doc["assumptions"]["allocatable"]["share"] == 0.25
+
+
+def test_a_share_that_would_buy_past_the_bound_is_refused(tmp_path: Path) -> None:
+    """The 100,000-GPU bound per class and model holds after the division by the share, not only before it."""
+    pods, _ = _cpu_bound(tmp_path)
+    demand = load_demand(pods, load_catalog())
+    tiny = Allocatable(0.0001, 0.0001, 0.0001, "fgd", "n.csv", 1, 1, (42,))
+    with pytest.raises(ConfigError) as err:
+        plan(dataclasses.replace(demand, options=dataclasses.replace(demand.options, allocatable=tiny)), load_catalog())
+    assert "at most 100,000 GPUs per class and GPU model" in str(err.value.problems[0])

@@ -113,3 +113,19 @@ def test_the_written_spot_pool_lists_the_types_and_its_fallback_group_holds_its_
             and CATALOG.instance(p.instance_types[0]).gpu.name == gpu
         )
         assert ondemand.scaling is not None and ondemand.scaling.max_size == plan["nodes"]["onDemand"]  # no headroom Spot pods cannot reach
+
+
+def test_a_base_spot_pool_of_one_type_is_not_given_the_plans_spot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """prod's infer-l4-spot cut to g6.xlarge alone: the plan's L4 Spot goes to a pool of its own two types, and the
+    one-type pool is kept as the stack had it (listed in `kept`)."""
+    base = tmp_path / "Pulumi.one.yaml"
+    text = (ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
+    assert "instanceTypes: [g6.2xlarge, g6.4xlarge, g6.8xlarge, g6.16xlarge]" in text
+    base.write_text(text.replace("instanceTypes: [g6.2xlarge, g6.4xlarge, g6.8xlarge, g6.16xlarge]", "instanceTypes: [g6.xlarge]", 1))
+    out = tmp_path / "Pulumi.out.yaml"
+    doc = plan_json(capsys, "--demand", str(ROOT / "examples" / "demand" / "teams.yaml"), "--config", str(base), "--write-stack", str(out))
+    written = doc["plan"]["writtenStack"]
+    assert "infer-l4-spot" in written["kept"] and "infer-l4-spot" not in written["updated"]
+    spec = load_stack_file(out, "out")
+    planned = next(p for p in spec.node_pools if p.name in written["added"] and p.capacity == "spot" and p.workload_class == "inference")
+    assert list(planned.instance_types) == ["g6.xlarge", "g6.2xlarge"]

@@ -258,3 +258,18 @@ def _all_findings(doc: Any) -> list[dict[str, Any]]:
     if isinstance(doc, list):
         return [f for v in doc for f in _all_findings(v)]
     return []
+
+
+def test_a_refused_target_leaves_no_chart_behind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every target is checked before the first file is written: an existing --write-stack file (no --force) or a
+    missing folder refuses the run, and the chart is not written either."""
+    chart = tmp_path / "plan.svg"
+    taken = tmp_path / "taken.yaml"
+    taken.write_text("old\n")
+    for target in (taken, tmp_path / "missing" / "out.yaml"):
+        code, out, err = run_cli(
+            capsys, "capacity", "plan", "--demand", str(TEAMS), "--stack", "prod", "--chart", str(chart), "--write-stack", str(target)
+        )
+        assert (code, out) == (2, ""), err
+        assert not chart.exists()
+    assert taken.read_text() == "old\n"

@@ -11,7 +11,7 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.commands.capacity_plan_args import add_arguments  # noqa: F401 (re-exported: the subcommand's options)
 from gpu_platform.commands.fragmentation import parse_seeds
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
-from gpu_platform.input_limits import DEMAND, read_capped
+from gpu_platform.input_limits import DEMAND, not_a_file, read_capped
 from gpu_platform.planning.chart import write_chart
 from gpu_platform.planning.demand import WORKLOAD_CLASSES, Allocatable, Demand
 from gpu_platform.planning.fragmentation import allocatable, read_nodes, read_pods
@@ -22,7 +22,7 @@ from gpu_platform.planning.planner import plan
 from gpu_platform.planning.regimes import find_regimes, in_regime, regime_line, regimes_json
 from gpu_platform.planning.report import render_markdown, render_table, to_json
 from gpu_platform.planning.shortfall import shortfall
-from gpu_platform.planning.stackmerge import merged_stack, write_new
+from gpu_platform.planning.stackmerge import check_target, merged_stack, write_new
 from gpu_platform.planning.trace import DEFAULT_GPU_MAP, QOS
 from gpu_platform.planning.windows import DAY, history_notes, sensitivity, windowed
 from gpu_platform.planning.zones import zoned
@@ -74,8 +74,12 @@ def cluster_share(args: argparse.Namespace, demand: Demand) -> Allocatable:
                 )
             ]
         )
-    seeds = parse_seeds(args.seeds or "42-51")
-    nodes = read_nodes(read_capped(args.nodes, DEMAND, "allowed: a node list CSV of at most 256 MiB", encoding="utf-8-sig"), str(args.nodes))
+    seeds = parse_seeds("42-51" if args.seeds is None else args.seeds)
+    allowed = "allowed: a node list CSV (sn, cpu_milli, memory_mib, gpu, model) of at most 256 MiB"
+    why = not_a_file(args.nodes)
+    if why is not None:
+        raise ConfigError([Problem(str(args.nodes), "", why, allowed)])
+    nodes = read_nodes(read_capped(args.nodes, DEMAND, allowed, encoding="utf-8-sig"), str(args.nodes))
     pods = read_pods(read_text(args.demand), str(args.demand))
     return allocatable(nodes, pods, args.policy or "fgd", seeds, str(args.nodes))
 
@@ -150,10 +154,16 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
             "quotaChanges": [{"tenant": t, "pool": p, "before": a, "after": b} for t, p, a, b in merge.quota_changes],
             "instanceTypesKept": [{"pool": p, "instanceTypes": list(have), "planned": list(want)} for p, have, want in merge.types_kept],
         }
-    if args.chart is not None:
-        write_chart(result, args.chart)
+    if planned is not None:  # every target is checked before the first file is written
+        check_target(args.write_stack, args.force, (path, args.demand))
+    if args.chart is not None and not args.chart.parent.is_dir():
+        raise ConfigError(
+            [Problem(str(args.chart), "--chart", f"folder {args.chart.parent} does not exist", "allowed: a file in an existing folder")]
+        )
     if planned is not None:
         write_new(args.write_stack, planned, args.force, (path, args.demand))
+    if args.chart is not None:
+        write_chart(result, args.chart)
     if args.format == "json":
         print(json.dumps(doc, indent=2))
     elif args.format == "markdown":

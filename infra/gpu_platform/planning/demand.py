@@ -40,15 +40,18 @@ class Allocatable:
     nodes: int
     gpus: int
     seeds: tuple[int, ...]
+    left_out: int = 0
+    """GPU pods of the demand that accept no GPU model of the node list: left out of the replay (not fragmentation)."""
 
     @property
     def basis(self) -> str:
         """Where the share comes from, in one phrase."""
         seeds = f"seed {self.seeds[0]}" if len(self.seeds) == 1 else f"seeds {self.seeds[0]}..{self.seeds[-1]}"
         spread = "" if len(self.seeds) == 1 else f" ({self.low:.2%}..{self.high:.2%})"
+        out = "" if not self.left_out else f"; {self.left_out:,} GPU pods that accept none of its GPU models left out"
         return (
             f"{self.policy} places {self.share:.2%}{spread} of the GPUs arrived when arrivals reach 100 % of the "
-            f"{self.gpus:,} GPUs on {self.nodes:,} nodes of {self.nodes_file} (the trace paper's replay of the whole pod list, {seeds})"
+            f"{self.gpus:,} GPUs on {self.nodes:,} nodes of {self.nodes_file} (the trace paper's replay of the whole pod list, {seeds}{out})"
         )
 
 

@@ -46,6 +46,7 @@ MAX_NODES = 100_000
 MAX_PODS = 1_000_000  # after inflation
 MAX_GPUS_PER_NODE = 16
 MAX_SEEDS = 100
+MAX_VALUE = 2**40  # milli-CPU, MiB and GPU milli past this are no machine's (and would overflow the int64 arrays)
 MAX_PROBLEMS = 20
 MAX_CACHED_SHAPES = 256  # FGD scores kept per pod shape (the default trace has 91 shapes)
 # Node-pod evaluations one run may take (pods after inflation x nodes): about 8 times the Alibaba trace's
@@ -82,7 +83,9 @@ class Pod:
 
 
 def _rows(text: str, file: str, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
-    reader = csv.DictReader(io.StringIO(text))
+    lines = io.StringIO(text)
+    header = next(csv.reader(lines), [])
+    reader = csv.DictReader(lines, fieldnames=[c.strip() for c in header])  # "a, b" reads as the trace reader reads it
     missing = [c for c in columns if c not in (reader.fieldnames or [])]
     if missing:
         raise ConfigError([Problem(file, "line 1", f"missing column(s) {', '.join(missing)}", f"allowed: a header with {', '.join(columns)}")])
@@ -103,6 +106,9 @@ def _ints(row: dict[str, str], keys: Sequence[str], line: int, file: str, proble
             return None
         if value < 0:
             problems.append(Problem(file, f"line {line}.{key}", f"{value} is negative", "allowed: a whole number >= 0"))
+            return None
+        if value > MAX_VALUE:
+            problems.append(Problem(file, f"line {line}.{key}", f"{value} is out of range", f"allowed: a whole number 0..{MAX_VALUE:,}"))
             return None
         out.append(value)
     return out
@@ -187,8 +193,15 @@ def workload(pods: Sequence[Pod], cluster_milli: int, rng: random.Random, ratio:
             return order
         requested += pod.shape.total_milli
         order.append(pod)
-    raise ConfigError(
-        [Problem("", "", f"inflating the pod list to {ratio:.0%} of the cluster's GPUs takes more than {MAX_PODS:,} pods", "use a larger pod list")]
+    raise ConfigError([_too_many(ratio, "--pods")])
+
+
+def _too_many(ratio: float, source: str) -> Problem:
+    return Problem(
+        source,
+        "",
+        f"inflating the pod list to {ratio:.0%} of the cluster's GPUs takes more than {MAX_PODS:,} pods",
+        f"allowed: pods that ask, together, at least {ratio:.0%} of the node list's GPUs / {MAX_PODS:,} (a smaller node list, or more pods)",
     )
 
 
@@ -389,7 +402,7 @@ class PolicyResult:
 
 
 def fragmentation_report(
-    nodes: Sequence[Node], pods: Sequence[Pod], policies: Sequence[str], seeds: Sequence[int], jobs: int | None = 1
+    nodes: Sequence[Node], pods: Sequence[Pod], policies: Sequence[str], seeds: Sequence[int], jobs: int | None = 1, source: str = "--pods"
 ) -> list[PolicyResult]:
     """Every policy over every seed; `jobs` worker processes (None: one per CPU), each run independent of the others."""
     cluster = Cluster(nodes)
@@ -401,7 +414,7 @@ def fragmentation_report(
         raise ConfigError(
             [
                 Problem(
-                    "--pods",
+                    source,
                     "",
                     f"FGD would weigh {typical.size:,} typical pod shapes on every GPU of {len(nodes):,} nodes "
                     f"({typical.size * len(nodes) * width * width:,} array elements per pod)",
@@ -413,7 +426,7 @@ def fragmentation_report(
         raise ConfigError(
             [
                 Problem(
-                    "--pods",
+                    source,
                     "",
                     f"{len(pods):,} pods inflated to about {inflated:,.0f} on {len(nodes):,} nodes is {inflated * len(nodes):,.0f} node-pod "
                     "evaluations per run",
@@ -421,6 +434,8 @@ def fragmentation_report(
                 )
             ]
         )
+    if inflated > MAX_PODS:
+        raise ConfigError([_too_many(INFLATION, source)])
     runs = [(policy, seed) for policy in policies for seed in seeds]
     workers = min(len(runs), jobs or len(os.sched_getaffinity(0)) or 1)
     if workers <= 1:
@@ -437,9 +452,33 @@ def allocatable(
     nodes: Sequence[Node], pods: Sequence[Pod], policy: str, seeds: Sequence[int], nodes_file: str, jobs: int | None = None
 ) -> Allocatable:
     """The share of arrived GPUs `policy` places at 100 % arrived (the mean over `seeds`): what `capacity plan --nodes` divides by."""
-    result = fragmentation_report(nodes, pods, (policy,), seeds, jobs)[0]
+    models = {n.model for n in nodes}
+    placeable = [p for p in pods if not (p.shape.gpus and p.shape.spec) or any(gpu_share.accepts(p.shape.spec, m) for m in models)]
+    left_out = sum(1 for p in pods if p.shape.gpus) - sum(1 for p in placeable if p.shape.gpus)
+    if not any(p.shape.gpus for p in placeable):
+        raise ConfigError(
+            [Problem(nodes_file, "", "no GPU pod of the demand accepts a GPU model of these nodes", f"allowed: a node list with {_models(pods)}")]
+        )
+    result = fragmentation_report(nodes, placeable, (policy,), seeds, jobs, source=nodes_file)[0]
     mean, low, high = result.allocated(100) or (100.0, 100.0, 100.0)  # every run passes 100 % (inflated to 130 %)
-    return Allocatable(mean / 100, low / 100, high / 100, policy, nodes_file, len(nodes), sum(n.gpus for n in nodes), tuple(seeds))
+    if low <= 0:
+        raise ConfigError(
+            [
+                Problem(
+                    nodes_file,
+                    "",
+                    f"{policy} places no GPU pod of the demand on these nodes (their CPU, memory or GPUs are too small for every pod)",
+                    "allowed: a node list the demand's pods fit on",
+                )
+            ]
+        )
+    gpus = sum(n.gpus for n in nodes)
+    return Allocatable(mean / 100, low / 100, high / 100, policy, nodes_file, len(nodes), gpus, tuple(seeds), left_out)
+
+
+def _models(pods: Sequence[Pod]) -> str:
+    named = sorted({m for p in pods if p.shape.gpus and p.shape.spec for m in p.shape.spec.split("|") if m})
+    return "GPU models the pods ask for: " + ", ".join(named[:10]) + (" ..." if len(named) > 10 else "")
 
 
 def unallocated_gpus(share: float, gpus: int) -> int:

@@ -3,7 +3,8 @@
 The headline plan buys its reserve as one instrument (`planning.instrument`, default savings-plan-1y). A buyer
 compares: for every group (class and GPU model on its instance type) and every instrument, the node-hour rate,
 the break-even up-share (a node is committed when it would be up at least 1 - discount of the time on demand;
-economics.break_even_nodes), the nodes that buys and the expected bill, with the rate's source and date:
+economics.break_even_nodes), the nodes that buys and the expected bill, with the rate's source and date, all against
+one baseline per group (the headline plan on on-demand alone), so the rows compare with each other:
 
 - Savings Plan and reserved instance, 1 and 3 years, at their discounts (data/commitments.yaml);
 - ODCR: the On-Demand rate, billed whether used or not, so it pays only for a node up every hour and buys
@@ -66,11 +67,11 @@ def instrument_table(demand: Demand, headline: Plan, catalog: Catalog, productio
             continue
         for way in ways(itype.price_per_hour, itype.name, c):
             g = plan_group(group, demand.options, catalog, demand.source, production, instrument=way.instrument)
-            rows.append(_row(g, way, itype.price_per_hour))
+            rows.append(_row(g, way, itype.price_per_hour, planned.expected_on_demand_only))
     return rows
 
 
-def _row(g: GroupPlan, way: Priced, list_price: float) -> dict[str, object]:
+def _row(g: GroupPlan, way: Priced, list_price: float, baseline: float | None) -> dict[str, object]:
     i = way.instrument
     return {
         "class": g.workload_class,
@@ -84,7 +85,8 @@ def _row(g: GroupPlan, way: Priced, list_price: float) -> dict[str, object]:
         "breakEven": round(i.break_even, 4),
         "reservedNodes": g.nodes["reserved"],
         "expectedMonthlyCost": None if g.expected_cost is None else round(g.expected_cost, 2),
-        "onDemandOnlyExpectedMonthlyCost": None if g.expected_on_demand_only is None else round(g.expected_on_demand_only, 2),
+        # one baseline per group, the headline plan on on-demand alone, so rows compare with each other
+        "onDemandOnlyExpectedMonthlyCost": None if baseline is None else round(baseline, 2),
         "source": way.source,
         "asOf": way.as_of,
     }

@@ -401,6 +401,7 @@ def plan_group(
             basis += f"; {packed.unplaceable} tasks fit no {itype.name} node"
     if opts.allocatable is not None and fluid > 0:
         target, basis = fragmented(target, basis, fluid, opts.allocatable)
+        _bounds(group, grow, target, source)
     total_nodes = math.ceil(target / per - EPS)
     if total_nodes == 0 and group.peak > 0 and itype is not None:
         # demand that is there less than 5 % of the time still needs a node to run on: one, scaled up from zero

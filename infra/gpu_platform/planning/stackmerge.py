@@ -82,6 +82,8 @@ def _matches(planned: dict[str, Any], base: dict[str, Any], catalog: Catalog) ->
         return False
     if planned["capacity"] == "reserved":
         return planned.get("reservation") == _plain(base.get("reservation"))
+    if planned["capacity"] == "spot" and len(base.get("instanceTypes") or []) < 2:
+        return False  # Spot on one type is reclaimed at once: the plan's Spot goes to a pool of its own types
     return _sharing(base) == _sharing(planned)
 
 
@@ -281,11 +283,18 @@ def merged_stack(plan: Plan, base_text: str, base: PlatformSpec, catalog: Catalo
     return header + text, merge
 
 
-def write_new(out: Path, text: str, force: bool, inputs: tuple[Path, ...]) -> None:
-    """Write the planned stack to a new file; an existing file (the input stack above all) only with --force."""
+def check_target(out: Path, force: bool, inputs: tuple[Path, ...]) -> None:
+    """Refuse, before anything is written, a target that exists (without --force) or whose folder does not."""
     if out.exists() and not force:
         what = "is the base stack it was planned from" if any(out.resolve() == p.resolve() for p in inputs if p.exists()) else "exists"
         raise ConfigError([Problem(str(out), "--write-stack", f"{what}; not overwritten", "allowed: a new file, or --force to replace it")])
+    if not out.parent.is_dir():
+        raise ConfigError([Problem(str(out), "--write-stack", f"folder {out.parent} does not exist", "allowed: a file in an existing folder")])
+
+
+def write_new(out: Path, text: str, force: bool, inputs: tuple[Path, ...]) -> None:
+    """Write the planned stack to a new file; an existing file (the input stack above all) only with --force."""
+    check_target(out, force, inputs)
     try:
         out.write_text(text, encoding="utf-8")
     except OSError as exc:
