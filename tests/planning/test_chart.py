@@ -43,14 +43,15 @@ def test_svg_stacks_the_tiers_to_scale(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_svg_shades_the_use_above_the_reserve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A history: 1 GPU all the time, 3 GPUs for the last fifth. Break-even reserves 1 (GPUs 2-3 are busy 20 %);
-    the use above it is shaded only over the last fifth of the time axis, up to 3 GPUs."""
+    """A batch history (Burstable: no N+1 spare, not interruptible): 1 GPU all the time, 3 GPUs for the last fifth.
+    Break-even reserves 1 (GPUs 2-3 are busy 20 %); the use above it is shaded only over the last fifth of the time
+    axis, up to 3 GPUs."""
     trace = tmp_path / "pods.csv"
     rows = [
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time",
-        "a,1000,1024,1,1000,,LS,Running,0,1000,0",
-        "b,1000,1024,1,1000,,LS,Running,800,1000,800",
-        "c,1000,1024,1,1000,,LS,Running,800,1000,800",
+        "a,1000,1024,1,1000,,Burstable,Running,0,1000,0",
+        "b,1000,1024,1,1000,,Burstable,Running,800,1000,800",
+        "c,1000,1024,1,1000,,Burstable,Running,800,1000,800",
     ]
     trace.write_text("\n".join(rows) + "\n")
     chart = tmp_path / "plan.svg"

@@ -89,3 +89,27 @@ def test_the_table_is_printed(capsys: pytest.CaptureFixture[str], fmt: str) -> N
     assert "Instruments (each group's reserve bought every way, from scratch" in out
     line = next(x for x in out.splitlines() if "capacity-block" in x)
     assert "p5.48xlarge" in line and "$39.33" in line and "71%" in line
+
+
+@pytest.mark.parametrize("demand", ["alibaba-gpu-2023.yaml", "teams.yaml", "serving-requests.yaml"])
+def test_a_cheaper_rate_never_costs_more(capsys: pytest.CaptureFixture[str], demand: str) -> None:
+    """Each node is committed only where it pays at that rate, so a lower rate never gives a higher expected bill.
+    (It did when break-even ignored the N+1 spare: teams.yaml's inference/A100-80GB bought a second p4de node on the
+    3-year plan that the spare already covered, $27,049 against $26,047 on the 1-year one.)"""
+    doc = plan_json(capsys, "--demand", str(DEMO.parent / demand))
+    # Groups with Spot are left out: break-even weighs a committed node against on-demand, while an interruptible
+    # class's elastic hours partly run on Spot, which can be cheaper than the commitment (teams.yaml's batch/L40S:
+    # the 1-year plan costs more than none). Open on issue 32; this test holds the rule where no Spot is planned.
+    spot = {(r["class"], r["gpuModel"]) for r in doc["plan"]["classes"] if r["spot"]}
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in doc["instruments"]:
+        if (r["class"], r["gpuModel"]) not in spot:
+            groups.setdefault((r["class"], r["gpuModel"]), []).append(r)
+    assert groups
+    for key, rows in groups.items():
+        ordered = sorted(rows, key=lambda r: r["nodeHour"])
+        costs = [r["expectedMonthlyCost"] for r in ordered]
+        assert all(a <= b + 0.01 for a, b in zip(costs, costs[1:], strict=False)), (
+            key,
+            [(r["instrument"], r["expectedMonthlyCost"]) for r in ordered],
+        )

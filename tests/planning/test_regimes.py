@@ -117,13 +117,17 @@ def test_a_ramp_trace_is_planned_from_its_step(tmp_path: Path, capsys: pytest.Ca
     doc = plan_json(capsys, "--demand", str(ramp_trace(tmp_path)))
     assert doc["demand"]["window"] == {"start": 80 * DAY, "end": 100 * DAY}
     assert doc["demand"]["regimes"]["inference"]["fromDay"] == 80
-    assert row(doc, "plan", "inference")["reserved"] == 10  # all 10 are up every hour of the regime
+    # all 10 are up every hour of the regime, so all 10 are committed: the N+1 spare (kept up every hour, bought with
+    # the commitment) carries the first, and 9 are reserved above it
+    p = row(doc, "plan", "inference")
+    assert (p["reserved"], p["alwaysOn"]) == (9, 1)
     assert plan_json(capsys, "--demand", str(ramp_trace(tmp_path)), "--window", "full")["demand"]["window"]["start"] == 0
 
 
 def test_a_class_whose_current_regime_is_idle_plans_no_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Training ran for the first 40 of 100 days and stopped; inference started on day 60. The regime plan gives
-    training nothing (it used to keep one 8-GPU node for 0 GPUs of demand) and inference its one GPU."""
+    training nothing (it used to keep one 8-GPU node for 0 GPUs of demand) and inference its one GPU, committed as the
+    N+1 spare it keeps up every hour anyway (a reserved node on top of it would be bought twice)."""
     head = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
     day = int(DAY)
     rows = [f"t{i},1000,1024,8,1000,,Guaranteed,Running,{i * day},{i * day + day // 2},{i * day}" for i in range(40)]
@@ -134,4 +138,5 @@ def test_a_class_whose_current_regime_is_idle_plans_no_node(tmp_path: Path, caps
     assert doc["demand"]["regimes"]["training"]["fromDay"] == 40 and doc["demand"]["regimes"]["inference"]["fromDay"] == 60
     training = row(doc, "plan", "training")
     assert (training["reserved"], training["onDemand"], training["spot"], training["monthlyCost"]) == (0, 0, 0, 0)
-    assert row(doc, "plan", "inference")["reserved"] == 1
+    inference = row(doc, "plan", "inference")
+    assert (inference["reserved"], inference["alwaysOn"]) == (0, 1)  # its one GPU, always busy, is the spare kept up

@@ -66,8 +66,10 @@ def test_plan_states_its_window_and_window_days_moves_it(tmp_path: Path, capsys:
     last = plan_json(capsys, "--demand", str(trace), "--window-days", "20")
     assert last["demand"]["window"] == {"start": 80 * DAY, "end": 100 * DAY}
     assert row(last, "demand", "inference")["p50"] == 10
-    # over 100 days even the first GPU is busy only 41 % of the time; over the last 20 days all 10 are always busy
-    assert (row(full, "plan", "inference")["reserved"], row(last, "plan", "inference")["reserved"]) == (0, 10)
+    # over 100 days even the first GPU is busy only 41 % of the time; over the last 20 days all 10 are always busy:
+    # the N+1 spare kept up every hour carries the first, 9 are reserved above it
+    assert (row(full, "plan", "inference")["reserved"], row(last, "plan", "inference")["reserved"]) == (0, 9)
+    assert row(last, "plan", "inference")["alwaysOn"] == 1
 
 
 def test_sensitivity_table_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -87,8 +89,9 @@ def test_sensitivity_table_rows(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert first["expectedMonthlyCost"] == doc["plan"]["expectedMonthlyCost"]  # the first row is the plan itself
     # at 55 % off (3 years) the break-even falls to 45 %: the first GPU, busy 41 %, still does not pay
     assert doc["sensitivity"][1]["reserved"]["inference"] == 0
-    # on the last 28 days the 10 GPUs of the last 20 days are busy 20/28 = 71 %: above both break-evens
-    assert doc["sensitivity"][4]["reserved"]["inference"] == doc["sensitivity"][5]["reserved"]["inference"] == 10
+    # on the last 28 days the 10 GPUs of the last 20 days are busy 20/28 = 71 %: above both break-evens; the first is
+    # the N+1 spare, kept up and committed anyway, so 9 are reserved
+    assert doc["sensitivity"][4]["reserved"]["inference"] == doc["sensitivity"][5]["reserved"]["inference"] == 9
     code, out, _ = run_cli(capsys, "capacity", "plan", "--demand", str(ramp_trace(tmp_path)))
     assert code == 0 and "Sensitivity (the same plan over other windows, instruments and Spot discounts):" in out
 

@@ -409,7 +409,10 @@ def plan_group(
         basis += f"; demand at P95 is 0, so one {itype.name} node scales up from zero for the rest"
     inst = instrument or commitment(opts)
     curve = curve_of(group, grow)
-    be_nodes = given + break_even_nodes(curve, per, inst.break_even, max(0, total_nodes - given), given * per)
+    # The N+1 spare is kept up every hour (and committed): it serves demand above the nodes below it, so a reserved
+    # node is judged stacked on the held ODCRs and the spare, or the spare's hours would be bought twice.
+    spare = 1 if group.sla in opts.redundancy_slas and total_nodes > 0 and p95h > 0 else 0
+    be_nodes = given + break_even_nodes(curve, per, inst.break_even, max(0, total_nodes - given), (given + spare) * per)
     # a stated stable floor for a class with an SLA: capacity held every hour anyway is cheapest committed
     reserved_nodes = max(be_nodes, min(total_nodes, coverage_floor_nodes(group, opts, per)))
     total_nodes = max(total_nodes, reserved_nodes)
@@ -423,7 +426,7 @@ def plan_group(
         always_on = 1  # a production class keeps one non-Spot node up (the gate's production-capacity-floor rule)
         od_nodes = max(od_nodes, 1)
         spot_nodes = min(spot_nodes, total_nodes - od_nodes)
-    if group.sla in opts.redundancy_slas and total_nodes > 0 and p95h > 0:
+    if spare:
         od_nodes += 1  # N+1: one spare node, kept up, so losing a node or a zone does not cut below the SLA target
         always_on += 1
         basis += ", N+1"
