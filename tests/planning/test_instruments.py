@@ -8,6 +8,7 @@ would be up at least 1 - discount of the hours, so an ODCR (no discount) commits
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -109,7 +110,7 @@ def test_a_cheaper_rate_never_costs_more(capsys: pytest.CaptureFixture[str], dem
     for key, rows in groups.items():
         ordered = sorted(rows, key=lambda r: r["nodeHour"])
         costs = [r["expectedMonthlyCost"] for r in ordered]
-        assert all(a <= b + 0.01 for a, b in zip(costs, costs[1:], strict=False)), (
+        assert all(a <= b + 0.01 for a, b in itertools.pairwise(costs)), (
             key,
             [(r["instrument"], r["expectedMonthlyCost"]) for r in ordered],
         )
