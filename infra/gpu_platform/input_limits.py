@@ -69,6 +69,14 @@ def not_a_file(path: Path) -> str | None:
     return f"is {kind}, not a regular file"
 
 
+def read_regular(path: Path, limits: Limits, allowed: str, encoding: str = "utf-8") -> str:
+    """A regular file's text, capped (read_capped); a missing file, FIFO, device or socket is refused before it is opened."""
+    why = not_a_file(path)
+    if why is not None:
+        raise ConfigError([Problem(str(path), "", why, allowed)])
+    return read_capped(path, limits, allowed, encoding)
+
+
 def check_size(path: Path, limits: Limits, allowed: str) -> None:
     """Refuse a file larger than the limit before reading it (a special file, e.g. /dev/zero, has no size: read it capped)."""
     try:

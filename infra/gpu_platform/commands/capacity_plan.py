@@ -11,8 +11,8 @@ from gpu_platform.catalog import load_catalog
 from gpu_platform.commands.capacity_plan_args import add_arguments  # noqa: F401 (re-exported: the subcommand's options)
 from gpu_platform.commands.fragmentation import parse_seeds
 from gpu_platform.errors import ConfigError, Problem, did_you_mean, one_of
-from gpu_platform.input_limits import DEMAND, not_a_file, read_capped
-from gpu_platform.planning.chart import write_chart
+from gpu_platform.input_limits import DEMAND, read_regular
+from gpu_platform.planning.chart import check_chart_path, write_chart
 from gpu_platform.planning.demand import WORKLOAD_CLASSES, Allocatable, Demand
 from gpu_platform.planning.fragmentation import allocatable, read_nodes, read_pods
 from gpu_platform.planning.held import releases
@@ -76,16 +76,17 @@ def cluster_share(args: argparse.Namespace, demand: Demand) -> Allocatable:
         )
     seeds = parse_seeds("42-51" if args.seeds is None else args.seeds)
     allowed = "allowed: a node list CSV (sn, cpu_milli, memory_mib, gpu, model) of at most 256 MiB"
-    why = not_a_file(args.nodes)
-    if why is not None:
-        raise ConfigError([Problem(str(args.nodes), "", why, allowed)])
-    nodes = read_nodes(read_capped(args.nodes, DEMAND, allowed, encoding="utf-8-sig"), str(args.nodes))
+    nodes = read_nodes(read_regular(args.nodes, DEMAND, allowed, encoding="utf-8-sig"), str(args.nodes))
     pods = read_pods(read_text(args.demand), str(args.demand))
     return allocatable(nodes, pods, args.policy or "fgd", seeds, str(args.nodes))
 
 
 def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     """Entry point: read demand, plan, compare with the stack (when given), print, chart, write a stack."""
+    if args.write_stack is not None:  # every target is checked before anything is planned or written
+        check_target(args.write_stack, args.force, (path, args.demand))
+    if args.chart is not None:
+        check_chart_path(args.chart)
     catalog = load_catalog()
     qos = _pairs(args.qos_class, "--qos-class", QOS, WORKLOAD_CLASSES)
     gpus = _pairs(args.gpu_map, "--gpu-map", None, tuple(catalog.gpus))
@@ -154,12 +155,6 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
             "quotaChanges": [{"tenant": t, "pool": p, "before": a, "after": b} for t, p, a, b in merge.quota_changes],
             "instanceTypesKept": [{"pool": p, "instanceTypes": list(have), "planned": list(want)} for p, have, want in merge.types_kept],
         }
-    if planned is not None:  # every target is checked before the first file is written
-        check_target(args.write_stack, args.force, (path, args.demand))
-    if args.chart is not None and not args.chart.parent.is_dir():
-        raise ConfigError(
-            [Problem(str(args.chart), "--chart", f"folder {args.chart.parent} does not exist", "allowed: a file in an existing folder")]
-        )
     if planned is not None:
         write_new(args.write_stack, planned, args.force, (path, args.demand))
     if args.chart is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpu_platform.behaviour.gpu_share import accepts
 from gpu_platform.errors import ConfigError, Problem
-from gpu_platform.input_limits import DEMAND, not_a_file, read_capped
+from gpu_platform.input_limits import DEMAND, read_regular
 from gpu_platform.planning.chart import check_chart_path, curves_scene, write_scene
 from gpu_platform.planning.fragmentation import (
     ARRIVED_MARKS,
@@ -67,12 +67,8 @@ def run(args: argparse.Namespace, spec_path: Path, stack: str) -> int:
     if args.jobs < 0:
         raise ConfigError([Problem("--jobs", "", f"{args.jobs}", "allowed: 0 (one per CPU) or more")])
     allowed = "allowed: a CSV file of at most 256 MiB"
-    for path in (args.nodes, args.pods):
-        why = not_a_file(path)
-        if why is not None:
-            raise ConfigError([Problem(str(path), "", why, allowed)])
-    nodes = read_nodes(read_capped(args.nodes, DEMAND, allowed, encoding="utf-8-sig"), str(args.nodes))
-    pods = read_pods(read_capped(args.pods, DEMAND, allowed, encoding="utf-8-sig"), str(args.pods))
+    nodes = read_nodes(read_regular(args.nodes, DEMAND, allowed, encoding="utf-8-sig"), str(args.nodes))
+    pods = read_pods(read_regular(args.pods, DEMAND, allowed, encoding="utf-8-sig"), str(args.pods))
     policies = POLICIES if args.policy == "all" else (args.policy,)
     results = fragmentation_report(nodes, pods, policies, seeds, jobs=args.jobs or None)
     gpus = sum(n.gpus for n in nodes)

@@ -344,11 +344,13 @@ def write_scene(shapes: list[Shape], height: int, path: Path) -> None:
 
 
 def check_chart_path(path: Path) -> None:
-    """A chart file name ends in .svg or .png."""
+    """A chart file name ends in .svg or .png, in a folder that exists (checked before any file is written)."""
     suffix = path.suffix.lower()
     if suffix not in (".svg", ".png"):
         allowed = "allowed: a file name ending in .svg or .png"
         raise ConfigError([Problem(str(path), "--chart", f"unknown chart format '{suffix or path.name}'", allowed)])
+    if not path.parent.is_dir():
+        raise ConfigError([Problem(str(path), "--chart", f"folder {path.parent} does not exist", "allowed: a file in an existing folder")])
 
 
 def write_chart(plan: Plan, path: Path) -> None:

@@ -31,7 +31,6 @@ class Priced:
     """One way to buy a group's reserve: the instrument and where its rate comes from."""
 
     instrument: Instrument
-    label: str
     rate: float
     """One committed node-hour of the group's type."""
     source: str
@@ -41,15 +40,15 @@ class Priced:
 def ways(list_price: float, instance_type: str, c: Commitments) -> list[Priced]:
     """Every instrument one node of `instance_type` (list price per hour) can be committed with, and its rate."""
     out = [
-        Priced(i, name, list_price * (1 - i.discount), c.source if i.kind in COMMITTED_KINDS else "On-Demand list (an ODCR bills at it)", c.as_of)
-        for name, i in c.instruments.items()
+        Priced(i, list_price * (1 - i.discount), c.source if i.kind in COMMITTED_KINDS else "On-Demand list (an ODCR bills at it)", c.as_of)
+        for i in c.instruments.values()
     ]
     sp = c.instrument(ODCR_WITH_PLAN)
-    out.append(Priced(replace(sp, name=f"odcr+{sp.name}"), f"odcr+{sp.name}", list_price * (1 - sp.discount), c.source, c.as_of))
+    out.append(Priced(replace(sp, name=f"odcr+{sp.name}"), list_price * (1 - sp.discount), c.source, c.as_of))
     block = c.capacity_blocks.get(instance_type)
     if block is not None:
         discount = 1 - block.price / list_price
-        out.append(Priced(Instrument("capacity-block", "capacity-block", 0, discount), "capacity-block", block.price, block.source, block.as_of))
+        out.append(Priced(Instrument("capacity-block", "capacity-block", 0, discount), block.price, block.source, block.as_of))
     return out
 
 
@@ -77,7 +76,7 @@ def _row(g: GroupPlan, way: Priced, list_price: float, baseline: float | None) -
         "class": g.workload_class,
         "gpuModel": g.gpu_model,
         "instanceType": g.instance_type,
-        "instrument": way.label,
+        "instrument": i.name,
         "kind": i.kind,
         "termMonths": i.term_months,
         "listNodeHour": round(list_price, 4),

@@ -375,10 +375,11 @@ def plan_group(
     waits = None
     if delay is not None and group.jobs and grow == 1 and group.sla not in opts.safety_stock:
         # whole jobs on whole GPUs of this type's nodes wait longer than the fluid bound: size by replay
-        mean = group.series.mean() if group.series is not None else None
+        mean = hint = None
         if group.series is not None:
-            fluid = group.series.capacity_for_delay(delay * 3600)  # the same wait target, GPUs' worth in a fluid queue
-        replay_nodes, waits = nodes_for_wait(group.jobs, per, delay * 3600, mean, fluid if group.series is not None else None)
+            mean = group.series.mean()
+            fluid = hint = group.series.capacity_for_delay(delay * 3600)  # the same wait target, GPUs' worth in a fluid queue
+        replay_nodes, waits = nodes_for_wait(group.jobs, per, delay * 3600, mean, hint)
         target = float(replay_nodes * per)
         used = math.floor(waits.utilisation * 1000) / 10  # floored, so 99.96 % never reads as 100 % < 100 %
         basis = (
