@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_platform.planning.economics import break_even_nodes, exceedance, expected_bill, from_quantiles, from_series
+from gpu_platform.planning.economics import SpotUse, break_even_nodes, exceedance, expected_bill, from_quantiles, from_series
 from gpu_platform.planning.series import step_series
 from gpu_platform.pricing import load_commitments
 
@@ -62,7 +62,7 @@ def test_break_even_stops_at_the_planned_nodes_and_stacks_on_given_commitments()
 
 def test_expected_bill_by_hand() -> None:
     """$1 per GPU-hour, 730 h, 4 GPUs at 35 % off: 4 * .65 * 730 = 1,898 committed; 0.8 GPUs above on demand: 584."""
-    bill = expected_bill(curve(), 4, 1, 1.0, 0.35, spot_share=0.0, spot_discount=0.6, fallback_share=0.1, hours=730)
+    bill = expected_bill(curve(), 4, 1, 1.0, 0.35, spot=None, spot_gpus=0, hours=730)
     assert (bill.committed, bill.on_demand, bill.spot) == pytest.approx((1898.0, 584.0, 0.0))
     assert bill.expected == pytest.approx(2482.0)
     assert bill.on_demand_only == pytest.approx((4 + 0.8) * 730)  # the same 4 GPUs kept up on on-demand, 0.8 elastic above
@@ -71,17 +71,41 @@ def test_expected_bill_by_hand() -> None:
 def test_expected_bill_with_spot_and_fallback_by_hand() -> None:
     """Half the 0.8 GPUs above the reserve are interruptible: 0.4 on Spot, of which 10 % fall back to on-demand.
     On-demand 0.4 + 0.04 = 0.44 GPUs; Spot 0.36 GPUs at 40 % of list: 0.144; x 730."""
-    bill = expected_bill(curve(), 4, 1, 1.0, 0.35, spot_share=0.5, spot_discount=0.6, fallback_share=0.1, hours=730)
+    bill = expected_bill(curve(), 4, 1, 1.0, 0.35, spot=SpotUse(0.5, 0.6, 0.1), spot_gpus=100, hours=730)
     assert bill.on_demand == pytest.approx(0.44 * 730)
     assert bill.spot == pytest.approx(0.144 * 730)
     assert bill.expected == pytest.approx(1898 + 0.584 * 730)
 
 
+def test_spot_takes_no_more_than_the_spot_pool_holds() -> None:
+    """The same, with a Spot pool of 1 GPU: half of the 4 GPUs above the reserve (2h in 10) is 2, the pool takes 1.
+    Spot 1 x 0.2 = 0.2 GPUs, 90 % of it on Spot at 40 %: 0.072; on-demand 0.8 - 0.2 + 0.02 = 0.62."""
+    bill = expected_bill(curve(), 4, 1, 1.0, 0.35, spot=SpotUse(0.5, 0.6, 0.1), spot_gpus=1, hours=730)
+    assert bill.on_demand == pytest.approx(0.62 * 730)
+    assert bill.spot == pytest.approx(0.072 * 730)
+
+
+def test_break_even_weighs_a_committed_node_against_spot_where_the_spot_pool_takes_its_hours() -> None:
+    """Fully interruptible work at 60 % off on Spot, no fallback; commitment at 35 % off (break-even 65 %).
+
+    A Spot pool as large as the demand: every elastic hour costs 40 % of list on Spot, cheaper than any commitment:
+    none pays. A Spot pool of 1 GPU: per committed GPU at base b the bill drops (1 - 0.6) P(d > b) + 0.6 P(d > b + 1):
+    b = 0: 0.4 + 0.6 = 1.0; b = 1: 0.4 + 0.6 x 0.7 = 0.82; b = 2: 0.28 + 0.42 = 0.70; b = 3: 0.28 + 0.12 = 0.40 < 0.65.
+    So 3 GPUs, where against on-demand alone the 4th (70 % busy) paid too."""
+    spot = SpotUse(share=1.0, off=0.6, fallback=0.0)
+    assert break_even_nodes(curve(), 1, 0.65, limit=100, spot=(spot, lambda n: 100.0)) == 0
+    assert break_even_nodes(curve(), 1, 0.65, limit=100, spot=(spot, lambda n: 1.0)) == 3
+    assert break_even_nodes(curve(), 1, 0.65, limit=100) == 4
+    # no Spot at all (an empty pool) is the on-demand rule, node for node
+    for per, be in ((1, 0.65), (2, 0.65), (3, 0.65), (8, 0.15), (1, 0.75)):
+        assert break_even_nodes(curve(), per, be, 100, spot=(spot, lambda n: 0.0)) == break_even_nodes(curve(), per, be, 100)
+
+
 def test_on_demand_only_keeps_the_same_floor_up() -> None:
     """No reserve, nothing kept up: elastic on-demand for the whole demand, 4.2 GPUs on average."""
-    bill = expected_bill(curve(), 0, 1, 1.0, 0.35, spot_share=0.0, spot_discount=0.6, fallback_share=0.1, hours=730)
+    bill = expected_bill(curve(), 0, 1, 1.0, 0.35, spot=None, spot_gpus=0, hours=730)
     assert bill.expected == bill.on_demand_only == pytest.approx(4.2 * 730)
-    kept = expected_bill(curve(), 2, 1, 1.0, 0.35, spot_share=0.0, spot_discount=0.6, fallback_share=0.1, hours=730, always_on_gpus=2)
+    kept = expected_bill(curve(), 2, 1, 1.0, 0.35, spot=None, spot_gpus=0, hours=730, always_on_gpus=2)
     assert kept.always_on == pytest.approx(2 * 730)
     assert kept.committed == pytest.approx(2 * 0.65 * 730)
     assert kept.on_demand == pytest.approx(0.8 * 730)  # above 2 + 2 GPUs

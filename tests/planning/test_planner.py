@@ -30,18 +30,34 @@ def entry(**kw: Any) -> dict[str, Any]:
     return {"team": "team-a", "class": "batch", "gpuModel": "L4", "p50": 0, **kw}
 
 
-def test_worked_coverage_and_spot_exposure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """P50 = P95 = 1,000 interruptible GPUs: GPU k is up 1 - 0.5 (k - 1) / 1000 of the time, 65 % for the 701st,
-    64.95 % for the 702nd, against the break-even of 35 % off (65 %): 701 reserved (70.1 % coverage), 299 Spot
-    (29.9 % exposure), nothing else needed. (Issue 11's 700 / 300 counted GPUs busy, not nodes billed.)"""
-    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p50=1000, p95=1000, interruptible=True)]})))
+def test_worked_coverage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """P50 = P95 = 1,000 GPUs, not interruptible: GPU k is up 1 - 0.5 (k - 1) / 1000 of the time, 65 % for the 701st,
+    64.95 % for the 702nd, against the break-even of 35 % off (65 %): 701 reserved (70.1 % coverage), 299 on-demand.
+    (Issue 11's 700 counted GPUs busy, not nodes billed.)"""
+    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p50=1000, p95=1000)]})))
     p = row(doc, "plan", "batch")
-    assert (p["reserved"], p["onDemand"], p["spot"]) == (701, 0, 299)
+    assert (p["reserved"], p["onDemand"], p["spot"]) == (701, 299, 0)
     assert p["coverage"] == 0.701
-    assert p["spotExposure"] == 0.299
-    assert p["nodes"] == {"reserved": 701, "onDemand": 0, "spot": 299}  # g6.xlarge: one L4 per node
+    assert p["nodes"] == {"reserved": 701, "onDemand": 299, "spot": 0}  # g6.xlarge: one L4 per node
     assert (p["instrument"], p["breakEvenUtilization"]) == ("savings-plan-1y", 0.65)
     assert p["reservedUtilization"] == pytest.approx(1 - 0.5 * 350.5 / 1000, abs=1e-4)  # mean busy 1 - 0.5 (k - 0.5) / 1000, k <= 701
+
+
+def test_worked_coverage_and_spot_exposure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same 1,000 GPUs, all interruptible: a committed GPU is weighed against the hours it would otherwise run,
+    partly on Spot. Spot takes up to its cap (30 % of P95: 300 GPUs) of the elastic GPUs; a Spot node-hour is 40 % of
+    g6.2xlarge's list ($0.39104, the dearest type listed), 51.4 % below g6.xlarge's $0.8048, and 10 % of Spot hours fall
+    back to on-demand, so a Spot hour saves c = 0.9 x 0.5141 = 46.3 % of list. Committing the GPU at base b (b < 700)
+    lowers the elastic bill by P(d > b) - c (P(d > b) - P(d > b + 300)) = 1 - b / 2000 - 0.15 c of list per hour, which
+    is at least 65 % while b <= 700 - 300 c = 561.2: 562 reserved, 300 on Spot (the cap), 138 on-demand. Before the
+    Spot pool was counted its hours were all priced at Spot, uncapped, and nothing was reserved at all."""
+    doc = plan_json(capsys, "--demand", str(write_demand(tmp_path, {"demand": [entry(p50=1000, p95=1000, interruptible=True)]})))
+    p = row(doc, "plan", "batch")
+    cat = load_catalog()
+    c = 0.9 * (1 - 0.4 * cat.instance("g6.2xlarge").price_per_hour / L4_HOUR)
+    assert 561 < 700 - 300 * c < 562
+    assert (p["reserved"], p["onDemand"], p["spot"]) == (562, 138, 300)
+    assert (p["coverage"], p["spotExposure"]) == (0.562, 0.3)
 
 
 def test_worked_saving_of_spot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

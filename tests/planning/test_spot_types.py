@@ -23,7 +23,7 @@ from gpu_platform.planning.planner import spot_types
 from gpu_platform.pools import node_groups
 from gpu_platform.spec.loader import load_stack_file
 from tests.conftest import ROOT
-from tests.planning.helpers import plan_json, row
+from tests.planning.helpers import plan_json, row, run_cli
 
 CATALOG = load_catalog()
 HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
@@ -96,7 +96,8 @@ def test_the_written_spot_pool_lists_the_types_and_its_fallback_group_holds_its_
         model = next(m["gpuModel"] for m in doc["plan"]["classes"] if m["class"] == pool.workload_class and m["spot"] and m["gpuModel"] != "any")
         plan = row(doc, "plan", pool.workload_class, model)
         if pool.name in kept:  # an existing Spot pool is resized in place, its types kept and listed
-            assert kept[pool.name] == {"pool": pool.name, "instanceTypes": list(pool.instance_types), "planned": plan["spotInstanceTypes"]}
+            k = kept[pool.name]
+            assert (k["instanceTypes"], k["planned"]) == (list(pool.instance_types), plan["spotInstanceTypes"])
         else:
             assert list(pool.instance_types) == plan["spotInstanceTypes"]
         quota = sum(q.gpus for t in spec.tenants for q in t.quotas if q.pool == pool.name)
@@ -129,3 +130,40 @@ def test_a_base_spot_pool_of_one_type_is_not_given_the_plans_spot(tmp_path: Path
     spec = load_stack_file(out, "out")
     planned = next(p for p in spec.node_pools if p.name in written["added"] and p.capacity == "spot" and p.workload_class == "inference")
     assert list(planned.instance_types) == ["g6.xlarge", "g6.2xlarge"]
+
+
+def test_kept_types_are_priced_beside_the_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """prod's infer-l4-spot lists g6.2xlarge to g6.16xlarge; the plan priced g6.xlarge and g6.2xlarge. Kept in place,
+    its Spot node-hour is the dearest kept type's estimate (g6.16xlarge x 0.4), not the plan's (g6.2xlarge x 0.4),
+    and the month at full size costs that difference x 730 h x the pool's max nodes more; an On-Demand pool's
+    node-hour is its first type's list (a managed node group launches On-Demand types in priority order)."""
+    out = tmp_path / "Pulumi.planned.yaml"
+    doc = plan_json(capsys, "--demand", str(ROOT / "examples" / "demand" / "teams.yaml"), "--stack", "prod", "--write-stack", str(out))
+    kept = {k["pool"]: k for k in doc["plan"]["writtenStack"]["instanceTypesKept"]}
+    off = 1 - doc["assumptions"]["spotDiscount"]
+    spot = kept["infer-l4-spot"]
+    price = {t: CATALOG.instance(t).price_per_hour or 0.0 for t in ("g6.xlarge", "g6.2xlarge", "g6.16xlarge")}
+    assert spot["nodeHour"] == round(price["g6.16xlarge"] * off, 4)
+    assert spot["plannedNodeHour"] == round(price["g6.2xlarge"] * off, 4)
+    spec = load_stack_file(out, "planned")
+    nodes = next(p for p in spec.node_pools if p.name == "infer-l4-spot").scaling
+    assert nodes is not None and spot["nodes"] == nodes.max_size > 0
+    assert spot["monthlyDifferenceAtFullSize"] == pytest.approx((price["g6.16xlarge"] - price["g6.2xlarge"]) * off * 730 * nodes.max_size, abs=0.01)
+    ondemand = kept["infer-l4-ondemand"]
+    assert ondemand["instanceTypes"][0] == "g6.2xlarge"
+    assert (ondemand["nodeHour"], ondemand["plannedNodeHour"]) == (price["g6.2xlarge"], price["g6.xlarge"])
+    code, text, _ = run_cli(capsys, "capacity", "plan", "--demand", str(ROOT / "examples" / "demand" / "teams.yaml"), "--stack", "prod")
+    assert code == 0 and "Kept pool" not in text  # only a written stack keeps pools
+    _, text, _ = run_cli(
+        capsys,
+        "capacity",
+        "plan",
+        "--demand",
+        str(ROOT / "examples" / "demand" / "teams.yaml"),
+        "--stack",
+        "prod",
+        "--write-stack",
+        str(tmp_path / "again.yaml"),
+    )
+    line = next(x for x in text.splitlines() if x.startswith("Kept pool infer-l4-spot's instance types"))
+    assert f"${spot['monthlyDifferenceAtFullSize']:,.0f} a month more at full size ({nodes.max_size} nodes)" in line

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
             "kept": list(merge.kept),
             "layoutsKept": [{"pool": p, "sharing": have, "planned": want} for p, have, want in merge.layouts_kept],
             "quotaChanges": [{"tenant": t, "pool": p, "before": a, "after": b} for t, p, a, b in merge.quota_changes],
-            "instanceTypesKept": [{"pool": p, "instanceTypes": list(have), "planned": list(want)} for p, have, want in merge.types_kept],
+            "instanceTypesKept": [k.priced(catalog, demand.options.spot_discount) for k in merge.types_kept],
         }
     if planned is not None:
         write_new(args.write_stack, planned, args.force, (path, args.demand))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
@@ -71,17 +72,18 @@ class Exceedance:
         """Time-weighted mean of min(demand, reserve): the reserve's GPUs in use."""
         return self.mean() - self.mean_above(reserve)
 
-    def elastic_gpus(self, reserve: float, gpus_per_node: int, ceiling: float = math.inf) -> float:
+    def elastic_gpus(self, reserve: float, gpus_per_node: int, ceiling: float = math.inf, cap: float = math.inf) -> float:
         """Mean GPUs billed on elastic nodes above the reserve: the excess rounded up to whole nodes at every instant.
 
         Demand above `ceiling` (the plan's full size) runs on no node: the plan holds no more, so none is billed.
+        With `cap`, the mean of min(those GPUs, cap): the part a pool of `cap` GPUs could take (SpotUse.gpu_hours).
         """
         g = gpus_per_node
 
         def nodes(v: float) -> int:
             return math.ceil(max(0.0, min(v, ceiling) - reserve) / g - EPS)
 
-        out = sum(s * g * nodes(v) for v, s in zip(self.values, self.shares, strict=True))
+        out = sum(s * min(g * nodes(v), cap) for v, s in zip(self.values, self.shares, strict=True))
         for a, b, m in self.pieces:
             # j nodes are up while the excess is in ((j - 1) g, j g]: weight by the piece's share of that range
             top = min(b, ceiling)
@@ -89,10 +91,10 @@ class Exceedance:
             while reserve + (j - 1) * g < top:
                 lo, hi = max(a, reserve + (j - 1) * g), min(top, reserve + j * g)
                 if hi > lo:
-                    out += m * (hi - lo) / (b - a) * j * g
+                    out += m * (hi - lo) / (b - a) * min(j * g, cap)
                 j += 1
             if b > ceiling:  # the piece's share above the ceiling is served at the ceiling
-                out += m * (b - max(a, ceiling)) / (b - a) * g * nodes(ceiling)
+                out += m * (b - max(a, ceiling)) / (b - a) * min(g * nodes(ceiling), cap)
         return out
 
 
@@ -160,7 +162,40 @@ def from_quantiles(p50: float, p95: float, p99: float, peak: float, factor: floa
     return Exceedance(curve.values, shares, tuple(x * weight for x in curve.tail_share), tuple(x * weight for x in curve.tail_mass), tuple(pieces))
 
 
-def break_even_nodes(curve: Exceedance, gpus_per_node: int, break_even: float, limit: int, given: int = 0) -> int:
+@dataclass(frozen=True)
+class SpotUse:
+    """How an interruptible class's elastic hours run on Spot: a `share` of the elastic GPUs at each instant, up to the Spot pool's size.
+
+    Elastic GPUs at an instant are E(t) (the excess above the floor, in whole nodes); Spot takes min(share x E(t), S)
+    of them, S the Spot pool's GPUs (the planner's Spot cap): the rest, and the `fallback` share of the Spot
+    GPU-hours after reclaims, run on on-demand. A Spot GPU-hour costs (1 - `off`) x list.
+    """
+
+    share: float
+    off: float
+    """The Spot node-hour below the planned type's list price, as a share of it."""
+    fallback: float
+
+    def gpu_hours(self, curve: Exceedance, floor: float, gpus_per_node: int, spot_gpus: float, ceiling: float = math.inf) -> float:
+        """E[min(share x E(t), spot_gpus)]: mean GPUs on Spot above `floor` committed and kept-up GPUs."""
+        if self.share <= 0 or spot_gpus <= 0:
+            return 0.0
+        return self.share * curve.elastic_gpus(floor, gpus_per_node, ceiling, spot_gpus / self.share)
+
+    @property
+    def saving(self) -> float:
+        """What one Spot GPU-hour saves against the same hour on demand, as a share of list (after fallback)."""
+        return (1 - self.fallback) * self.off
+
+
+def break_even_nodes(
+    curve: Exceedance,
+    gpus_per_node: int,
+    break_even: float,
+    limit: int,
+    given: int = 0,
+    spot: tuple[SpotUse, Callable[[int], float]] | None = None,
+) -> int:
     """Whole nodes to commit on top of `given` already-committed GPUs: the most nodes whose last one is up at least `break_even` of the time.
 
     Nodes are billed, not GPUs: on demand, node k (stacked on k - 1 nodes) costs its list price for every hour demand
@@ -168,10 +203,33 @@ def break_even_nodes(curve: Exceedance, gpus_per_node: int, break_even: float, l
     So it pays exactly when it would be up at least 1 - discount of the time (Exceedance.node_up). That share falls with
     each node stacked higher, so the first node below break-even ends the search; `limit` caps it at the nodes the
     group is planned for.
+
+    With `spot` (its terms and the Spot pool's GPUs when n nodes are committed), node k is weighed against what its
+    hours would cost uncommitted: some of them on Spot. Committing it lowers the elastic bill (in list GPU-hours)
+    from C(k - 1) to C(k), C(n) = E_n - saving x Spot_n (expected_bill's elastic part), and pays where that drop is at
+    least break_even x its GPUs. Up to whole-node rounding the drop per GPU is (1 - share x saving) P(d > b) +
+    share x saving x P(d > b + S / share), b the node's base: it falls as b rises, so the first node that does not pay
+    still ends the search. Where Spot's cap binds
+    (elastic demand far above the Spot pool), the node's hours would be on-demand and it pays as without Spot.
     """
-    n = 0
-    while n < limit and curve.node_up(given + n * gpus_per_node) >= break_even - EPS:
-        n += 1
+    g = gpus_per_node
+    if spot is None:
+        n = 0
+        while n < limit and curve.node_up(given + n * g) >= break_even - EPS:
+            n += 1
+        return n
+    terms, spot_gpus = spot
+
+    def elastic(n: int) -> float:
+        floor = given + n * g
+        return curve.elastic_gpus(floor, g) - terms.saving * terms.gpu_hours(curve, floor, g, spot_gpus(n))
+
+    n, cost = 0, elastic(0)
+    while n < limit:
+        after = elastic(n + 1)
+        if (cost - after) / g < break_even - EPS:
+            break
+        n, cost = n + 1, after
     return n
 
 
@@ -202,30 +260,31 @@ def expected_bill(
     gpus_per_node: int,
     list_gpu_hour: float,
     discount: float,
-    spot_share: float,
-    spot_discount: float,
-    fallback_share: float,
+    spot: SpotUse | None,
+    spot_gpus: float,
     hours: float,
     always_on_gpus: int = 0,
     given_gpus: int = 0,
     ceiling_gpus: float = math.inf,
     always_on_discount: float = 0.0,
 ) -> Bill:
-    """Expected monthly cost: R x (1 - discount) x price + A x price + elastic GPU-hours above R + A, a `spot_share` of them on Spot.
+    """Expected monthly cost: R x (1 - discount) x price + A x price + elastic GPU-hours above R + A, some of them on Spot.
 
     A is on-demand kept up whatever the demand (an SLA floor, the N+1 spare). Elastic GPUs are
-    billed in whole nodes at each instant (the excess rounded up to nodes); of the Spot GPU-hours a
-    `fallback_share` runs on on-demand after reclaims. `given_gpus` of the reserve are existing ODCRs,
+    billed in whole nodes at each instant (the excess rounded up to nodes); Spot takes its share of them at each
+    instant up to the `spot_gpus` the Spot pool holds (SpotUse), and of the Spot GPU-hours a fallback share runs on
+    on-demand after reclaims. `given_gpus` of the reserve are existing ODCRs,
     billed at list. Kept-up nodes are up every hour, so a commitment covers them too (`always_on_discount`: the
     instrument's discount where it is a Savings Plan or Reserved Instance). No instant bills more than
     `ceiling_gpus` (the plan's full size), so the expected bill never exceeds the full-size bill.
     """
-    above = curve.elastic_gpus(reserve_gpus + always_on_gpus, gpus_per_node, ceiling_gpus)
-    spot_hours = above * spot_share
+    floor = reserve_gpus + always_on_gpus
+    above = curve.elastic_gpus(floor, gpus_per_node, ceiling_gpus)
+    spot_hours = spot.gpu_hours(curve, floor, gpus_per_node, spot_gpus, ceiling_gpus) if spot is not None else 0.0
+    fallback = spot.fallback if spot is not None else 0.0
     committed = ((reserve_gpus - given_gpus) * (1 - discount) + given_gpus) * list_gpu_hour * hours
     always_on = always_on_gpus * list_gpu_hour * (1 - always_on_discount) * hours
-    on_demand = (above - spot_hours + spot_hours * fallback_share) * list_gpu_hour * hours
-    spot = spot_hours * (1 - fallback_share) * list_gpu_hour * (1 - spot_discount) * hours
-    floor = reserve_gpus + always_on_gpus
+    on_demand = (above - spot_hours + spot_hours * fallback) * list_gpu_hour * hours
+    spot_cost = spot_hours * (1 - fallback) * list_gpu_hour * (1 - spot.off) * hours if spot is not None else 0.0
     baseline = (floor + curve.elastic_gpus(floor, gpus_per_node, ceiling_gpus)) * list_gpu_hour * hours
-    return Bill(committed=committed, always_on=always_on, on_demand=on_demand, spot=spot, on_demand_only=baseline)
+    return Bill(committed=committed, always_on=always_on, on_demand=on_demand, spot=spot_cost, on_demand_only=baseline)

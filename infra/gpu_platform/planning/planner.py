@@ -19,7 +19,7 @@ from gpu_platform.catalog import Catalog, InstanceType
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.checks import SLA_CLASSES
 from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Allocatable, Demand, DemandGroup, Options, Shape
-from gpu_platform.planning.economics import Exceedance, break_even_nodes, curve_of_series, expected_bill, from_quantiles, from_series
+from gpu_platform.planning.economics import Exceedance, SpotUse, break_even_nodes, curve_of_series, expected_bill, from_quantiles, from_series
 from gpu_platform.planning.packing import MAX_EXACT_EVENTS, NodeShape, nodes_over
 from gpu_platform.planning.replay import Waits, nodes_for_wait
 from gpu_platform.planning.series import scaled
@@ -413,14 +413,28 @@ def plan_group(
     # The N+1 spare is kept up every hour (and committed): it serves demand above the nodes below it, so a reserved
     # node is judged stacked on the held ODCRs and the spare, or the spare's hours would be bought twice.
     spare = 1 if group.sla in opts.redundancy_slas and total_nodes > 0 and p95h > 0 else 0
-    be_nodes = given + break_even_nodes(curve, per, inst.break_even, max(0, total_nodes - given), (given + spare) * per)
-    # a stated stable floor for a class with an SLA: capacity held every hour anyway is cheapest committed
-    reserved_nodes = max(be_nodes, min(total_nodes, coverage_floor_nodes(group, opts, per)))
-    total_nodes = max(total_nodes, reserved_nodes)
     candidates = spot_types(itype, catalog, group.shape) if itype is not None and group.interruptible else ()
     diverse = candidates if len(candidates) >= 2 else ()  # one type is reclaimed all at once: its work stays on on-demand
     spot_room = min(opts.spot_cap * p95h, group.interruptible_p95 * grow) if diverse else 0.0
-    spot_nodes = min(total_nodes - reserved_nodes, math.floor(spot_room / per + EPS))
+    room_nodes = math.floor(spot_room / per + EPS)
+    spot_price = spot_use = None
+    if itype is not None and itype.price_per_hour is not None:
+        spot_price = max((t.price_per_hour or 0.0 for t in diverse), default=itype.price_per_hour) * (1 - opts.spot_discount)
+        if room_nodes:
+            # the Spot node-hour below the planned type's list price
+            spot_use = SpotUse(group.interruptible_share, 1 - spot_price / itype.price_per_hour, opts.spot_fallback_share)
+
+    def spot_gpus(n: int) -> float:
+        """The Spot pool's GPUs with n nodes committed above the held ones (it holds what the reserve leaves)."""
+        return max(0, min(total_nodes - given - n, room_nodes)) * per
+
+    # a committed node is weighed against the hours it would otherwise buy: on demand, or on Spot up to the Spot pool
+    limit = max(0, total_nodes - given)
+    be_nodes = given + break_even_nodes(curve, per, inst.break_even, limit, (given + spare) * per, (spot_use, spot_gpus) if spot_use else None)
+    # a stated stable floor for a class with an SLA: capacity held every hour anyway is cheapest committed
+    reserved_nodes = max(be_nodes, min(total_nodes, coverage_floor_nodes(group, opts, per)))
+    total_nodes = max(total_nodes, reserved_nodes)
+    spot_nodes = min(total_nodes - reserved_nodes, room_nodes)
     od_nodes = total_nodes - reserved_nodes - spot_nodes
     always_on = 0
     if production and total_nodes > 0 and reserved_nodes == 0:
@@ -432,18 +446,16 @@ def plan_group(
         always_on += 1
         basis += ", N+1"
     nodes = {"reserved": reserved_nodes, "onDemand": od_nodes, "spot": spot_nodes}
-    cost = baseline = expected = expected_od = spot_price = None
+    cost = baseline = expected = expected_od = None
     parts: dict[str, float] = {}
     if itype is not None and (total_nodes > 0 or itype.price_per_hour is not None):  # an idle group is priced too: $0
         price = list_price(itype, source, f"{group.workload_class}.{group.gpu_model}.instanceType")
         kept_discount = inst.discount if inst.kind in COMMITTED_KINDS else 0.0  # kept-up nodes are committed too
-        spot_price = max((t.price_per_hour or 0.0 for t in diverse), default=price) * (1 - opts.spot_discount)
-        spot_off = 1 - spot_price / price  # the Spot node-hour below the planned type's list price
+        spot_off = spot_use.off if spot_use is not None else 0.0
         elastic = od_nodes - always_on + spot_nodes * (1 - spot_off)
         hourly = price * ((reserved_nodes - given) * (1 - inst.discount) + given + always_on * (1 - kept_discount) + elastic)
         cost = hourly * HOURS_PER_MONTH
         baseline = price * (reserved_nodes + od_nodes + spot_nodes) * HOURS_PER_MONTH
-        spot_share = group.interruptible_share if spot_nodes else 0.0
         full = (reserved_nodes + od_nodes + spot_nodes) * per
         bill = expected_bill(
             served_curve(group, grow, full, group.sla in opts.queue_delay_hours) if group.series is not None else curve,
@@ -451,9 +463,8 @@ def plan_group(
             per,
             price / per,
             inst.discount,
-            spot_share,
-            spot_off,
-            opts.spot_fallback_share,
+            spot_use if spot_nodes else None,
+            spot_nodes * per,
             HOURS_PER_MONTH,
             always_on * per,
             given * per,

@@ -341,7 +341,7 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         for k in w.get("instanceTypesKept", []):
             lines.append(
                 f"Kept pool {k['pool']}'s instance types {', '.join(k['instanceTypes'])} (the plan priced {', '.join(k['planned'])}): a node "
-                "group's types do not change in place (EKS replaces the group), so change them in a pull request of their own."
+                "group's types do not change in place (EKS replaces the group), so change them in a pull request of their own." + kept_price(k)
             )
         for q in w.get("quotaChanges", []):
             lines.append(f"Quota moved: tenant {q['tenant']} on {q['pool']} {q['before']} -> {q['after']} GPUs.")
@@ -461,3 +461,17 @@ def render_markdown(doc: dict[str, Any], chart: str | None = None) -> str:
         lines += ["| " + " | ".join(SENS_HEAD) + " |", "|---|---|---:|---|---:|---:|"]
         lines += ["| " + " | ".join(r) + " |" for r in _sensitivity_rows(doc)]
     return "\n".join(lines)
+
+
+def kept_price(k: dict[str, Any]) -> str:
+    """What a kept pool's own types cost beside the plan's: a node-hour each and the month at full size."""
+    if k.get("nodeHour") is None or k.get("plannedNodeHour") is None:
+        return " Its types are not all priced in the catalog: the plan's bill does not cover them."
+    diff = k["monthlyDifferenceAtFullSize"]
+    if abs(diff) < 0.005:
+        return f" Same node-hour (${k['nodeHour']:.2f})."
+    more = "more" if diff > 0 else "less"
+    return (
+        f" A node-hour costs ${k['nodeHour']:.2f} on them against the plan's ${k['plannedNodeHour']:.2f}: "
+        f"${abs(diff):,.0f} a month {more} at full size ({k['nodes']} nodes), which the plan's bill leaves out."
+    )

@@ -27,6 +27,7 @@ from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.demand import WORKLOAD_CLASSES
 from gpu_platform.planning.planner import Plan
 from gpu_platform.planning.stackfile import _split, planned_pools
+from gpu_platform.pricing import HOURS_PER_MONTH
 from gpu_platform.spec.loader import PROJECT, spec_from_config
 from gpu_platform.spec.models import PlatformSpec
 
@@ -46,8 +47,46 @@ class Merge:
     """(pool, its sharing, the plan's): a pool's layout is never rewritten in place (the gate's sharing-layout-changed)."""
     quota_changes: tuple[tuple[str, str, int, int], ...] = ()
     """(tenant, pool, GPUs before, after) of every quota the merge moved, existing tenants' included."""
-    types_kept: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
-    """(pool, its instance types, the plan's): a node group's types are not changed in place (EKS replaces the group)."""
+    types_kept: tuple[TypesKept, ...] = ()
+    """A node group's types are not changed in place (EKS replaces the group): each pool whose types the plan's differ from."""
+
+
+@dataclass(frozen=True)
+class TypesKept:
+    """An existing pool resized in place with its own instance types, not the ones the plan priced."""
+
+    pool: str
+    have: tuple[str, ...]
+    planned: tuple[str, ...]
+    capacity: str
+    nodes: int
+    """The pool's written scaling max: the nodes the difference in price is paid on at full size."""
+
+    def node_hour(self, types: tuple[str, ...], catalog: Catalog, spot_discount: float) -> float | None:
+        """What a node-hour of the group costs; None where a type is outside the catalog or has no list price.
+
+        Spot at the dearest type's estimate (EC2 launches whichever type has capacity), otherwise the first type's list
+        price (EKS managed node groups launch On-Demand types with the prioritized strategy, in the order listed).
+        """
+        prices = [catalog.instance_types[t].price_per_hour if t in catalog.instance_types else None for t in types]
+        if not prices or any(p is None for p in prices):
+            return None
+        known = [p for p in prices if p is not None]
+        return max(known) * (1 - spot_discount) if self.capacity == "spot" else known[0]
+
+    def priced(self, catalog: Catalog, spot_discount: float) -> dict[str, Any]:
+        """The JSON entry: both types' node-hours and the monthly difference at full size (730 h x the pool's max nodes)."""
+        have, want = self.node_hour(self.have, catalog, spot_discount), self.node_hour(self.planned, catalog, spot_discount)
+        diff = (have - want) * self.nodes * HOURS_PER_MONTH if have is not None and want is not None else None
+        return {
+            "pool": self.pool,
+            "instanceTypes": list(self.have),
+            "planned": list(self.planned),
+            "nodeHour": None if have is None else round(have, 4),
+            "plannedNodeHour": None if want is None else round(want, 4),
+            "nodes": self.nodes,
+            "monthlyDifferenceAtFullSize": None if diff is None else round(diff, 2),
+        }
 
 
 def _yaml() -> YAML:
@@ -110,7 +149,7 @@ def merge_pools(seq: CommentedSeq, planned: list[dict[str, Any]], catalog: Catal
     names: dict[str, str] = {}
     updated, added = [], []
     layouts: list[tuple[str, str, str]] = []
-    types: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+    types: list[TypesKept] = []
     taken = {str(p.get("name")) for p in seq}
     original = len(seq)  # only the base's own pools are matched, never one this merge added
     for p in planned:
@@ -139,7 +178,7 @@ def merge_pools(seq: CommentedSeq, planned: list[dict[str, Any]], catalog: Catal
             layouts.append((str(base["name"]), _layout(base), _layout(p)))
         have = tuple(str(t) for t in base.get("instanceTypes") or [])
         if have != tuple(p["instanceTypes"]):
-            types.append((str(base["name"]), have, tuple(p["instanceTypes"])))
+            types.append(TypesKept(str(base["name"]), have, tuple(p["instanceTypes"]), str(p["capacity"]), int(p["scaling"]["max"])))
         names[p["name"]] = str(base["name"])
         updated.append(str(base["name"]))
     kept = tuple(str(seq[i].get("name")) for i in range(original) if i not in used)
