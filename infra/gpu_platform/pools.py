@@ -30,6 +30,15 @@ FALLBACK_SUFFIX = "-fallback"
 LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 GPU_RESOURCE = "nvidia.com/gpu"
+# DRA pools (`allocation: dra`, docs/dra.md): NVIDIA's DRA driver (chart dra-driver-nvidia-gpu) publishes the GPUs
+# as devices of its driver; the chart's DeviceClass `gpu.nvidia.com` selects whole GPUs (templates/deviceclass-gpu.yaml).
+LABEL_ALLOCATION = f"{DOMAIN}/gpu-allocation"  # "dra" on DRA pools: the DRA driver's kubelet plugin selects it
+LABEL_DEPLOY_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"  # "false": the GPU Operator keeps its plugin off the node
+DRA_DRIVER = "gpu.nvidia.com"
+DRA_GPU_CLASS = "gpu.nvidia.com"
+DRA_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
+DRA_GPU_RESOURCE = "dra.gpu-platform.io/gpu"
+"""The name Kueue counts claimed whole GPUs under (Configuration resources.deviceClassMappings): quota and flavors."""
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
 # On-prem nodes: the pool's taints as a JSON list, an annotation the platform owns on each Node. The
 # Ansible role k8s_node_taints reads it and merges the taints in (kubernetes.core.k8s_taint); Pulumi
@@ -117,9 +126,12 @@ def resources_per_gpu(pool: NodePool, catalog: Catalog) -> dict[str, int]:
     """Extended resources one physical GPU of this pool offers, by resource name.
 
     Whole GPUs: nvidia.com/gpu x1. Time-slicing/MPS (renamed): nvidia.com/gpu.shared x replicas.
-    MIG (mixed strategy): nvidia.com/mig-<profile> x count per GPU of the pool's layout.
+    MIG (mixed strategy): nvidia.com/mig-<profile> x count per GPU of the pool's layout. A DRA pool offers no
+    extended resource: its GPUs are claimed devices, which Kueue counts as DRA_GPU_RESOURCE x1.
     """
     s = pool.sharing
+    if is_dra(pool):
+        return {DRA_GPU_RESOURCE: 1}
     if s.mode in ("time-slicing", "mps"):
         assert s.replicas is not None
         return {SHARED_GPU_RESOURCE: s.replicas}
@@ -138,6 +150,16 @@ def resources_for_gpus(pool: NodePool, catalog: Catalog, gpus: int) -> dict[str,
 def pool_capacity(pool: NodePool, catalog: Catalog) -> dict[str, int]:
     """Every extended resource the pool offers at its maximum size."""
     return resources_for_gpus(pool, catalog, max_gpus(pool, catalog))
+
+
+def is_dra(pool: NodePool) -> bool:
+    """The pool's GPUs are allocated through DRA (ResourceClaims), not the device plugin."""
+    return pool.allocation == "dra"
+
+
+def dra_pools(spec: PlatformSpec) -> list[NodePool]:
+    """The stack's DRA pools, in declared order."""
+    return [p for p in spec.node_pools if is_dra(p)]
 
 
 def block_active(pool: NodePool, day: date) -> bool:
@@ -174,7 +196,7 @@ def whole_nodes(pool: NodePool) -> bool:
     """
     if pool.whole_nodes is not None:
         return pool.whole_nodes
-    return pool.workload_class == "training" and pool.sharing.mode == "none" and always_present(pool)
+    return pool.workload_class == "training" and pool.sharing.mode == "none" and not is_dra(pool) and always_present(pool)
 
 
 def topology_levels(pool: NodePool) -> tuple[str, ...]:
@@ -261,6 +283,9 @@ def node_labels(pool: NodePool, catalog: Catalog) -> dict[str, str]:
     elif gpu.supports_mig:
         # Pin MIG-capable GPUs that are not sliced to "MIG off", so mig-manager never guesses.
         labels[LABEL_MIG_CONFIG] = "all-disabled"
+    if is_dra(pool):
+        labels[LABEL_ALLOCATION] = "dra"
+        labels[LABEL_DEPLOY_DEVICE_PLUGIN] = "false"
     if is_interruptible(pool):
         labels[LABEL_INTERRUPTIBLE] = "true"
     if pool.efa:

@@ -17,7 +17,9 @@ from gpu_platform.catalog import Catalog
 from gpu_platform.engine import auto_name
 from gpu_platform.pools import (
     ANNOTATION_TAINTS,
+    DRA_GPU_RESOURCE,
     GPU_RESOURCE,
+    LABEL_ALLOCATION,
     LABEL_DEVICE_PLUGIN_CONFIG,
     LABEL_GPU_MODEL,
     LABEL_MIG_CONFIG,
@@ -178,7 +180,9 @@ class Pool:
         return None if self.gpus_per_node is None else self.nodes * self.gpus_per_node
 
     def resources_per_gpu(self, catalog: Catalog) -> dict[str, int] | None:
-        """Extended resources one GPU offers under the pool's sharing mode (None when unknown)."""
+        """Extended resources one GPU offers under the pool's sharing mode (None when unknown); a DRA pool's claimed GPUs."""
+        if self.labels.get(LABEL_ALLOCATION) == "dra":
+            return {DRA_GPU_RESOURCE: 1}
         if self.sharing in ("time-slicing", "mps"):
             return {SHARED_GPU_RESOURCE: self.replicas} if self.replicas else None
         if self.sharing == "mig":

@@ -11,7 +11,7 @@ import pytest
 from gpu_platform import efa, engine
 from gpu_platform.catalog import load_catalog
 from gpu_platform.engine import Plan, PlannedResource, auto_name, run_program
-from gpu_platform.pools import gpu_of, gpus_per_node, node_groups, resources_per_gpu
+from gpu_platform.pools import DRA_GPU_RESOURCE, gpu_of, gpus_per_node, node_groups, resources_per_gpu
 from gpu_platform.spec.loader import read_stack_config
 from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import load_lockfile
@@ -200,8 +200,9 @@ def test_gpu_pools_can_scale_from_zero(stack: str) -> None:
         assert asg_tags[f"{prefix}/node-template/label/gpu-platform.io/pool"] == pool.name
         per_node = gpus_per_node(pool, catalog)
         resources = {k.rsplit("/resources/", 1)[1]: v for k, v in asg_tags.items() if "/resources/" in k}
-        gpu_resources = {name: str(n * per_node) for name, n in resources_per_gpu(pool, catalog).items()}
-        # MIG and shared pools say 0 whole GPUs: the autoscaler's AWS template starts from the instance's GPU count.
+        # A DRA pool's claimed GPUs are devices, not a resource a node template can carry (its size is fixed: min = max).
+        gpu_resources = {name: str(n * per_node) for name, n in resources_per_gpu(pool, catalog).items() if name != DRA_GPU_RESOURCE}
+        # MIG, shared and DRA pools say 0 whole GPUs: the autoscaler's AWS template starts from the instance's GPU count.
         whole = {} if "nvidia.com/gpu" in gpu_resources else {"nvidia.com/gpu": "0"}
         assert resources == {**whole, **gpu_resources, **efa.node_resources(pool, catalog)}
         if pool.efa:  # a zero-node EFA pool must still be known to offer EFA devices and hugepages

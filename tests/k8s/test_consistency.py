@@ -5,8 +5,8 @@ from __future__ import annotations
 from gpu_platform.behaviour.volcano import podgroup_queue
 from gpu_platform.catalog import load_catalog
 from gpu_platform.k8s import kueue
-from gpu_platform.k8s.tenants import ceiling_resources, nominal_resources
-from gpu_platform.pools import fallback_taint, has_fallback, node_labels, node_taints, pool_capacity, resources_per_gpu
+from gpu_platform.k8s.tenants import ceiling_resources, nominal_resources, quota_key
+from gpu_platform.pools import DRA_GPU_RESOURCE, fallback_taint, has_fallback, node_labels, node_taints, pool_capacity, resources_per_gpu
 from tests.conftest import spec_for
 from tests.k8s.helpers import helm_values, objects, one
 
@@ -17,7 +17,7 @@ def _gpu_flavors(cq: dict) -> dict[str, dict[str, dict]]:
     for group in cq["spec"]["resourceGroups"]:
         for flavor in group["flavors"]:
             for r in flavor["resources"]:
-                if r["name"].startswith("nvidia.com/"):
+                if r["name"].startswith("nvidia.com/") or r["name"] == DRA_GPU_RESOURCE:
                     out.setdefault(flavor["name"], {})[r["name"]] = r
     return out
 
@@ -115,10 +115,12 @@ def test_quota_covers_every_gpu_resource_of_the_stack(stack: str) -> None:
     offered = {r for p in spec.node_pools for r in pool_capacity(p, catalog)}
     for tenant in spec.tenants:
         hard = one(stack, "ResourceQuota", "gpu-quota", tenant.ns)["spec"]["hard"]
-        assert {k.removeprefix("requests.") for k in hard if k.startswith("requests.nvidia.com/")} == offered
+        # A DRA pool's GPUs are counted as claimed devices of class gpu.nvidia.com (resource_claims.go), not requested.
+        assert {k.removeprefix("requests.") for k in hard if k.startswith("requests.nvidia.com/")} == offered - {DRA_GPU_RESOURCE}
+        assert ("gpu.nvidia.com.deviceclass.resource.k8s.io/devices" in hard) == (DRA_GPU_RESOURCE in offered)
         assert {"requests.cpu", "requests.memory", "pods"} <= hard.keys()
         for name, n in ceiling_resources(spec, catalog, tenant).items():
-            assert int(hard[f"requests.{name}"]) == n >= nominal_resources(spec, catalog, tenant).get(name, 0)
+            assert int(hard[quota_key(name)]) == n >= nominal_resources(spec, catalog, tenant).get(name, 0)
 
 
 def test_prod_mig_tenants_get_mig_quota() -> None:

@@ -25,7 +25,18 @@ from tests.journeys.journey import assert_refused
 from tests.k8s.charts import crd_groups, dependencies
 from tests.k8s.test_charts import rendered
 
-BUILT_IN_GROUPS = ("", "batch", "apps", "kueue.x-k8s.io", "batch.volcano.sh", "networking.k8s.io", "policy", "scheduling.volcano.sh")
+# Groups tenants reach that are no job API: built-in kinds, Kueue's and Volcano's own, and DRA claims (resource.k8s.io, read-only)
+BUILT_IN_GROUPS = (
+    "",
+    "batch",
+    "apps",
+    "kueue.x-k8s.io",
+    "batch.volcano.sh",
+    "networking.k8s.io",
+    "policy",
+    "scheduling.volcano.sh",
+    "resource.k8s.io",
+)
 
 
 def _kueue_config(stack: str) -> dict[str, Any]:

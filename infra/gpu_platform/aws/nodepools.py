@@ -18,7 +18,7 @@ from gpu_platform import efa
 from gpu_platform.aws import golden_image
 from gpu_platform.aws.node_repair import node_repair_config
 from gpu_platform.catalog import Catalog
-from gpu_platform.pools import GPU_RESOURCE, gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
+from gpu_platform.pools import DRA_GPU_RESOURCE, GPU_RESOURCE, gpu_of, gpus_per_node, node_counts, node_labels, node_taints, resources_per_gpu
 from gpu_platform.spec.models import NodePool
 from gpu_platform.versions import Lockfile
 
@@ -178,6 +178,8 @@ def node_template_tags(pool: NodePool, catalog: Catalog) -> dict[str, str]:
         # for whole GPUs scales this group up and still never fits.
         tags[f"{AUTOSCALER}/node-template/resources/{GPU_RESOURCE}"] = "0"
     for resource, per_gpu in offered.items():
+        if resource == DRA_GPU_RESOURCE:
+            continue  # claimed devices, not an extended resource the node offers: a DRA pool has a fixed size (docs/dra.md)
         tags[f"{AUTOSCALER}/node-template/resources/{resource}"] = str(per_gpu * per_node)
     # An EFA pool scaled to zero must still be known to offer EFA devices and hugepages, or a pending
     # training pod asking for them never triggers a scale-up.

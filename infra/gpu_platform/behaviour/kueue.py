@@ -110,6 +110,8 @@ class PodSet:
     spec: Mapping[str, Any]
     annotations: Mapping[str, str] = field(default_factory=dict)
     """Where Kueue reads a pod set's topology request (jobframework tas.go podSetTopologyRequestBuilder: Template.Annotations)."""
+    claimed: Mapping[str, int] = field(default_factory=dict)
+    """Per pod, the devices its ResourceClaimTemplates claim under their mapped names (behaviour.dra.kueue_claim_requests)."""
 
 
 def _template(holder: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, str]]:
@@ -404,6 +406,18 @@ def pod_requests(spec: Mapping[str, Any], excluded_prefixes: Sequence[str] = ())
     return {k: v for k, v in total.items() if not any(k.startswith(p) for p in excluded_prefixes)}
 
 
+def podset_requests(ps: PodSet, excluded_prefixes: Sequence[str] = ()) -> dict[str, Decimal]:
+    """One pod's requests in Kueue's Workload: its containers' (pod_requests) plus its claims' mapped devices.
+
+    kueue pkg/controller/core/workload_controller.go adds GetResourceRequestsForResourceClaimTemplates' sums to the
+    pod set's requests before quota is reserved.
+    """
+    out = pod_requests(ps.spec, excluded_prefixes)
+    for k, v in ps.claimed.items():
+        out[k] = out.get(k, Decimal(0)) + Decimal(v)
+    return out
+
+
 @dataclass(frozen=True)
 class FlavorChoice:
     """The flavor Kueue assigns one pod set's resource group, or why none fits."""
@@ -482,7 +496,7 @@ def assign_flavors(
     when_borrow = (spec.get("flavorFungibility") or {}).get("whenCanBorrow", "MayStopSearch")
     out: list[FlavorChoice] = []
     for ps in workload.pod_sets:
-        requests = {k: v * ps.count for k, v in pod_requests(ps.spec, excluded_prefixes).items() if v > 0}
+        requests = {k: v * ps.count for k, v in podset_requests(ps, excluded_prefixes).items() if v > 0}
         for name in sorted(requests):
             if not any(name in g.get("coveredResources", []) for g in groups):
                 out.append(FlavorChoice(ps.name, (name,), None, False, (f"resource {name} unavailable in ClusterQueue {cq['metadata']['name']}",)))

@@ -1,7 +1,8 @@
 """The stages a workload passes through, in order, each reproducing one component (gpu_platform.behaviour).
 
 namespace -> api -> admission-policy -> pod-resources (a Pod) -> kueue-managed -> local-queue -> priority ->
-kueue-resources -> kueue-flavor -> kueue-fallback -> pod-admission -> pod-resources (a job's pods) -> node-pool ->
+kueue-resources -> resource-claims (pods with `resourceClaims`: DRA) ->
+kueue-flavor -> kueue-fallback -> pod-admission -> pod-resources (a job's pods) -> node-pool ->
 network -> device-resources -> autoscaler -> volcano -> capacity. A blocked stage ends the walk: what follows
 it never happens. `network` asks the NetworkPolicy evaluator (gpu_platform.behaviour.networkpolicy) whether
 the pods reach DNS, the API server and their data; a path that is closed is a warning (the pods run, and fail at what they cannot reach).
@@ -18,6 +19,7 @@ from gpu_platform.behaviour import (
     admission,
     core_validation,
     decode,
+    dra,
     kueue,
     kueue_tas,
     limitrange,
@@ -31,6 +33,7 @@ from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.explain.view import PoolView, StackView
 from gpu_platform.k8s.kueue import CPU_FLAVOR, WHOLE_NODES_QUEUE
 from gpu_platform.k8s.tenant_network import cluster_services, destinations
+from gpu_platform.k8s.tenants import device_quota_key
 from gpu_platform.pools import gpus_per_node, spot_quota_gpus
 
 Result = Literal["ok", "blocked", "warning"]
@@ -107,6 +110,7 @@ class Walk:
         self.submitted: kueue.Workload | None = None  # the Workload as built from the object, before Kueue adjusts it
         self.choices: list[kueue.FlavorChoice] = []
         self.cq: Mapping[str, Any] = {}
+        self.devices: dict[str, dict[str, int]] = {}  # pod set -> DeviceClass -> devices one pod claims (DRA)
 
     def add(self, stage: str, result: Result, detail: str, source: str, capacity: bool = False) -> None:
         """Record a step; a blocked one ends the walk."""
@@ -126,6 +130,7 @@ class Walk:
             self.local_queue()
             self.priority()
             self.kueue_resources()
+            self.resource_claims()
             self.flavor()
             self.topology()
             self.fallback()
@@ -319,6 +324,87 @@ class Walk:
         if errors:
             self.add("kueue-resources", "blocked", f"the Workload stays pending (QuotaReserved=False): {'; '.join(errors)}", src)
         self.add("kueue-resources", "ok", "requests after LimitRange defaults are within the containers' limits", src)
+
+    def resource_claims(self) -> None:
+        """Pods that claim devices through DRA: the templates, Kueue's count of them, and the namespace's device quota.
+
+        gpu_platform.behaviour.dra `kueue_claim_requests` (kueue pkg/dra/claims.go; a named ResourceClaim is
+        inadmissible); the resourceclaim controller creates each pod's claims from the templates (a missing template:
+        no claim, the pod stays pending), and the ResourceQuota admission counts their devices per DeviceClass
+        (kubernetes pkg/quota/v1/evaluator/core/resource_claims.go). Kueue adds the mapped counts to the pod sets'
+        requests, so flavor assignment below charges them to quota.
+        """
+        sets = list(self.workload.pod_sets) if self.workload is not None else kueue.pod_sets(self.obj, self.view.runtimes)
+        if not any(ps.spec.get("resourceClaims") for ps in sets):
+            return
+        src = (
+            "kueue pkg/dra/claims.go GetResourceRequestsForResourceClaimTemplates, countDevicesPerClass; pkg/workload/workload.go "
+            "HasResourceClaim; kubernetes pkg/controller/resourceclaim, pkg/quota/v1/evaluator/core/resource_claims.go"
+        )
+        ns = self.out.namespace
+        templates = {str(t["metadata"]["name"]): t for t in self.view.of_kind("ResourceClaimTemplate", ns)}
+        mappings = ((self.view.kueue_config or {}).get("resources") or {}).get("deviceClassMappings") or []
+        quotas = self.view.of_kind("ResourceQuota", ns)
+        used: dict[str, int] = {}
+        lines: list[str] = []
+        unseen: list[str] = []
+        adjusted: list[kueue.PodSet] = []
+        for ps in sets:
+            if not ps.spec.get("resourceClaims"):
+                adjusted.append(ps)
+                continue
+            # Without Kueue nothing maps classes to quota names: count every class as itself.
+            claims = dra.kueue_claim_requests(ps.spec, templates, mappings if self.workload is not None else dra.identity_mappings(templates))
+            if claims.missing_template is not None:
+                have = ", ".join(sorted(templates)) or "none"
+                detail = (
+                    f"pod set {ps.name}: ResourceClaimTemplate {ns}/{claims.missing_template} does not exist, so no claim is made for the "
+                    f"pods and they stay pending; this namespace's templates: {have}"
+                )
+                self.add("resource-claims", "blocked", detail, src)
+            if claims.error is not None and self.workload is not None:
+                self.add("resource-claims", "blocked", f"pod set {ps.name}: the Workload is inadmissible (QuotaReserved=False): {claims.error}", src)
+            for cls, n in claims.devices.items():
+                used[cls] = used.get(cls, 0) + n * ps.count
+            self.devices[ps.name] = dict(claims.devices)
+            containers = list(ps.spec.get("containers") or []) + list(ps.spec.get("initContainers") or [])
+            seen = {str(c.get("name")) for ctr in containers for c in ((ctr.get("resources") or {}).get("claims") or [])}
+            unseen += [f"pod set {ps.name}: {rc.get('name')}" for rc in ps.spec.get("resourceClaims") or [] if str(rc.get("name")) not in seen]
+            adjusted.append(kueue.PodSet(ps.name, ps.count, ps.spec, ps.annotations, claims.requests))
+            counted = ", ".join(f"{n} {k}" for k, n in sorted(claims.requests.items()))
+            lines.append(
+                f"pod set {ps.name}: each pod claims "
+                + ", ".join(f"{n} {c} device(s)" for c, n in sorted(claims.devices.items()))
+                + (f"; Kueue counts them as {counted}" if self.workload is not None else "")
+            )
+        for q in quotas:
+            hard = (q.get("spec") or {}).get("hard") or {}
+            for cls, n in sorted(used.items()):
+                key = device_quota_key(cls)
+                if key in hard and n > int(parse_quantity(hard[key])):
+                    detail = (
+                        f"resourceclaims are forbidden: exceeded quota: {q['metadata']['name']}, requested: {key}={n}, used: {key}=0, "
+                        f"limited: {key}={hard[key]} (the pods' claims are refused at creation)"
+                    )
+                    self.add("resource-claims", "blocked", detail, src)
+        if self.workload is not None:
+            self.workload = kueue.Workload(
+                self.workload.kind,
+                self.workload.name,
+                self.workload.namespace,
+                tuple(adjusted),
+                self.workload.queue_name,
+                self.workload.priority_class,
+                self.workload.notes,
+            )
+        self.add("resource-claims", "ok", "; ".join(lines) + "; within the namespace's device quota", src)
+        if unseen:
+            # kubelet cm/dra manager: a container gets the CDI devices of the claims its resources.claims lists, only those.
+            detail = (
+                f"claims no container lists in resources.claims ({', '.join(unseen)}): the devices are allocated and charged, "
+                "but no container sees them"
+            )
+            self.add("resource-claims", "warning", detail, "kubernetes pkg/kubelet/cm/dra manager.go GetResources (container claims only)")
 
     # --- Kueue flavor assignment ---------------------------------------------------------------
     def flavor(self) -> None:
@@ -518,7 +604,7 @@ class Walk:
         wanted = [p for p in self.view.pools if scheduler.affinity_matches(own, p.labels)]
         asks = sorted(k for k, v in kueue.pod_requests(spec).items() if v > 0 and "/" in k)
         if wanted and len(wanted) < len(self.view.pools):
-            picked = "; ".join(f"pool {p.pool.name}, which advertises {', '.join(sorted(k for k in p.allocatable if '/' in k))}" for p in wanted)
+            picked = "; ".join(f"pool {p.pool.name}, which {_offers(p)}" for p in wanted)
             flavors = ", ".join(sorted({str(c.flavor) for c in self.choices if c.pod_set == name and c.flavor}))
             held = f"; Kueue admitted it on flavor {flavors}, whose node labels exclude those pools: the pods stay pending" if flavors else ""
             return f"pod set {name} asks {', '.join(asks)}; the pods select {picked}{held}"
@@ -575,7 +661,10 @@ class Walk:
 
     def device_resources(self, pools: dict[str, list[PoolView]]) -> dict[str, list[PoolView]]:
         """NodeResourcesFit of each pod against what one node of each pool advertises, and room for the pod set."""
-        src = "kube-scheduler noderesources/fit.go fitsRequest; NVIDIA device plugin resources per pool (gpu_platform.pools.resources_per_gpu)"
+        src = (
+            "kube-scheduler noderesources/fit.go fitsRequest; NVIDIA device plugin resources per pool (gpu_platform.pools.resources_per_gpu); "
+            "dynamicresources Filter (claims' devices from the node's ResourceSlices, gpu_platform.behaviour.dra.node_fits)"
+        )
         fitting: dict[str, list[PoolView]] = {}
         lines = []
         for name, count, spec in self.pod_sets():
@@ -584,12 +673,20 @@ class Walk:
                 fitting[name] = pools.get(name, [])
                 continue
             ok, why = [], []
+            claimed = self.devices.get(name, {})
             for p in pools.get(name, []):
                 short = scheduler.insufficient(_checkable(requests, p.allocatable), p.allocatable)
                 if short:
                     why.append(f"{p.pool.name}: " + ", ".join(short))
                     continue
+                refused = dra.node_fits(claimed, p.devices)
+                if refused:
+                    kind = "a device-plugin pool" if not p.devices else "a DRA pool"
+                    why.append(f"{p.pool.name} ({kind}): {refused}")
+                    continue
                 per_node = _pods_per_node(requests, p.allocatable)
+                if claimed:
+                    per_node = min([per_node, *(p.devices[c] // n for c, n in claimed.items() if n > 0)])
                 if per_node * p.max_nodes < count:
                     why.append(f"{p.pool.name}: {count} pods need {-(-count // per_node)} nodes, the pool has at most {p.max_nodes}")
                     continue
@@ -732,8 +829,16 @@ def _checkable(requests: Mapping[str, Decimal], allocatable: Mapping[str, Any]) 
     return {k: v for k, v in requests.items() if k in allocatable or "/" in k or k.startswith("hugepages-")}
 
 
+def _offers(pool: PoolView) -> str:
+    """What a pool's nodes give pods: extended resources, or (DRA) devices by ResourceClaim only."""
+    if pool.devices:
+        return f"gives GPUs only by ResourceClaim (DRA devices of class {', '.join(sorted(pool.devices))}, no extended resource)"
+    return f"advertises {', '.join(sorted(k for k in pool.allocatable if '/' in k))}"
+
+
 def _asks_gpu(spec: Mapping[str, Any]) -> bool:
-    return any(k.startswith("nvidia.com/") and v > 0 for k, v in kueue.pod_requests(spec).items())
+    """A GPU by extended resource (the device plugin) or by ResourceClaim (DRA)."""
+    return bool(spec.get("resourceClaims")) or any(k.startswith("nvidia.com/") and v > 0 for k, v in kueue.pod_requests(spec).items())
 
 
 def _pods_per_node(requests: Mapping[str, Decimal], allocatable: Mapping[str, Any]) -> int:

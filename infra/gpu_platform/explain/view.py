@@ -19,7 +19,7 @@ from gpu_platform.behaviour.autoscaler import TemplateNode, template_node
 from gpu_platform.behaviour.volcano import CHART_DEFAULT_ADMISSIONS
 from gpu_platform.catalog import Catalog
 from gpu_platform.efa import node_resources as efa_node_resources
-from gpu_platform.k8s import job_apis, kueue, tenants, volcano
+from gpu_platform.k8s import dra, job_apis, kueue, tenants, volcano
 from gpu_platform.k8s.isolation import (
     gpu_nodes_policy,
     gpu_nodes_policy_binding,
@@ -33,7 +33,18 @@ from gpu_platform.k8s.isolation import (
 from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_jobs_policy
 from gpu_platform.k8s.tenant_network import network_policies, s3_peers
 from gpu_platform.plan_ids import PLANNED_S3_PREFIX_LIST
-from gpu_platform.pools import gpu_of, gpus_per_node, node_counts, node_groups, node_labels, node_taints, resources_per_gpu
+from gpu_platform.pools import (
+    DRA_GPU_CLASS,
+    DRA_GPU_RESOURCE,
+    gpu_of,
+    gpus_per_node,
+    is_dra,
+    node_counts,
+    node_groups,
+    node_labels,
+    node_taints,
+    resources_per_gpu,
+)
 from gpu_platform.spec.models import NodePool, PlatformSpec
 
 Manifest = dict[str, Any]
@@ -56,6 +67,8 @@ class PoolView:
     taints: tuple[Mapping[str, str], ...]
     allocatable: Mapping[str, str]
     """What one node of the pool advertises (device plugins' resources, EFA, hugepages, cpu, memory)."""
+    devices: Mapping[str, int]
+    """DRA pools: DeviceClass -> devices one node's ResourceSlices publish that the class selects (none elsewhere)."""
     min_nodes: int
     max_nodes: int
     template: TemplateNode | None
@@ -65,7 +78,9 @@ class PoolView:
 def pool_view(spec: PlatformSpec, catalog: Catalog, pool: NodePool) -> PoolView:
     """Labels, taints and per-node resources of a pool, from gpu_platform.pools (EKS node groups and on-prem patches read the same)."""
     per_node = gpus_per_node(pool, catalog)
-    allocatable = {name: str(n * per_node) for name, n in resources_per_gpu(pool, catalog).items()}
+    # A DRA pool advertises no GPU extended resource: its kubelet plugin publishes one gpu.nvidia.com device per GPU.
+    allocatable = {name: str(n * per_node) for name, n in resources_per_gpu(pool, catalog).items() if name != DRA_GPU_RESOURCE}
+    devices = {DRA_GPU_CLASS: per_node} if is_dra(pool) else {}
     allocatable |= efa_node_resources(pool, catalog)
     taints = tuple({"key": t.key, "value": t.value, "effect": t.effect} for t in node_taints(pool))
     lo, _, hi = node_counts(pool)
@@ -78,7 +93,7 @@ def pool_view(spec: PlatformSpec, catalog: Catalog, pool: NodePool) -> PoolView:
         template = template_node(instance.vcpu, instance.memory_gib * 1024, instance.gpus, node_template_tags(pool, catalog), labels, taints)
     else:
         labels = node_labels(pool, catalog)
-    return PoolView(pool, labels, taints, allocatable, lo, hi, template)
+    return PoolView(pool, labels, taints, allocatable, devices, lo, hi, template)
 
 
 class StackView:
@@ -98,6 +113,7 @@ class StackView:
         out += tenants.priority_classes()
         out += [priority_policy(spec), priority_policy_binding(), gpu_nodes_policy(), gpu_nodes_policy_binding()]
         out += job_apis.runtimes(spec)
+        out += [m for t in spec.tenants for m in dra.tenant_templates(spec, t)]
         if spec.tenants:
             out += [owned_policy(spec), owned_policy_binding(), load_balancers_policy(), load_balancers_policy_binding()]
         s3 = s3_peers(PLANNED_S3_PREFIX_LIST)  # what the offline engine's plan names (plan_ids)

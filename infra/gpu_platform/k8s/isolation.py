@@ -37,6 +37,7 @@ from gpu_platform.pools import (
     LABEL_SPOT_FALLBACK,
     LABEL_TIER,
     LABEL_WORKLOAD,
+    dra_pools,
 )
 from gpu_platform.spec.models import PlatformSpec
 
@@ -89,6 +90,10 @@ def tenant_rules(spec: PlatformSpec) -> list[tuple[tuple[str, ...], tuple[str, .
     rules = list(TENANT_RULES)
     for _, _, group, _, plural in job_apis.kinds(spec):
         rules.append(((group,), (plural,), (*READ, *WRITE)))
+    if dra_pools(spec):
+        # DRA: tenants read the platform's claim templates and the claims made from them; they create neither
+        # (a claim of their own could name any DeviceClass), so every claim is one of gpu_platform.k8s.dra's.
+        rules.append((("resource.k8s.io",), ("resourceclaimtemplates", "resourceclaims"), tuple(READ)))
     if spec.queueing.job_apis.trainer:
         # A tenant's own TrainingRuntime could carry any pod template (priority, tolerations): the platform's
         # ClusterTrainingRuntimes only, read through the TrainJob.
@@ -386,7 +391,10 @@ def gpu_nodes_policy() -> Manifest:
                 "name": "asksGpu",
                 "expression": (
                     f"variables.containers.exists(c, {limits} && c.resources.limits.exists(k, "
-                    "k.startsWith('nvidia.com/') && !(string(c.resources.limits[k]) in ['0', '0m'])))"
+                    "k.startsWith('nvidia.com/') && !(string(c.resources.limits[k]) in ['0', '0m']))) || "
+                    # DRA pools: GPUs come by ResourceClaim (tenants create no claim or template of their own, so
+                    # every claim is one of the platform's GPU templates, gpu_platform.k8s.dra)
+                    "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)"
                 ),
             },
             {
@@ -425,6 +433,16 @@ def gpu_nodes_policy() -> Manifest:
             {
                 "expression": "variables.asksGpu || !variables.takesNodeDevices",
                 "message": "EFA devices and hugepages come with the GPUs of their node: request a GPU resource (nvidia.com/...) with them",
+                "reason": "Forbidden",
+            },
+            {
+                # kueue pkg/workload/workload.go HasResourceClaim: a pod naming a ResourceClaim is never counted against
+                # quota (only templates are, pkg/dra/claims.go); refused here at once instead of pending forever.
+                "expression": "!has(object.spec.resourceClaims) || object.spec.resourceClaims.all(c, has(c.resourceClaimTemplateName))",
+                "message": (
+                    "a tenant pod claims devices through the namespace's ResourceClaimTemplates (resourceClaimTemplateName: gpu, "
+                    "gpu-2, gpu-4 or gpu-8), not a named ResourceClaim, which no quota counts"
+                ),
                 "reason": "Forbidden",
             },
             {

@@ -24,6 +24,8 @@ from gpu_platform.k8s.gpu_operator import controller_node_selector
 from gpu_platform.k8s.objects import KUEUE_NAMESPACE, LABEL_TENANT, Manifest, create, metadata, release_in_namespace, tolerations
 from gpu_platform.k8s.tenants import PRIORITY_TEXT, PRIORITY_VALUES
 from gpu_platform.pools import (
+    DRA_GPU_CLASS,
+    DRA_GPU_RESOURCE,
     GPU_RESOURCE,
     LABEL_GPU_MODEL,
     LABEL_POOL,
@@ -31,6 +33,7 @@ from gpu_platform.pools import (
     LABEL_TIER,
     LABEL_WORKLOAD,
     block_active,
+    dra_pools,
     fallback_taint,
     gpu_of,
     has_fallback,
@@ -393,18 +396,50 @@ def excluded_resources_config(spec: PlatformSpec) -> dict[str, Any]:
     prefixes = list(UNGATED_PREFIXES)
     if efa_pools(spec):
         prefixes += [p for p in KUEUE_EXCLUDED_PREFIXES if p not in prefixes]
-    return {"resources": {"excludeResourcePrefixes": prefixes}}
+    resources: dict[str, Any] = {"excludeResourcePrefixes": prefixes}
+    if dra_pools(spec):
+        resources["deviceClassMappings"] = device_class_mappings()
+    return {"resources": resources}
+
+
+def device_class_mappings() -> list[dict[str, Any]]:
+    """`resources.deviceClassMappings`: claimed whole GPUs (DeviceClass gpu.nvidia.com) count as DRA_GPU_RESOURCE.
+
+    Kueue (the lockfile's release, feature gate DynamicResourceAllocation) adds to each pod set's requests, per
+    ResourceClaimTemplate request of a mapped class, its device count under the mapped name (behaviour.dra
+    `kueue_claim_requests`); ClusterQueues cover that name on the DRA pools' flavors. A claim of a class no mapping
+    names leaves the workload inadmissible, so MIG and VFIO claims are never admitted here.
+    """
+    return [{"name": DRA_GPU_RESOURCE, "deviceClassNames": [DRA_GPU_CLASS]}]
+
+
+def feature_gates(spec: PlatformSpec) -> list[dict[str, Any]]:
+    """Kueue feature gates set against their defaults: on a stack with DRA pools, DRA-backed extended resources off.
+
+    kueue (the lockfile's release) pkg/features/kube_features.go turns KueueDRAIntegrationExtendedResource on by
+    default; pkg/dra/extended_resources.go `resolveQuotaKey` then charges a container's `nvidia.com/gpu` to the
+    mapped name of the DeviceClass whose `spec.extendedResourceName` is `nvidia.com/gpu`, and the DRA driver's
+    `gpu.nvidia.com` class declares exactly that (templates/deviceclass-gpu.yaml, resource.k8s.io/v1). Where the
+    API server keeps the field (feature gate DRAExtendedResource), every device-plugin GPU pod would be counted as
+    a DRA GPU and find no quota on the device-plugin flavors. Off, whole GPUs and claimed GPUs stay apart.
+    """
+    if not dra_pools(spec):
+        return []
+    return [{"name": "KueueDRAIntegrationExtendedResource", "enabled": False}]
 
 
 def kueue_values(spec: PlatformSpec) -> dict[str, Any]:
     """Helm values of the Kueue chart."""
+    manager: dict[str, Any] = {
+        "nodeSelector": controller_node_selector(spec),
+        "replicas": 2,
+        "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+    }
+    if feature_gates(spec):
+        manager["featureGates"] = feature_gates(spec)
     return {
         "enablePrometheus": True,
-        "controllerManager": {
-            "nodeSelector": controller_node_selector(spec),
-            "replicas": 2,
-            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
-        },
+        "controllerManager": manager,
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config(spec), sort_keys=False)},
         "metrics": {"prometheusNamespace": spec.monitoring.namespace},
     }

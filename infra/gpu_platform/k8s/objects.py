@@ -88,12 +88,14 @@ def release_in_namespace(
     values: dict[str, Any],
     provider: k8s.Provider,
     after: Sequence[pulumi.Resource] = (),
+    privileged: bool = False,
 ) -> k8s.helm.v3.Release:
     """A platform namespace (`<name>-namespace`) and the pinned release installed into it (`<name>-release`).
 
-    `after`: releases that must be installed first (they bring CRDs this release's objects use).
+    `after`: releases that must be installed first (they bring CRDs this release's objects use). `privileged`: the
+    release runs node agents (Pod Security `privileged` on the namespace).
     """
-    ns = create(f"{name}-namespace", system_namespace(namespace), pulumi.ResourceOptions(parent=component, provider=provider))
+    ns = create(f"{name}-namespace", system_namespace(namespace, privileged), pulumi.ResourceOptions(parent=component, provider=provider))
     return helm_release(
         f"{name}-release",
         release,

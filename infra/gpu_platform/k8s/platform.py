@@ -10,6 +10,11 @@ Resource naming (Pulumi logical name -> type token; Kubernetes object name), for
   `mig-parted-config`, only with MIG-capable GPUs), `gpu-operator-dcgm-metrics` (ConfigMap
   `dcgm-exporter-metrics`), `gpu-operator-release` kubernetes:helm.sh/v3:Release (values: inputs.values;
   upgrade policy at values.driver.upgradePolicy)
+- `dra-driver` gpu-platform:k8s:DraDriver (only with DRA pools, `allocation: dra`): `dra-driver-namespace` (Namespace
+  `dra-driver-nvidia-gpu`, privileged), `dra-driver-release` (chart dra-driver-nvidia-gpu: DeviceClasses
+  `gpu.nvidia.com`, `mig.nvidia.com`, `vfio.gpu.nvidia.com`; kubelet plugin on `gpu-platform.io/gpu-allocation: dra`
+  nodes); each tenant with quota on a DRA pool gets `tenant-<tenant>-claim-template-<gpu|gpu-2|gpu-4|gpu-8>`
+  kubernetes:resource.k8s.io/v1:ResourceClaimTemplate
 - `efa-device-plugin` gpu-platform:k8s:EfaDevicePlugin (only with EFA pools), child `efa-device-plugin-release`
   kubernetes:helm.sh/v3:Release (chart aws-efa-k8s-device-plugin in kube-system; nodeSelector
   `gpu-platform.io/efa: "true"`)
@@ -67,7 +72,7 @@ import pulumi_kubernetes as k8s
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.efa import efa_pools
-from gpu_platform.k8s import job_apis
+from gpu_platform.k8s import dra, job_apis
 from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.k8s.gpu_operator import GpuOperator, GpuOperatorArgs, gpu_operator_values
@@ -92,6 +97,7 @@ from gpu_platform.k8s.routing import both_schedulers, default_queue, volcano_job
 from gpu_platform.k8s.storage import storage_classes
 from gpu_platform.k8s.tenants import TenantArgs, TenantSpace, priority_classes
 from gpu_platform.k8s.volcano import Volcano, VolcanoArgs, volcano_values
+from gpu_platform.pools import dra_pools
 from gpu_platform.provenance import NS, pool_key, source, tenant_key
 from gpu_platform.spec.models import PlatformSpec
 
@@ -112,6 +118,8 @@ def installed_releases(spec: PlatformSpec, catalog: Catalog) -> dict[str, dict[s
     if spec.monitoring.prometheus == "install":
         out["kube-prometheus-stack"] = prometheus_stack_values(spec)
     out["gpu-operator"] = gpu_operator_values(spec, catalog)
+    if dra_pools(spec):
+        out[dra.CHART] = dra.dra_driver_values(spec)
     out |= job_apis.release_values(spec)
     if spec.queueing.kueue.enabled:
         out["kueue"] = kueue_values(spec)
@@ -175,6 +183,10 @@ class GpuPlatform(pulumi.ComponentResource):
             operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider, after=after("gpu-operator")), child)
         built["gpu-operator"] = operator.release
         monitoring.scrape_gpu_operator(operator.release)
+        if dra_pools(spec):
+            with source(pool_key(spec, dra_pools(spec)[0].name) + ".allocation"):
+                driver = dra.DraDriver("dra-driver", dra.DraDriverArgs(spec=spec, provider=provider, after=after(dra.CHART)), child)
+            built[dra.CHART] = driver.release
         if efa_pools(spec):
             with source(pool_key(spec, efa_pools(spec)[0].name) + ".efa"):
                 EfaDevicePlugin("efa-device-plugin", EfaDevicePluginArgs(spec=spec, catalog=catalog, provider=provider), child)

@@ -23,6 +23,7 @@ CRD_GROUPS: dict[str, tuple[str, ...]] = {
     "jobset": ("jobset.x-k8s.io",),
     "kubeflow-trainer": ("trainer.kubeflow.org",),
     "kuberay-operator": ("ray.io",),
+    "dra-driver-nvidia-gpu": ("resource.nvidia.com",),
     "volcano": (
         "batch.volcano.sh",
         "bus.volcano.sh",

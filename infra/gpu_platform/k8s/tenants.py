@@ -15,9 +15,19 @@ import pulumi_kubernetes as k8s
 
 from gpu_platform.behaviour.volcano import QUEUE_ANNOTATION as VOLCANO_QUEUE_ANNOTATION
 from gpu_platform.catalog import Catalog
+from gpu_platform.k8s.dra import tenant_templates
 from gpu_platform.k8s.objects import LABEL_COHORT, LABEL_TENANT, Manifest, create, metadata
 from gpu_platform.k8s.tenant_network import network_policies
-from gpu_platform.pools import DOMAIN, max_gpus, pool_capacity, resources_for_gpus
+from gpu_platform.pools import (
+    DOMAIN,
+    DRA_DEVICE_CLASSES,
+    DRA_GPU_CLASS,
+    DRA_GPU_RESOURCE,
+    dra_pools,
+    max_gpus,
+    pool_capacity,
+    resources_for_gpus,
+)
 from gpu_platform.spec.models import PlatformSpec, Tenant, TenantQuota
 
 # The platform's order: production training > inference > batch > experiments.
@@ -73,6 +83,21 @@ LABEL_EGRESS_BOUNDARY = f"{DOMAIN}/egress-boundary"
 LABEL_LOAD_BALANCERS = f"{DOMAIN}/load-balancers"
 
 
+def device_quota_key(device_class: str) -> str:
+    """The ResourceQuota key that counts devices claimed of a DeviceClass in the namespace.
+
+    kubernetes v1.35 pkg/quota/v1/evaluator/core/resource_claims.go (V1ResourceByDeviceClass): every device a
+    ResourceClaim requests counts as `<class>.deviceclass.resource.k8s.io/devices`, so a claim from a template is
+    refused at creation when the namespace's devices of that class would exceed it.
+    """
+    return f"{device_class}.deviceclass.resource.k8s.io/devices"
+
+
+def quota_key(resource: str) -> str:
+    """The ResourceQuota key of a GPU resource: `requests.<name>` for extended resources, devices of the class for DRA."""
+    return device_quota_key(DRA_GPU_CLASS) if resource == DRA_GPU_RESOURCE else f"requests.{resource}"
+
+
 def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
     """The tenant namespace: tenant and cohort labels, Pod Security `baseline` (no privileged pods), its Volcano queue."""
     labels = {
@@ -107,7 +132,10 @@ def resource_quota(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Mani
     system of at least 1.2 TiB), counted per class as persistent_volume_claims.go `Usage` does.
     """
     r = tenant.resources
-    hard: dict[str, str] = {f"requests.{name}": str(n) for name, n in ceiling_resources(spec, catalog, tenant).items()}
+    hard: dict[str, str] = {quota_key(name): str(n) for name, n in ceiling_resources(spec, catalog, tenant).items()}
+    if dra_pools(spec):
+        # Claims for the DRA driver's other classes (MIG slices, VFIO passthrough) are outside every quota here: none.
+        hard |= {device_quota_key(c): "0" for c in DRA_DEVICE_CLASSES if c != DRA_GPU_CLASS}
     hard |= {
         "requests.cpu": str(r.cpu),
         "requests.memory": f"{r.memory_gib}Gi",
@@ -200,4 +228,6 @@ class TenantSpace(pulumi.ComponentResource):
             create(f"{name}-rolebinding-{rb['subjects'][0]['name']}", rb, in_ns)
         for np in network_policies(spec, t, args.s3_peers):
             create(f"{name}-netpol-{np['metadata']['name']}", np, in_ns)
+        for template in tenant_templates(spec, t):
+            create(f"{name}-claim-template-{template['metadata']['name']}", template, in_ns)
         self.register_outputs({})

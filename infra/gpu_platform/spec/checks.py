@@ -206,6 +206,7 @@ def _check_pool(spec: PlatformSpec, pool: NodePool, at: str, catalog: Catalog, f
     out += _check_node_labels(pool, at, spec.is_eks, file)
     out += _check_fallback(spec, pool, at, file)
     out += _check_whole_nodes(spec, pool, at, file)
+    out += _check_allocation(spec, pool, at, file)
     gpu_name: str | None = None
     if spec.is_eks:
         if pool.scaling is None:
@@ -351,6 +352,44 @@ def _check_fallback(spec: PlatformSpec, pool: NodePool, at: str, file: str) -> l
             )
         ]
     return []
+
+
+def _check_allocation(spec: PlatformSpec, pool: NodePool, at: str, file: str) -> list[Problem]:
+    """`allocation: dra` only where the DRA path works end to end (docs/dra.md, "What is not supported").
+
+    Whole GPUs only: the DRA driver's chart puts every MIG profile in one DeviceClass (mig.nvidia.com), and Kueue counts
+    claimed devices per DeviceClass (Configuration resources.deviceClassMappings), so a 1g and a 7g slice would cost the
+    same quota; time-slicing and MPS are device-plugin settings. No Topology-Aware Scheduling (Kueue places DRA
+    claims without it). A fixed size: the cluster-autoscaler learns a group's devices from a running node's
+    ResourceSlices only with its alpha DRA flag, and never for a group scaled to zero.
+    """
+    if pool.allocation != "dra":
+        return []
+    out: list[Problem] = []
+    if pool.sharing.mode != "none":
+        out.append(
+            Problem(
+                file,
+                f"{at}.sharing.mode",
+                f"{pool.sharing.mode} on a DRA pool",
+                "allowed: none (a DRA pool hands out whole GPUs by claim; MIG and time-slicing stay on device-plugin pools)",
+            )
+        )
+    if pool.whole_nodes:
+        out.append(Problem(file, f"{at}.wholeNodes", "on a DRA pool", "allowed: false (Kueue's topology placement does not place DRA claims)"))
+    if pool.scaling is not None and pool.scaling.min_size != pool.scaling.max_size:
+        s = pool.scaling
+        out.append(
+            Problem(
+                file,
+                f"{at}.scaling",
+                f"min {s.min_size}, max {s.max_size} on a DRA pool",
+                "allowed: min = max (the autoscaler cannot size a group from devices it has not seen)",
+            )
+        )
+    if pool.scaling is None and not pool.nodes:
+        out.append(Problem(file, f"{at}.nodes", "a DRA pool with no nodes", "allowed: the pool's node names"))
+    return out
 
 
 def _check_whole_nodes(spec: PlatformSpec, pool: NodePool, at: str, file: str) -> list[Problem]:

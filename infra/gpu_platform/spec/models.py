@@ -32,6 +32,7 @@ IamRoleArn = Annotated[str, AfterValidator(role_arn)]
 BucketName = Annotated[str, AfterValidator(bucket_name)]
 WorkloadClass = Literal["training", "inference", "batch", "development"]
 CapacityTier = Literal["reserved", "capacity-block", "on-demand", "spot"]
+GpuAllocation = Literal["device-plugin", "dra"]
 # Kueue v1beta2 ClusterQueue preemption enums (they differ per field).
 ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]
 WithinQueuePolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
@@ -200,6 +201,10 @@ class NodePool(Model):
     """Zones of the pool (default: every cluster zone; reserved and Capacity Block pools: their reservation's one zone)."""
     sharing: Sharing = Sharing()
     """How the pool's GPUs are shared: `{mode, replicas, migConfig}`."""
+    allocation: GpuAllocation = "device-plugin"
+    """How pods get the pool's GPUs: `device-plugin` (the GPU Operator's device plugin: `nvidia.com/gpu` and the
+    sharing resources) or `dra` (Dynamic Resource Allocation: ResourceClaims through NVIDIA's DRA driver, whole GPUs,
+    a fixed size; docs/dra.md)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels (outside the platform's label domains)."""
     max_unavailable: StrictInt = Field(default=1, ge=1, le=100)

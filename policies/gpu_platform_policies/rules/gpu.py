@@ -7,12 +7,23 @@ from typing import Any
 
 import yaml
 
-from gpu_platform.behaviour import scheduler, ssa
+from gpu_platform.behaviour import dra as behaviour_dra
+from gpu_platform.behaviour import gpu_operator, scheduler, ssa
 from gpu_platform.efa import EFA_RESOURCE, HUGEPAGES_RESOURCE
+from gpu_platform.k8s.dra import CHART as DRA_CHART
 from gpu_platform.k8s.sharing import device_plugin_refusal, effective_mig_strategy
-from gpu_platform.pools import ANNOTATION_TAINTS, GPU_TAINT, INTERRUPTIBLE_TAINT, LABEL_EFA, LABEL_INTERRUPTIBLE
+from gpu_platform.pools import (
+    ANNOTATION_TAINTS,
+    DRA_GPU_CLASS,
+    GPU_TAINT,
+    INTERRUPTIBLE_TAINT,
+    LABEL_ALLOCATION,
+    LABEL_DEPLOY_DEVICE_PLUGIN,
+    LABEL_EFA,
+    LABEL_INTERRUPTIBLE,
+)
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
-from gpu_platform_policies.view import LAUNCH_TEMPLATE, NODE_GROUP, NODE_PATCH, TAINT_EFFECTS, Pool, get, helm_releases, pool_of
+from gpu_platform_policies.view import LAUNCH_TEMPLATE, NODE_GROUP, NODE_PATCH, TAINT_EFFECTS, Pool, get, helm_releases, pool_of, pools
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 POOL_TYPES = (NODE_GROUP, NODE_PATCH)
@@ -335,3 +346,73 @@ def kueue_admits_efa(plan: PlanView, ctx: Context) -> Iterator[Finding]:
                     f"EFA pods request {resource}, which no ClusterQueue covers and resources.excludeResourcePrefixes does not exclude; "
                     "Kueue keeps them pending",
                 )
+
+
+def _dra_driver_misses(release: Resource, pool: Pool) -> str | None:
+    """Why the DRA driver's kubelet plugin (chart templates/kubeletplugin.yaml) does not run on the pool's nodes, or None."""
+    plugin = get(release.inputs, "values", "kubeletPlugin") or {}
+    selector = plugin.get("nodeSelector") or {}
+    wrong = sorted(k for k, v in selector.items() if pool.labels.get(k) != v)
+    if not selector.get(LABEL_ALLOCATION):
+        return f"its kubeletPlugin.nodeSelector does not name {LABEL_ALLOCATION}, so it would also run beside the device plugin"
+    if wrong:
+        return f"its kubeletPlugin.nodeSelector {', '.join(wrong)} does not match the pool's labels"
+    tolerations = [t for t in plugin.get("tolerations") or [] if isinstance(t, Mapping)]
+    taint = scheduler.untolerated_taint([{"key": k, "value": v, "effect": e} for k, v, e in pool.taints], tolerations)
+    if taint is not None:
+        return f"its kubelet plugin does not tolerate the pool's taint {taint.get('key')}={taint.get('value', '')}:{taint['effect']}"
+    return None
+
+
+@rule(
+    "dra-pool-served",
+    "Every DRA pool runs the DRA driver and not the device plugin, and Kueue counts its claims; no other pool switches the device plugin off.",
+    "mandatory",
+    "stack",
+    category="gpu",
+)
+def dra_pool_served(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A GPU node serves its GPUs through exactly one of the device plugin and the DRA driver.
+
+    The GPU Operator runs its device plugin on a node unless the node says `nvidia.com/gpu.deploy.device-plugin=false`
+    (behaviour.gpu_operator, state_manager.go addGPUStateLabels at the pinned chart); the DRA driver's kubelet plugin runs where
+    its nodeSelector and tolerations let it (chart templates/kubeletplugin.yaml); both on one node hand the same GPU
+    to two pods (the chart's templates/validation.yaml refuses to install unless told they are apart). Kueue counts a
+    claim only for a mapped DeviceClass (behaviour.dra) and, with KueueDRAIntegrationExtendedResource on, charges
+    device-plugin GPUs to the DRA quota name (kueue pkg/dra/extended_resources.go resolveQuotaKey).
+    """
+    drivers = helm_releases(plan, DRA_CHART)
+    dra = [p for p in pools(plan, ctx.catalog) if p.labels.get(LABEL_ALLOCATION) == "dra"]
+    for p in pools(plan, ctx.catalog):
+        if p.labels.get(LABEL_ALLOCATION) != "dra" and not gpu_operator.runs_device_plugin(p.labels):
+            yield Finding(p.resource, f"GPU pool {p.name} switches the device plugin off but is no DRA pool: nothing serves its GPUs")
+    for p in dra:
+        if gpu_operator.runs_device_plugin(p.labels):
+            yield Finding(
+                p.resource,
+                f"DRA pool {p.name} does not carry {LABEL_DEPLOY_DEVICE_PLUGIN}=false: the device plugin and the DRA driver would both "
+                "hand out its GPUs",
+            )
+        if not drivers:
+            yield Finding(p.resource, f"DRA pool {p.name} has no {DRA_CHART} release: no driver publishes its GPUs, claims never allocate")
+            continue
+        reasons = [why for r in drivers if (why := _dra_driver_misses(r, p)) is not None]
+        if len(reasons) == len(drivers):
+            yield Finding(p.resource, f"the {DRA_CHART} release does not run on DRA pool {p.name}: {'; '.join(reasons)}")
+    if not dra:
+        return
+    for release in helm_releases(plan, "kueue"):
+        raw = get(release.inputs, "values", "managerConfig", "controllerManagerConfigYaml")
+        config = yaml.safe_load(raw) if isinstance(raw, str) else {}
+        mappings = get(config or {}, "resources", "deviceClassMappings", default=[]) or []
+        if DRA_GPU_CLASS not in behaviour_dra.class_map(mappings):
+            yield Finding(
+                release.name, f"Kueue's resources.deviceClassMappings does not map {DRA_GPU_CLASS}: every claim on the DRA pools is inadmissible"
+            )
+        gates = get(release.inputs, "values", "controllerManager", "featureGates", default=[]) or []
+        if not any(isinstance(g, Mapping) and g.get("name") == "KueueDRAIntegrationExtendedResource" and g.get("enabled") is False for g in gates):
+            yield Finding(
+                release.name,
+                "Kueue runs KueueDRAIntegrationExtendedResource (on by default): nvidia.com/gpu requests would be charged to the DRA quota "
+                f"where the API server keeps {DRA_GPU_CLASS}'s extendedResourceName",
+            )
