@@ -287,6 +287,19 @@ CHANGE_CASES: tuple[ChangeCase, ...] = (
     ),
     ChangeCase(
         "sharing-layout-changed",
+        "device-plugin-to-dra-on-running-pool",
+        after=(set_in("pool-infer-a100-mig-ng", "dra", "labels", "gpu-platform.io/gpu-allocation"),),
+        fires_on="pool-infer-a100-mig-ng",
+        key="gpu-platform:nodePools[3].allocation",
+        message="switches its GPUs from device-plugin to dra allocation on running nodes",
+    ),
+    ChangeCase(
+        "sharing-layout-changed",
+        "device-plugin-to-dra-on-empty-pool",
+        after=(set_in("pool-train-h100-block-ng", "dra", "labels", "gpu-platform.io/gpu-allocation"),),
+    ),
+    ChangeCase(
+        "sharing-layout-changed",
         "mig-on-empty-pool",
         after=(set_in("pool-train-h100-block-ng", "all-3g.40gb", "labels", "nvidia.com/mig.config"),),
     ),

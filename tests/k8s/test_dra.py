@@ -16,7 +16,7 @@ import yaml
 from gpu_platform.behaviour import dra, gpu_operator, scheduler
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError
-from gpu_platform.k8s.dra import CHART, tenant_templates
+from gpu_platform.k8s.dra import CHART, claim_template, tenant_templates
 from gpu_platform.pools import DRA_GPU_RESOURCE, LABEL_ALLOCATION, node_labels
 from gpu_platform.spec.loader import load_stack_file
 from tests.conftest import plan_for, spec_for, stack_path
@@ -69,7 +69,9 @@ def test_kueue_counts_the_platform_templates_and_its_configuration_starts() -> N
     assert {"name": "KueueDRAIntegrationExtendedResource", "enabled": False} in values["controllerManager"]["featureGates"]
     spec = spec_for("staging")
     research = next(t for t in spec.tenants if t.name == "research")
-    templates = {t["metadata"]["name"]: t for t in tenant_templates(spec, research)}
+    # staging's DRA nodes hold one GPU each: only `gpu` is rendered (a larger claim could never be placed)
+    assert [t["metadata"]["name"] for t in tenant_templates(spec, research)] == ["gpu"]
+    templates = {name: claim_template(name, "research", n) for name, n in (("gpu", 1), ("gpu-2", 2), ("gpu-4", 4), ("gpu-8", 8))}
     for name, gpus in (("gpu", 1), ("gpu-2", 2), ("gpu-4", 4), ("gpu-8", 8)):
         pod = {"resourceClaims": [{"name": "g", "resourceClaimTemplateName": name}]}
         assert dra.kueue_claim_requests(pod, templates, mappings).requests == {DRA_GPU_RESOURCE: gpus}
@@ -145,3 +147,42 @@ def test_dra_nodes_are_labelled_for_the_driver() -> None:
     assert labels[LABEL_ALLOCATION] == "dra" and labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
     for pool in spec_for("prod").node_pools:  # stacks without DRA pools are unchanged
         assert LABEL_ALLOCATION not in node_labels(pool, CATALOG)
+
+
+def test_claim_templates_stop_at_what_one_node_holds(tmp_path: Path) -> None:
+    """The DRA pool on p4d.24xlarge (8 A100s a node): gpu, gpu-2, gpu-4 and gpu-8; on g6e.xlarge (1 L40S): gpu alone."""
+    spec = load_stack_file(_with_pool(tmp_path, instanceTypes=["p4d.24xlarge"]), "dra")
+    research = next(t for t in spec.tenants if t.name == "research")
+    assert [t["metadata"]["name"] for t in tenant_templates(spec, research, CATALOG)] == ["gpu", "gpu-2", "gpu-4", "gpu-8"]
+    inference = next(t for t in spec.tenants if t.name == "inference")  # no quota on the DRA pool: no templates
+    assert tenant_templates(spec, inference, CATALOG) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "where", "allowed"),
+    [
+        ({"capacity": "spot", "instanceTypes": ["g6e.xlarge", "g6e.2xlarge"]}, "capacity", "allowed: reserved or on-demand"),
+    ],
+)
+def test_a_dra_pool_is_bought_whole(tmp_path: Path, changes: dict[str, Any], where: str, allowed: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        load_stack_file(_with_pool(tmp_path, **changes), "dra")
+    assert f"nodePools[4].{where}" in str(e.value) and allowed in str(e.value), str(e.value)
+
+
+def test_no_dra_pool_on_an_existing_cluster(tmp_path: Path) -> None:
+    """On-prem nodes are released after maintenance once they report nvidia.com/gpu (ansible k8s_node_maintenance)."""
+    doc = yaml.safe_load(stack_path("onprem").read_text())
+    doc["config"]["gpu-platform:nodePools"][0]["allocation"] = "dra"
+    out = tmp_path / "Pulumi.onprem-dra.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ConfigError) as e:
+        load_stack_file(out, "onprem-dra")
+    assert "nodePools[0].allocation" in str(e.value) and "dra on an existing (on-prem) cluster" in str(e.value)
+
+
+def test_stacks_without_dra_pools_keep_the_admission_policy_as_it_was() -> None:
+    """Only a stack with DRA pools counts claims as asking a GPU and refuses named claims and Volcano claims."""
+    policies = {s: one(s, "ValidatingAdmissionPolicy", "gpu-platform-gpu-nodes-for-gpu-work") for s in ("staging", "prod")}
+    assert "resourceClaims" in yaml.safe_dump(policies["staging"])
+    assert "resourceClaims" not in yaml.safe_dump(policies["prod"])

@@ -10,7 +10,7 @@ the pods reach DNS, the API server and their data; a path that is closed is a wa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
@@ -345,7 +345,6 @@ class Walk:
         templates = {str(t["metadata"]["name"]): t for t in self.view.of_kind("ResourceClaimTemplate", ns)}
         mappings = ((self.view.kueue_config or {}).get("resources") or {}).get("deviceClassMappings") or []
         quotas = self.view.of_kind("ResourceQuota", ns)
-        used: dict[str, int] = {}
         lines: list[str] = []
         unseen: list[str] = []
         adjusted: list[kueue.PodSet] = []
@@ -364,8 +363,6 @@ class Walk:
                 self.add("resource-claims", "blocked", detail, src)
             if claims.error is not None and self.workload is not None:
                 self.add("resource-claims", "blocked", f"pod set {ps.name}: the Workload is inadmissible (QuotaReserved=False): {claims.error}", src)
-            for cls, n in claims.devices.items():
-                used[cls] = used.get(cls, 0) + n * ps.count
             self.devices[ps.name] = dict(claims.devices)
             containers = list(ps.spec.get("containers") or []) + list(ps.spec.get("initContainers") or [])
             seen = {str(c.get("name")) for ctr in containers for c in ((ctr.get("resources") or {}).get("claims") or [])}
@@ -377,16 +374,11 @@ class Walk:
                 + ", ".join(f"{n} {c} device(s)" for c, n in sorted(claims.devices.items()))
                 + (f"; Kueue counts them as {counted}" if self.workload is not None else "")
             )
-        for q in quotas:
-            hard = (q.get("spec") or {}).get("hard") or {}
-            for cls, n in sorted(used.items()):
-                key = device_quota_key(cls)
-                if key in hard and n > int(parse_quantity(hard[key])):
-                    detail = (
-                        f"resourceclaims are forbidden: exceeded quota: {q['metadata']['name']}, requested: {key}={n}, used: {key}=0, "
-                        f"limited: {key}={hard[key]} (the pods' claims are refused at creation)"
-                    )
-                    self.add("resource-claims", "blocked", detail, src)
+        if self.out.kind == "Pod":
+            # A Pod exists at once, so the resourceclaim controller creates its claims one by one, each judged by the
+            # quota admission against the claims before it. A job's pods (and claims) exist only once Kueue admits the
+            # job, which the flavor stage below judges against the ClusterQueue's quota.
+            self._claims_quota(quotas, templates, sets, src)
         if self.workload is not None:
             self.workload = kueue.Workload(
                 self.workload.kind,
@@ -397,7 +389,8 @@ class Walk:
                 self.workload.priority_class,
                 self.workload.notes,
             )
-        self.add("resource-claims", "ok", "; ".join(lines) + "; within the namespace's device quota", src)
+        within = "; within the namespace's device quota" if self.out.kind == "Pod" else ""
+        self.add("resource-claims", "ok", "; ".join(lines) + within, src)
         if unseen:
             # kubelet cm/dra manager: a container gets the CDI devices of the claims its resources.claims lists, only those.
             detail = (
@@ -405,6 +398,29 @@ class Walk:
                 "but no container sees them"
             )
             self.add("resource-claims", "warning", detail, "kubernetes pkg/kubelet/cm/dra manager.go GetResources (container claims only)")
+
+    def _claims_quota(self, quotas: Sequence[Mapping[str, Any]], templates: Mapping[str, Any], sets: list[kueue.PodSet], src: str) -> None:
+        """Each claim of the pod, created in order, against the namespace's ResourceQuota on devices per DeviceClass."""
+        used: dict[str, int] = {}
+        for ps in sets:
+            for rc in ps.spec.get("resourceClaims") or []:
+                template = templates.get(str(rc.get("resourceClaimTemplateName")))
+                if template is None:
+                    continue
+                counted, _ = dra.count_devices(((template.get("spec") or {}).get("spec")) or {})
+                for q in quotas:
+                    hard = (q.get("spec") or {}).get("hard") or {}
+                    for cls, n in sorted(counted.items()):
+                        key = device_quota_key(cls)
+                        if key in hard and used.get(cls, 0) + n > int(parse_quantity(hard[key])):
+                            detail = (
+                                f'resourceclaims "{self.out.name}-{rc.get("name")}" is forbidden: exceeded quota: {q["metadata"]["name"]}, '
+                                f"requested: {key}={n}, used: {key}={used.get(cls, 0)}, limited: {key}={hard[key]} "
+                                "(the claim is refused at creation and the pod stays pending)"
+                            )
+                            self.add("resource-claims", "blocked", detail, src)
+                for cls, n in counted.items():
+                    used[cls] = used.get(cls, 0) + n
 
     # --- Kueue flavor assignment ---------------------------------------------------------------
     def flavor(self) -> None:

@@ -36,6 +36,7 @@ from gpu_platform.plan_ids import PLANNED_S3_PREFIX_LIST
 from gpu_platform.pools import (
     DRA_GPU_CLASS,
     DRA_GPU_RESOURCE,
+    dra_pools,
     gpu_of,
     gpus_per_node,
     is_dra,
@@ -111,9 +112,9 @@ class StackView:
         out += [tenants.resource_quota(spec, catalog, t) for t in spec.tenants]
         out += [tenants.limit_range(t) for t in spec.tenants]
         out += tenants.priority_classes()
-        out += [priority_policy(spec), priority_policy_binding(), gpu_nodes_policy(), gpu_nodes_policy_binding()]
+        out += [priority_policy(spec), priority_policy_binding(), gpu_nodes_policy(bool(dra_pools(spec))), gpu_nodes_policy_binding()]
         out += job_apis.runtimes(spec)
-        out += [m for t in spec.tenants for m in dra.tenant_templates(spec, t)]
+        out += [m for t in spec.tenants for m in dra.tenant_templates(spec, t, catalog)]
         if spec.tenants:
             out += [owned_policy(spec), owned_policy_binding(), load_balancers_policy(), load_balancers_policy_binding()]
         s3 = s3_peers(PLANNED_S3_PREFIX_LIST)  # what the offline engine's plan names (plan_ids)

@@ -22,8 +22,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpu_platform.catalog import Catalog, load_catalog
 from gpu_platform.k8s.objects import Manifest, metadata, release_in_namespace
-from gpu_platform.pools import DRA_GPU_CLASS, GPU_NODE_TOLERATIONS, LABEL_ALLOCATION, dra_pools
+from gpu_platform.pools import DRA_GPU_CLASS, GPU_NODE_TOLERATIONS, LABEL_ALLOCATION, dra_pools, gpus_per_node
 from gpu_platform.spec.models import PlatformSpec, Tenant
 
 CHART = "dra-driver-nvidia-gpu"  # lockfile key of the chart and of its image
@@ -35,7 +36,7 @@ RESOURCE_API = "resource.k8s.io/v1"
 WHOLE_GPU_TEMPLATE = "gpu"
 """The ResourceClaimTemplate every tenant with quota on a DRA pool gets: one whole GPU (`resourceClaimTemplateName: gpu`)."""
 GPUS_TEMPLATE_SIZES = (2, 4, 8)
-"""Templates `gpu-2`, `gpu-4`, `gpu-8`: that many whole GPUs in one claim, all on the pod's node."""
+"""Templates `gpu-2`, `gpu-4`, `gpu-8`: that many whole GPUs in one claim, all on the pod's node (where a node has them)."""
 
 
 def driver_root(spec: PlatformSpec) -> str:
@@ -75,13 +76,18 @@ def claim_template(name: str, namespace: str, count: int) -> Manifest:
     }
 
 
-def tenant_templates(spec: PlatformSpec, tenant: Tenant) -> list[Manifest]:
-    """The tenant's claim templates where it has quota on a DRA pool: `gpu` (one GPU) and `gpu-<n>` for larger claims."""
-    names = {p.name for p in dra_pools(spec)}
-    if not any(q.pool in names for q in tenant.quotas):
+def tenant_templates(spec: PlatformSpec, tenant: Tenant, catalog: Catalog | None = None) -> list[Manifest]:
+    """The tenant's claim templates where it has quota on a DRA pool: `gpu` (one GPU) and `gpu-<n>` for larger claims.
+
+    Only sizes one node of the tenant's DRA pools holds: every device of a claim is allocated on the pod's node, so a
+    larger claim would be admitted by Kueue (quota allows it) and never scheduled, holding the quota until evicted.
+    """
+    pools = [p for p in dra_pools(spec) if any(q.pool == p.name for q in tenant.quotas)]
+    if not pools:
         return []
+    most = max(gpus_per_node(p, catalog or load_catalog()) for p in pools)
     out = [claim_template(WHOLE_GPU_TEMPLATE, tenant.ns, 1)]
-    out += [claim_template(f"{WHOLE_GPU_TEMPLATE}-{n}", tenant.ns, n) for n in GPUS_TEMPLATE_SIZES]
+    out += [claim_template(f"{WHOLE_GPU_TEMPLATE}-{n}", tenant.ns, n) for n in GPUS_TEMPLATE_SIZES if n <= most]
     return out
 
 

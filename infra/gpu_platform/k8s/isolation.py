@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpu_platform.behaviour.volcano import SCHEDULER_NAME as VOLCANO_SCHEDULER
 from gpu_platform.k8s import job_apis
 from gpu_platform.k8s.objects import LABEL_TENANT, Manifest, metadata
 from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
@@ -365,7 +366,7 @@ GPU_POOL_LABELS = (
 )
 
 
-def gpu_nodes_policy() -> Manifest:
+def gpu_nodes_policy(dra: bool = False) -> Manifest:
     """ValidatingAdmissionPolicy: a tenant pod that can land on GPU nodes must ask for a GPU there.
 
     Every GPU pool is tainted `nvidia.com/gpu` (pools.GPU_TAINT); a pod that tolerates it (or tolerates
@@ -391,10 +392,10 @@ def gpu_nodes_policy() -> Manifest:
                 "name": "asksGpu",
                 "expression": (
                     f"variables.containers.exists(c, {limits} && c.resources.limits.exists(k, "
-                    "k.startsWith('nvidia.com/') && !(string(c.resources.limits[k]) in ['0', '0m']))) || "
+                    "k.startsWith('nvidia.com/') && !(string(c.resources.limits[k]) in ['0', '0m'])))"
                     # DRA pools: GPUs come by ResourceClaim (tenants create no claim or template of their own, so
                     # every claim is one of the platform's GPU templates, gpu_platform.k8s.dra)
-                    "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)"
+                    + (" || (has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)" if dra else "")
                 ),
             },
             {
@@ -436,16 +437,6 @@ def gpu_nodes_policy() -> Manifest:
                 "reason": "Forbidden",
             },
             {
-                # kueue pkg/workload/workload.go HasResourceClaim: a pod naming a ResourceClaim is never counted against
-                # quota (only templates are, pkg/dra/claims.go); refused here at once instead of pending forever.
-                "expression": "!has(object.spec.resourceClaims) || object.spec.resourceClaims.all(c, has(c.resourceClaimTemplateName))",
-                "message": (
-                    "a tenant pod claims devices through the namespace's ResourceClaimTemplates (resourceClaimTemplateName: gpu, "
-                    "gpu-2, gpu-4 or gpu-8), not a named ResourceClaim, which no quota counts"
-                ),
-                "reason": "Forbidden",
-            },
-            {
                 # The kubelet runs a pod created with spec.nodeName without the scheduler: no taint, selector or
                 # quota placement applies, and Kueue's gate is bypassed. The scheduler binds through the
                 # pods/binding subresource, which this policy does not match, so only CREATE is checked.
@@ -455,7 +446,39 @@ def gpu_nodes_policy() -> Manifest:
             },
         ],
     }
+    if dra:
+        spec["validations"] += dra_validations()
     return {"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(GPU_NODES_POLICY), "spec": spec}
+
+
+def dra_validations() -> list[dict[str, str]]:
+    """On stacks with DRA pools: claims come from the platform's templates, and not through Volcano.
+
+    kueue pkg/workload/workload.go HasResourceClaim: a pod set naming a ResourceClaim is never counted against quota (only
+    templates are, pkg/dra/claims.go), so such a pod is refused at once instead of pending forever (a job naming one
+    stays inadmissible in Kueue). Volcano allocates claims only with its predicates plugin's
+    `predicate.DynamicResourceAllocationEnable` argument (on in the chart's config/volcano-scheduler-ci.conf only; the
+    platform's scheduler config, gpu_platform.k8s.volcano, leaves it off): a Volcano-bound pod would start with its
+    claim unallocated, and the kubelet refuses it.
+    """
+    return [
+        {
+            "expression": "!has(object.spec.resourceClaims) || object.spec.resourceClaims.all(c, has(c.resourceClaimTemplateName))",
+            "message": (
+                "a tenant pod claims devices through the namespace's ResourceClaimTemplates (resourceClaimTemplateName: gpu, "
+                "gpu-2, gpu-4 or gpu-8 where a node has that many), not a named ResourceClaim, which no quota counts"
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                f"!has(object.spec.resourceClaims) || size(object.spec.resourceClaims) == 0 || "
+                f"!has(object.spec.schedulerName) || object.spec.schedulerName != '{VOLCANO_SCHEDULER}'"
+            ),
+            "message": "pods with resourceClaims are scheduled by the default scheduler: Volcano here does not allocate DRA claims",
+            "reason": "Forbidden",
+        },
+    ]
 
 
 def gpu_nodes_policy_binding() -> Manifest:

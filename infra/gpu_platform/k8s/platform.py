@@ -157,7 +157,7 @@ class GpuPlatform(pulumi.ComponentResource):
             policy = create(f"{name}-priority-policy", priority_policy(spec), cluster_scoped)
             after_policy = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy])
             create(f"{name}-priority-policy-binding", priority_policy_binding(), after_policy)
-            gpu_nodes = create(f"{name}-gpu-nodes-policy", gpu_nodes_policy(), cluster_scoped)
+            gpu_nodes = create(f"{name}-gpu-nodes-policy", gpu_nodes_policy(bool(dra_pools(spec))), cluster_scoped)
             after_gpu_nodes = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[gpu_nodes])
             create(f"{name}-gpu-nodes-policy-binding", gpu_nodes_policy_binding(), after_gpu_nodes)
             owned = create(f"{name}-owned-policy", owned_policy(spec), cluster_scoped)

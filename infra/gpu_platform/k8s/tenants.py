@@ -228,6 +228,6 @@ class TenantSpace(pulumi.ComponentResource):
             create(f"{name}-rolebinding-{rb['subjects'][0]['name']}", rb, in_ns)
         for np in network_policies(spec, t, args.s3_peers):
             create(f"{name}-netpol-{np['metadata']['name']}", np, in_ns)
-        for template in tenant_templates(spec, t):
+        for template in tenant_templates(spec, t, args.catalog):
             create(f"{name}-claim-template-{template['metadata']['name']}", template, in_ns)
         self.register_outputs({})

@@ -366,6 +366,26 @@ def _check_allocation(spec: PlatformSpec, pool: NodePool, at: str, file: str) ->
     if pool.allocation != "dra":
         return []
     out: list[Problem] = []
+    if not spec.is_eks:
+        # ansible/roles/k8s_node_maintenance (release.yml) uncordons a node once it reports nvidia.com/gpu or MIG
+        # allocatable, which a node without the device plugin never does: every upgrade or repair would leave it cordoned.
+        out.append(
+            Problem(
+                file,
+                f"{at}.allocation",
+                "dra on an existing (on-prem) cluster",
+                "allowed: device-plugin (the Ansible node maintenance waits for nvidia.com/gpu allocatable, which a DRA node never reports)",
+            )
+        )
+    if pool.capacity not in ("reserved", "on-demand"):
+        out.append(
+            Problem(
+                file,
+                f"{at}.capacity",
+                f"{pool.capacity} for a DRA pool",
+                "allowed: reserved or on-demand (a DRA pool has a fixed size; Spot's fallback and a Capacity Block scale from zero)",
+            )
+        )
     if pool.sharing.mode != "none":
         out.append(
             Problem(

@@ -13,6 +13,7 @@ from gpu_platform.behaviour.provider_diff import NODE_GROUP
 from gpu_platform.behaviour.wiring import ByValue
 from gpu_platform.change.diff import ResourceChange
 from gpu_platform.k8s.tenants import PRIORITY_VALUES
+from gpu_platform.pools import LABEL_ALLOCATION
 from gpu_platform_policies.changeview import ChangeView, pool_gpus, quota_total
 from gpu_platform_policies.model import Finding, PlanView, Resource, rule
 from gpu_platform_policies.rules.rollout import FIXED_TIERS
@@ -243,7 +244,7 @@ def _has_nodes(r: Resource | None) -> bool:
 
 @rule(
     "sharing-layout-changed",
-    "The MIG or sharing layout of a pool that has nodes does not change in place.",
+    "The MIG or sharing layout (or device-plugin / DRA allocation) of a pool that has nodes does not change in place.",
     "mandatory",
     "change",
     category="change",
@@ -262,6 +263,18 @@ def sharing_layout_changed(view: ChangeView) -> Iterator[Finding]:
             f"{new.sharing}/{new.mig_config or new.device_plugin_config}): mig-manager and the device plugin reconfigure every node, "
             "GPUs with pods on them stay in paused-for-mig-change and their resources vanish; add a new pool and move tenants instead",
             key=view.key_of("nodePools", name, "sharing"),
+        )
+    for old, new in pool_pairs(view):
+        before, after = old.labels.get(LABEL_ALLOCATION, "device-plugin"), new.labels.get(LABEL_ALLOCATION, "device-plugin")
+        resource = next((r for r in view.before if r.name == old.resource), None)
+        if before == after or not _has_nodes(resource):
+            continue
+        yield Finding(
+            new.resource,
+            f"pool {old.name} switches its GPUs from {before} to {after} allocation on running nodes: pods already on them keep "
+            "their GPUs while the other path hands the same GPUs out again, and the queues admitted on the old resource lose "
+            "their flavor; add a new pool and move tenants instead",
+            key=view.key_of("nodePools", old.name, "allocation"),
         )
 
 
