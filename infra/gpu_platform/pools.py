@@ -34,7 +34,6 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # as devices of its driver; the chart's DeviceClass `gpu.nvidia.com` selects whole GPUs (templates/deviceclass-gpu.yaml).
 LABEL_ALLOCATION = f"{DOMAIN}/gpu-allocation"  # "dra" on DRA pools: the DRA driver's kubelet plugin selects it
 LABEL_DEPLOY_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"  # "false": the GPU Operator keeps its plugin off the node
-DRA_DRIVER = "gpu.nvidia.com"
 DRA_GPU_CLASS = "gpu.nvidia.com"
 DRA_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
 DRA_GPU_RESOURCE = "dra.gpu-platform.io/gpu"

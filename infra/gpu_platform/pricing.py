@@ -8,6 +8,7 @@ own rate for its dates. A type without a price is an error, never $0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -138,6 +139,15 @@ def missing_rate(itype: InstanceType, tier: str, commitments: Commitments | None
         + ("is estimated from" if tier == "spot" else "bills at"),
         "allowed: " + (f"{sold}, " if sold else "") + "a priced instance type, or add its price with date and source to data/catalog.yaml",
     )
+
+
+def spot_node_hour(list_prices: Sequence[float], spot_discount: float) -> float:
+    """A node-hour of a Spot group listing several types: the dearest type's Spot estimate.
+
+    EKS gives the group's Auto Scaling group every listed type and EC2 launches whichever has capacity, so any of
+    them may be the one billed (the planner's Spot pools, and existing pools a written stack keeps).
+    """
+    return max(list_prices) * (1 - spot_discount)
 
 
 def list_price(itype: InstanceType, file: str, where: str) -> float:

@@ -71,19 +71,6 @@ def mapping_errors(mappings: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def identity_mappings(templates: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every DeviceClass the templates name, counted as itself (a stack without Kueue: no quota name to map to)."""
-    classes = sorted(
-        {
-            str((r.get("exactly") or {}).get("deviceClassName"))
-            for t in templates.values()
-            for r in ((((t.get("spec") or {}).get("spec") or {}).get("devices") or {}).get("requests") or [])
-            if (r.get("exactly") or {}).get("deviceClassName")
-        }
-    )
-    return [{"name": c, "deviceClassNames": [c]} for c in classes]
-
-
 def class_map(mappings: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """DeviceClass -> the resource name Kueue counts it under (ResourceMapper.Lookup)."""
     return {str(c): str(m["name"]) for m in mappings for c in m.get("deviceClassNames") or []}
@@ -124,14 +111,20 @@ def count_devices(claim_spec: Mapping[str, Any]) -> tuple[dict[str, int], str | 
     return out, None
 
 
-def kueue_claim_requests(pod_spec: Mapping[str, Any], templates: Mapping[str, Mapping[str, Any]], mappings: Sequence[Mapping[str, Any]]) -> Claims:
-    """What Kueue adds to one pod set's requests for its pods' claims (`templates`: the namespace's, by name)."""
+def kueue_claim_requests(
+    pod_spec: Mapping[str, Any], templates: Mapping[str, Mapping[str, Any]], mappings: Sequence[Mapping[str, Any]] | None
+) -> Claims:
+    """What Kueue adds to one pod set's requests for its pods' claims (`templates`: the namespace's, by name).
+
+    `mappings` None: no Kueue manages the pods; the devices are still counted (the scheduler allocates them), nothing
+    is mapped and no Kueue refusal applies.
+    """
     claims = list(pod_spec.get("resourceClaims") or [])
-    if any(c.get("resourceClaimName") for c in claims):
+    if mappings is not None and any(c.get("resourceClaimName") for c in claims):
         return Claims(
             error="KueueDRAIntegration feature does not support use of resource claims (resourceClaimName); use a resourceClaimTemplateName"
         )
-    mapped = class_map(mappings)
+    mapped = class_map(mappings or [])
     devices: dict[str, int] = {}
     requests: dict[str, int] = {}
     for j, c in enumerate(claims):
@@ -148,9 +141,11 @@ def kueue_claim_requests(pod_spec: Mapping[str, Any], templates: Mapping[str, Ma
         if refused:
             return Claims(error=f"resourceClaims[{j}].{refused.split(': ', 1)[0]}: ResourceClaimTemplate {name}: {refused.split(': ', 1)[1]}")
         for cls, n in counted.items():
+            devices[cls] = devices.get(cls, 0) + n
+            if mappings is None:
+                continue
             if cls not in mapped:
                 return Claims(error=f"resourceClaims[{j}].resourceClaimTemplateName: DeviceClass {cls} is not mapped in DRA configuration")
-            devices[cls] = devices.get(cls, 0) + n
             requests[mapped[cls]] = requests.get(mapped[cls], 0) + n
     return Claims(devices=devices, requests=requests)
 

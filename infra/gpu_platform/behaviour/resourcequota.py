@@ -8,6 +8,10 @@ Kubernetes v1.35:
 - pkg/quota/v1/evaluator/core/pods.go `Constraints` / `enforcePodContainerConstraints`: where a quota lists
   cpu or memory (`requests.*`, `limits.*`), every container and init container must itself carry that
   request or limit, else "must specify <names>"; `podComputeUsageHelper` is what each counts.
+- pkg/quota/v1/evaluator/core/resource_claims.go `Usage`: a ResourceClaim (DRA) counts
+  `count/resourceclaims.resource.k8s.io` and, per DeviceClass of its `exactly` requests, the count under
+  `<class>.deviceclass.resource.k8s.io/devices`; checked when the claim is created (a template's claim: by the
+  resourceclaim controller, after the pod exists).
 - pkg/quota/v1/evaluator/core/persistent_volume_claims.go `Usage`: a claim counts `persistentvolumeclaims`,
   `requests.storage` and, for its class, `<class>.storageclass.storage.k8s.io/{requests.storage,persistentvolumeclaims}`.
 
@@ -89,6 +93,19 @@ def claim_usage(claim_spec: Mapping[str, Any], storage_class: str | None) -> dic
     if storage_class:
         out[f"{storage_class}{STORAGE_CLASS_SUFFIX}persistentvolumeclaims"] = Decimal(1)
         out[f"{storage_class}{STORAGE_CLASS_SUFFIX}requests.storage"] = requested
+    return out
+
+
+def device_class_key(device_class: str) -> str:
+    """The quota name that counts devices claimed of a DeviceClass (resource_claims.go V1ResourceByDeviceClass)."""
+    return f"{device_class}.deviceclass.resource.k8s.io/devices"
+
+
+def resource_claim_usage(devices: Mapping[str, int]) -> dict[str, Decimal]:
+    """resource_claims.go `Usage` for one ResourceClaim claiming `devices` (DeviceClass -> count)."""
+    out = {"count/resourceclaims.resource.k8s.io": Decimal(1)}
+    for device_class, n in devices.items():
+        out[device_class_key(device_class)] = out.get(device_class_key(device_class), Decimal(0)) + Decimal(n)
     return out
 
 

@@ -11,7 +11,7 @@ the pods reach DNS, the API server and their data; a path that is closed is a wa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -33,7 +33,6 @@ from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.explain.view import PoolView, StackView
 from gpu_platform.k8s.kueue import CPU_FLAVOR, WHOLE_NODES_QUEUE
 from gpu_platform.k8s.tenant_network import cluster_services, destinations
-from gpu_platform.k8s.tenants import device_quota_key
 from gpu_platform.pools import gpus_per_node, spot_quota_gpus
 
 Result = Literal["ok", "blocked", "warning"]
@@ -352,8 +351,7 @@ class Walk:
             if not ps.spec.get("resourceClaims"):
                 adjusted.append(ps)
                 continue
-            # Without Kueue nothing maps classes to quota names: count every class as itself.
-            claims = dra.kueue_claim_requests(ps.spec, templates, mappings if self.workload is not None else dra.identity_mappings(templates))
+            claims = dra.kueue_claim_requests(ps.spec, templates, mappings if self.workload is not None else None)
             if claims.missing_template is not None:
                 have = ", ".join(sorted(templates)) or "none"
                 detail = (
@@ -367,7 +365,7 @@ class Walk:
             containers = list(ps.spec.get("containers") or []) + list(ps.spec.get("initContainers") or [])
             seen = {str(c.get("name")) for ctr in containers for c in ((ctr.get("resources") or {}).get("claims") or [])}
             unseen += [f"pod set {ps.name}: {rc.get('name')}" for rc in ps.spec.get("resourceClaims") or [] if str(rc.get("name")) not in seen]
-            adjusted.append(kueue.PodSet(ps.name, ps.count, ps.spec, ps.annotations, claims.requests))
+            adjusted.append(replace(ps, claimed=claims.requests))
             counted = ", ".join(f"{n} {k}" for k, n in sorted(claims.requests.items()))
             lines.append(
                 f"pod set {ps.name}: each pod claims "
@@ -380,15 +378,7 @@ class Walk:
             # job, which the flavor stage below judges against the ClusterQueue's quota.
             self._claims_quota(quotas, templates, sets, src)
         if self.workload is not None:
-            self.workload = kueue.Workload(
-                self.workload.kind,
-                self.workload.name,
-                self.workload.namespace,
-                tuple(adjusted),
-                self.workload.queue_name,
-                self.workload.priority_class,
-                self.workload.notes,
-            )
+            self.workload = replace(self.workload, pod_sets=tuple(adjusted))
         within = "; within the namespace's device quota" if self.out.kind == "Pod" else ""
         self.add("resource-claims", "ok", "; ".join(lines) + within, src)
         if unseen:
@@ -400,27 +390,22 @@ class Walk:
             self.add("resource-claims", "warning", detail, "kubernetes pkg/kubelet/cm/dra manager.go GetResources (container claims only)")
 
     def _claims_quota(self, quotas: Sequence[Mapping[str, Any]], templates: Mapping[str, Any], sets: list[kueue.PodSet], src: str) -> None:
-        """Each claim of the pod, created in order, against the namespace's ResourceQuota on devices per DeviceClass."""
-        used: dict[str, int] = {}
+        """Each claim of the pod, created in order, through the ResourceQuota admission (behaviour.resourcequota)."""
+        used: dict[str, Decimal] = {}
         for ps in sets:
             for rc in ps.spec.get("resourceClaims") or []:
                 template = templates.get(str(rc.get("resourceClaimTemplateName")))
                 if template is None:
                     continue
                 counted, _ = dra.count_devices(((template.get("spec") or {}).get("spec")) or {})
+                usage = resourcequota.resource_claim_usage(counted)
                 for q in quotas:
-                    hard = (q.get("spec") or {}).get("hard") or {}
-                    for cls, n in sorted(counted.items()):
-                        key = device_quota_key(cls)
-                        if key in hard and used.get(cls, 0) + n > int(parse_quantity(hard[key])):
-                            detail = (
-                                f'resourceclaims "{self.out.name}-{rc.get("name")}" is forbidden: exceeded quota: {q["metadata"]["name"]}, '
-                                f"requested: {key}={n}, used: {key}={used.get(cls, 0)}, limited: {key}={hard[key]} "
-                                "(the claim is refused at creation and the pod stays pending)"
-                            )
-                            self.add("resource-claims", "blocked", detail, src)
-                for cls, n in counted.items():
-                    used[cls] = used.get(cls, 0) + n
+                    refusal = resourcequota.exceeded(q, usage, used)
+                    if refusal:
+                        claim = f"{self.out.name}-{rc.get('name')}"
+                        detail = f'resourceclaims "{claim}" is forbidden: {refusal} (the claim is refused at creation and the pod stays pending)'
+                        self.add("resource-claims", "blocked", detail, src)
+                used = resourcequota.add(used, usage)
 
     # --- Kueue flavor assignment ---------------------------------------------------------------
     def flavor(self) -> None:

@@ -405,7 +405,7 @@ def excluded_resources_config(spec: PlatformSpec) -> dict[str, Any]:
 def device_class_mappings() -> list[dict[str, Any]]:
     """`resources.deviceClassMappings`: claimed whole GPUs (DeviceClass gpu.nvidia.com) count as DRA_GPU_RESOURCE.
 
-    Kueue (the lockfile's release, feature gate DynamicResourceAllocation) adds to each pod set's requests, per
+    Kueue (the lockfile's release, feature gate KueueDRAIntegration, beta and on) adds to each pod set's requests, per
     ResourceClaimTemplate request of a mapped class, its device count under the mapped name (behaviour.dra
     `kueue_claim_requests`); ClusterQueues cover that name on the DRA pools' flavors. A claim of a class no mapping
     names leaves the workload inadmissible, so MIG and VFIO claims are never admitted here.
@@ -435,8 +435,9 @@ def kueue_values(spec: PlatformSpec) -> dict[str, Any]:
         "replicas": 2,
         "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
     }
-    if feature_gates(spec):
-        manager["featureGates"] = feature_gates(spec)
+    gates = feature_gates(spec)
+    if gates:
+        manager["featureGates"] = gates
     return {
         "enablePrometheus": True,
         "controllerManager": manager,

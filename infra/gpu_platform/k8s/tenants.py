@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpu_platform.behaviour.resourcequota import device_class_key
 from gpu_platform.behaviour.volcano import QUEUE_ANNOTATION as VOLCANO_QUEUE_ANNOTATION
 from gpu_platform.catalog import Catalog
 from gpu_platform.k8s.dra import tenant_templates
@@ -83,19 +84,13 @@ LABEL_EGRESS_BOUNDARY = f"{DOMAIN}/egress-boundary"
 LABEL_LOAD_BALANCERS = f"{DOMAIN}/load-balancers"
 
 
-def device_quota_key(device_class: str) -> str:
-    """The ResourceQuota key that counts devices claimed of a DeviceClass in the namespace.
-
-    kubernetes v1.35 pkg/quota/v1/evaluator/core/resource_claims.go (V1ResourceByDeviceClass): every device a
-    ResourceClaim requests counts as `<class>.deviceclass.resource.k8s.io/devices`, so a claim from a template is
-    refused at creation when the namespace's devices of that class would exceed it.
-    """
-    return f"{device_class}.deviceclass.resource.k8s.io/devices"
-
-
 def quota_key(resource: str) -> str:
-    """The ResourceQuota key of a GPU resource: `requests.<name>` for extended resources, devices of the class for DRA."""
-    return device_quota_key(DRA_GPU_CLASS) if resource == DRA_GPU_RESOURCE else f"requests.{resource}"
+    """The ResourceQuota key of a GPU resource: `requests.<name>` for extended resources, devices of the class for DRA.
+
+    A claim from a template is refused at creation when the namespace's devices of its class would exceed it
+    (behaviour.resourcequota `resource_claim_usage`).
+    """
+    return device_class_key(DRA_GPU_CLASS) if resource == DRA_GPU_RESOURCE else f"requests.{resource}"
 
 
 def namespace(spec: PlatformSpec, tenant: Tenant) -> Manifest:
@@ -135,7 +130,7 @@ def resource_quota(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Mani
     hard: dict[str, str] = {quota_key(name): str(n) for name, n in ceiling_resources(spec, catalog, tenant).items()}
     if dra_pools(spec):
         # Claims for the DRA driver's other classes (MIG slices, VFIO passthrough) are outside every quota here: none.
-        hard |= {device_quota_key(c): "0" for c in DRA_DEVICE_CLASSES if c != DRA_GPU_CLASS}
+        hard |= {device_class_key(c): "0" for c in DRA_DEVICE_CLASSES if c != DRA_GPU_CLASS}
     hard |= {
         "requests.cpu": str(r.cpu),
         "requests.memory": f"{r.memory_gib}Gi",

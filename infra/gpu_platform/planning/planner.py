@@ -23,7 +23,7 @@ from gpu_platform.planning.economics import Exceedance, SpotUse, break_even_node
 from gpu_platform.planning.packing import MAX_EXACT_EVENTS, NodeShape, nodes_over
 from gpu_platform.planning.replay import Waits, nodes_for_wait
 from gpu_platform.planning.series import scaled
-from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments
+from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments, spot_node_hour
 
 # Instruments that bill a discounted rate every hour whatever runs: they cover the nodes a plan keeps up, too.
 COMMITTED_KINDS = ("savings-plan", "reserved-instance")
@@ -419,7 +419,7 @@ def plan_group(
     room_nodes = math.floor(spot_room / per + EPS)
     spot_price = spot_use = None
     if itype is not None and itype.price_per_hour is not None:
-        spot_price = max((t.price_per_hour or 0.0 for t in diverse), default=itype.price_per_hour) * (1 - opts.spot_discount)
+        spot_price = spot_node_hour([t.price_per_hour or 0.0 for t in diverse] or [itype.price_per_hour], opts.spot_discount)
         if room_nodes:
             # the Spot node-hour below the planned type's list price
             spot_use = SpotUse(group.interruptible_share, 1 - spot_price / itype.price_per_hour, opts.spot_fallback_share)

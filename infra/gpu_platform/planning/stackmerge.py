@@ -27,7 +27,7 @@ from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.demand import WORKLOAD_CLASSES
 from gpu_platform.planning.planner import Plan
 from gpu_platform.planning.stackfile import _split, planned_pools
-from gpu_platform.pricing import HOURS_PER_MONTH
+from gpu_platform.pricing import HOURS_PER_MONTH, spot_node_hour
 from gpu_platform.spec.loader import PROJECT, spec_from_config
 from gpu_platform.spec.models import PlatformSpec
 
@@ -72,7 +72,7 @@ class TypesKept:
         if not prices or any(p is None for p in prices):
             return None
         known = [p for p in prices if p is not None]
-        return max(known) * (1 - spot_discount) if self.capacity == "spot" else known[0]
+        return spot_node_hour(known, spot_discount) if self.capacity == "spot" else known[0]
 
     def priced(self, catalog: Catalog, spot_discount: float) -> dict[str, Any]:
         """The JSON entry: both types' node-hours and the monthly difference at full size (730 h x the pool's max nodes)."""
