@@ -6,6 +6,7 @@ is Pulumi's MockMonitor with a recorder, so no cloud, CLI or plugin is involved.
 
 from __future__ import annotations
 
+import base64
 import gc
 import hashlib
 import json
@@ -16,10 +17,10 @@ from typing import Any
 
 import pulumi
 from pulumi.output import Unknown
-from pulumi.runtime import mocks, settings
+from pulumi.runtime import mocks, rpc, settings
 
 from gpu_platform.behaviour.wiring import urn_ref
-from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, PLANNED_S3_PREFIX_LIST, planned_arn, planned_id
+from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, PLANNED_S3_PREFIX_LIST, planned_arn, planned_id, planned_ip
 from gpu_platform.program import build, main
 from gpu_platform.provenance import recorded
 from gpu_platform.spec.models import PlatformSpec
@@ -107,6 +108,10 @@ def _plain(value: Any) -> Any:
     200-tenant stack); any other mapping or sequence is copied.
     """
     kind = type(value)
+    if kind is dict and value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+        # A secret input (pulumi.Output.secret) as MockMonitor hands it over: the value inside the wire format's
+        # secret wrapper (pulumi/runtime/rpc.py). The plan holds only the engine's own fake values.
+        return _plain(value.get("value"))
     if kind is dict:
         for key, item in value.items():
             value[key] = _plain(item)
@@ -162,8 +167,12 @@ def computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict
     about as much again as registering the inputs, for values nothing reads.
     """
     out: dict[str, Any] = {}
+    if type_token == "kubernetes:core/v1:Secret" and inputs.get("type") == "kubernetes.io/service-account-token":
+        # A MultiKueue worker's token (k8s.multikueue): the token controller fills `data.token`, base64 as the API returns it.
+        out["data"] = {"token": base64.b64encode(f"planned-token-{name}".encode()).decode()}
+        return out
     if not type_token.startswith("aws:"):
-        return out  # the program reads no output of a Kubernetes object or provider
+        return out  # the program reads no other output of a Kubernetes object or provider
     out["name"] = inputs.get("name") or auto_name(type_token, name)
     out["arn"] = planned_arn(type_token, name)
     if type_token == "aws:eks/cluster:Cluster":
@@ -175,6 +184,8 @@ def computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict
         out["resources"] = [{"autoscalingGroups": [{"name": f"eks-{inputs.get('nodeGroupName', name)}-mock"}]}]
     elif type_token == "aws:ec2/launchTemplate:LaunchTemplate":
         out["latestVersion"] = 1
+    elif type_token == "aws:ec2/eip:Eip":
+        out["publicIp"] = planned_ip(name)
     return out
 
 
@@ -218,10 +229,15 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
             return invoke_result(args.token, args.args), []  # MockMonitor.Invoke iterates the failures
 
     unknown: list[str] = []
+    urns: set[str] = set()
+    duplicates: list[str] = []
 
     class RecordingMonitor(mocks.MockMonitor):
         def RegisterResource(self, request: Any) -> Any:
             response = super().RegisterResource(request)
+            if response.urn in urns:  # the engine refuses a second resource with one URN ("Duplicate resource URN")
+                duplicates.append(response.urn)
+            urns.add(response.urn)
             if request.type != "pulumi:pulumi:Stack":
                 try:
                     inputs = _plain(seen[(request.type, request.name)].pop(0))
@@ -269,6 +285,8 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
         pulumi.runtime.test(build)(spec)
     else:
         pulumi.runtime.test(main)()
+    if duplicates:
+        raise RuntimeError(f"the program registered {len(duplicates)} URN(s) twice, which `pulumi up` refuses: {', '.join(sorted(duplicates)[:5])}")
     if unknown:
         # A program defect, not a stack's: an input `pulumi preview` would show as "(known after apply)".
         raise RuntimeError(

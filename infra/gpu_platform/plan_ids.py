@@ -7,10 +7,17 @@ plan is therefore the id of the resource with that logical name.
 
 from __future__ import annotations
 
+import hashlib
+
 
 def planned_id(logical_name: str) -> str:
     """The id the offline engine gives the resource with this logical name."""
     return f"{logical_name}-id"
+
+
+def planned_ip(logical_name: str) -> str:
+    """The public address the offline engine gives an Elastic IP: one of TEST-NET-3 (RFC 5737), stable per name."""
+    return f"203.0.113.{int(hashlib.sha256(logical_name.encode()).hexdigest()[:4], 16) % 254 + 1}"
 
 
 # The id the engine's mock EKS cluster reports as `vpcConfig.clusterSecurityGroupId`: the group EKS

@@ -49,9 +49,24 @@ def recorded(type_token: str, name: str) -> str | None:
     return _recorded.get((type_token, name))
 
 
+# The keys a MultiKueue worker sets itself (gpu_platform.federation.worker_spec); every other key is shared.
+WORKER_KEYS = ("cluster", "network", "nodePools")
+
+
+def key(spec: Any, path: str) -> str:
+    """The stack key of `path` in `spec`: `gpu-platform:<path>`, or under its worker (`gpu-platform:workers[0].<path>`)."""
+    root = getattr(spec, "_config_root", "") if path.split(".", 1)[0].split("[", 1)[0] in WORKER_KEYS else ""
+    return f"{NS}{root}{path}"
+
+
 def pool_key(spec: Any, name: str) -> str:
-    """`gpu-platform:nodePools[i]` of the pool called `name`."""
-    return f"{NS}nodePools[{[p.name for p in spec.node_pools].index(name)}]"
+    """`gpu-platform:nodePools[i]` of the pool called `name` (a worker's, or on a manager the first worker's that has it)."""
+    names = [p.name for p in spec.node_pools]
+    for i, worker in enumerate(getattr(spec, "workers", ())):
+        pools = [p.name for p in worker.node_pools]
+        if name in pools:
+            return f"{NS}workers[{i}].nodePools[{pools.index(name)}]"
+    return key(spec, f"nodePools[{names.index(name)}]")
 
 
 def tenant_key(spec: Any, name: str) -> str:

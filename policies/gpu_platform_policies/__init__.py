@@ -23,6 +23,7 @@ from gpu_platform_policies.rules import (
     change,
     controllers,
     demand,
+    federation,
     gpu,
     network,
     observability,
@@ -32,7 +33,7 @@ from gpu_platform_policies.rules import (
     versions,
 )
 
-CATEGORIES = (security, network, gpu, versions, capacity, demand, rollout, observability, controllers, paths, ansible)
+CATEGORIES = (security, network, gpu, versions, capacity, demand, rollout, observability, controllers, federation, paths, ansible)
 CHANGE_CATEGORIES = (change,)  # registered into CHANGE_RULES: run by `check --base` only
 
 __all__ = [

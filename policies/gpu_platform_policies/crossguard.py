@@ -154,7 +154,7 @@ def _stack_policy(rule: Rule) -> StackValidationPolicy:
         ]
         urns = {r.name: r.urn for r in args.resources}
         ctx = context(args.get_config(), resources)
-        for finding in rule.check(PlanView(resources), ctx):
+        for finding in rule.stack_findings(PlanView(resources), ctx):
             report_violation(f"{finding.resource}: {_said(finding)}", urns.get(finding.resource))
 
     return StackValidationPolicy(

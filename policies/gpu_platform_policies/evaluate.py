@@ -26,7 +26,7 @@ def run_rule(rule: Rule, plan: PlanView, ctx: Context) -> list[Finding]:
                 out += [replace(m, resource=r.name) if isinstance(m, Finding) else Finding(r.name, m) for m in rule.check(r, ctx)]
         return out
     if rule.scope == "stack":
-        return list(rule.check(plan, ctx))
+        return rule.stack_findings(plan, ctx)
     root = ctx.root or Path(".")
     return list(rule.check(root, ctx))
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from gpu_platform.behaviour.wiring import Wiring
 from gpu_platform.catalog import Catalog
+from gpu_platform.federation import WORKER_COMPONENT
 from gpu_platform.versions import Lockfile
 
 Level = Literal["advisory", "mandatory", "disabled"]
@@ -169,6 +170,14 @@ class Rule:
     category: str = ""
     not_applicable: Callable[[PlanView, Context], str | None] | None = None
     """Stack rules whose input may be absent: the reason the rule has nothing to judge, else None."""
+    federation: bool = False
+    """Stack rules over a MultiKueue stack's clusters together; every other stack rule judges each cluster alone."""
+
+    def stack_findings(self, plan: PlanView, ctx: Context) -> list[Finding]:
+        """A stack rule's findings: over the whole stack (federation rules), else over each cluster of it in turn."""
+        if self.federation:
+            return list(self.check(plan, ctx))
+        return [f for cluster in plan.clusters() for f in self.check(cluster, ctx)]
 
     def applies_to(self, resource: Resource) -> bool:
         """Resource rules run on their type tokens only (every type when none are listed)."""
@@ -192,6 +201,7 @@ def rule(
     types: tuple[str, ...] = (),
     thresholds: Mapping[str, float] | None = None,
     not_applicable: Callable[[PlanView, Context], str | None] | None = None,
+    federation: bool = False,
 ) -> Callable[[Callable[..., Iterable[Any]]], Callable[..., Iterable[Any]]]:
     """Register a check function as a rule (names are unique; thresholds share one namespace)."""
 
@@ -201,7 +211,7 @@ def rule(
             assert THRESHOLD_DEFAULTS.get(key, value) == value, f"threshold {key} has two defaults"
             THRESHOLD_DEFAULTS[key] = value
         registry = CHANGE_RULES if scope == "change" else RULES
-        registry[name] = Rule(name, description, level, scope, fn, types, dict(thresholds or {}), category, not_applicable)
+        registry[name] = Rule(name, description, level, scope, fn, types, dict(thresholds or {}), category, not_applicable, federation)
         return fn
 
     return register
@@ -222,6 +232,37 @@ class PlanView:
     def wiring(self) -> Wiring:
         """Which resource each reference input names (behaviour.wiring), built once for every rule that follows references."""
         return Wiring(self.resources)
+
+    def clusters(self) -> list[PlanView]:
+        """The stack's clusters, each as a view of its own: the stack's own cluster first, then its MultiKueue workers.
+
+        A worker is the resources under its `gpu-platform:index:Worker` component (gpu_platform.federation); the
+        stack's own cluster is the rest. A single-cluster stack is one view, this one.
+        """
+        workers = {r.name for r in self.of_type(WORKER_COMPONENT)}
+        if not workers:
+            return [self]
+        owner: dict[str, str | None] = {}
+
+        def worker_of(name: str | None) -> str | None:
+            chain: list[str] = []
+            found: str | None = None
+            while name is not None and name not in owner and name not in workers and name not in chain:
+                chain.append(name)
+                r = self._by_name.get(name)
+                name = r.parent if r is not None else None
+            if name in workers:
+                found = name
+            elif name is not None and name in owner:
+                found = owner[name]
+            for n in chain:
+                owner[n] = found
+            return found
+
+        groups: dict[str | None, list[Resource]] = {None: []}
+        for r in self.resources:
+            groups.setdefault(worker_of(r.name), []).append(r)
+        return [PlanView(rs) for rs in groups.values()]
 
     def of_type(self, *types: str) -> list[Resource]:
         """Resources of any of these type tokens."""

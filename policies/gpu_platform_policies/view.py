@@ -329,6 +329,28 @@ def objects(plan: PlanView, kind: str, group: str | None = None) -> list[Resourc
     return [r for r in plan if kind_of(r) == kind and (group is None or api_group(r) == group)]
 
 
+# Kueue apis/kueue/v1beta2/multikueue_types.go MultiKueueControllerName.
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+
+def multikueue_checks(plan: PlanView) -> set[str]:
+    """Names of the AdmissionChecks MultiKueue runs (controllerName `kueue.x-k8s.io/multikueue`)."""
+    return {
+        object_name(r) for r in objects(plan, "AdmissionCheck", "kueue.x-k8s.io") if get(r.inputs, "spec", "controllerName") == MULTIKUEUE_CONTROLLER
+    }
+
+
+def dispatched(plan: PlanView, cq: Resource) -> bool:
+    """A ClusterQueue whose workloads MultiKueue dispatches to workers: its quota is backed by theirs, not by this cluster's nodes.
+
+    Kueue v1beta2 ClusterQueue `admissionChecksStrategy.admissionChecks[].name` (the plain `admissionChecks` list is gone
+    in v1beta2); the check is MultiKueue's when its AdmissionCheck's controllerName is MULTIKUEUE_CONTROLLER.
+    """
+    named = get(cq.inputs, "spec", "admissionChecksStrategy", "admissionChecks", default=[]) or []
+    names = {c.get("name") for c in named if isinstance(c, Mapping)}
+    return bool(names & multikueue_checks(plan))
+
+
 def metadata(r: Resource) -> Mapping[str, Any]:
     """The object's metadata (empty when absent)."""
     meta = r.inputs.get("metadata")

@@ -72,6 +72,14 @@ class EksClusterArgs:
     subnets_by_zone: dict[str, pulumi.Output[str]]
     tags: dict[str, str]
     vpc_id: pulumi.Input[str] | None = None
+    # MultiKueue workers: addresses the public endpoint also admits (the manager's NAT gateways, program.build_workers).
+    admit_ips: tuple[pulumi.Input[str], ...] = ()
+
+
+def public_cidrs(configured: tuple[str, ...], admitted: list[str]) -> list[str]:
+    """The public endpoint's CIDRs: the stack's, then each admitted address as a /32 not already listed."""
+    extra = [f"{ip}/32" for ip in admitted if f"{ip}/32" not in configured]
+    return [*configured, *dict.fromkeys(extra)]
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -119,7 +127,13 @@ class EksCluster(pulumi.ComponentResource):
                 subnet_ids=list(args.subnets_by_zone.values()),
                 endpoint_private_access=spec.endpoint_private_access,
                 endpoint_public_access=spec.endpoint_public_access,
-                public_access_cidrs=list(spec.public_access_cidrs) if spec.endpoint_public_access else None,
+                public_access_cidrs=(
+                    pulumi.Output.all(*args.admit_ips).apply(lambda ips: public_cidrs(spec.public_access_cidrs, list(ips)))
+                    if spec.endpoint_public_access and args.admit_ips
+                    else list(spec.public_access_cidrs)
+                    if spec.endpoint_public_access
+                    else None
+                ),
                 security_group_ids=[control_plane_sg.id] if control_plane_sg is not None else None,
             ),
             encryption_config=encryption,

@@ -37,6 +37,9 @@ class Network(pulumi.ComponentResource):
     private_subnets: dict[str, pulumi.Output[str]]
     # Only for a VPC this stack creates: the private subnets' route tables (VPC endpoints attach there).
     private_route_tables: dict[str, pulumi.Output[str]]
+    # Only for a VPC this stack creates: the NAT gateways' public addresses, the cluster's egress to the internet
+    # (a MultiKueue manager's path to its workers' API endpoints: program.build_workers).
+    egress_ips: list[pulumi.Output[str]]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:Network", name, None, opts)
@@ -47,6 +50,7 @@ class Network(pulumi.ComponentResource):
             self.vpc_id = pulumi.Output.from_input(spec.vpc_id)
             self.private_subnets = {z: pulumi.Output.from_input(s) for z, s in spec.subnets.items()}
             self.private_route_tables = {}
+            self.egress_ips = []
             self.register_outputs({"vpc_id": self.vpc_id})
             return
         cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
@@ -68,6 +72,7 @@ class Network(pulumi.ComponentResource):
         )
         self.private_subnets = {}
         self.private_route_tables = {}
+        self.egress_ips = []
         for zone, (private_cidr, public_cidr) in subnet_plan(spec.cidr, spec.availability_zones).items():
             public = aws.ec2.Subnet(
                 f"{name}-public-{zone}",
@@ -81,6 +86,7 @@ class Network(pulumi.ComponentResource):
             aws.ec2.RouteTableAssociation(f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_rt.id, opts=child)
             eip = aws.ec2.Eip(f"{name}-nat-{zone}", domain="vpc", tags=args.tags, opts=child)
             nat = aws.ec2.NatGateway(f"{name}-nat-{zone}", allocation_id=eip.id, subnet_id=public.id, tags=args.tags, opts=child)
+            self.egress_ips.append(eip.public_ip)
             private = aws.ec2.Subnet(
                 f"{name}-private-{zone}",
                 vpc_id=vpc.id,

@@ -232,10 +232,38 @@ def platform_alerts(t: AlertThresholds) -> list[dict[str, Any]]:
     ]
 
 
-def rule_groups(t: AlertThresholds) -> list[dict[str, Any]]:
-    """All rule groups, in the shape of a PrometheusRule spec and a promtool rule file alike."""
+# kube-state-metrics' custom-resource metric of each MultiKueueCluster's conditions (monitoring.multikueue_state_metrics):
+# `kube_customresource_` (the default metricNamePrefix) + the metric's name, 1 for status True and 0 for False.
+MULTIKUEUE_CLUSTER_METRIC = "kube_customresource_multikueue_cluster_condition"
+
+
+def multikueue_alerts() -> list[dict[str, Any]]:
+    """A MultiKueue manager: a worker the manager cannot reach (its MultiKueueCluster's Active condition False).
+
+    Kueue v0.19.2 multikueuecluster.go sets Active False with reasons BadKubeConfig, InsecureKubeConfig or
+    ClientConnectionFailed; workloads are then not dispatched there, and those already there are requeued after
+    `workerLostTimeout` (15 minutes by default).
+    """
     return [
+        _alert(
+            "MultiKueueWorkerInactive",
+            f'{MULTIKUEUE_CLUSTER_METRIC}{{condition="Active"}} == 0',
+            "5m",
+            "critical",
+            "MultiKueue worker {{ $labels.cluster }} is not connected",
+            "The manager cannot reach the worker's API (its MultiKueueCluster's Active condition is False): no workload is"
+            " dispatched there, and its running workloads are requeued after the worker-lost timeout.",
+        )
+    ]
+
+
+def rule_groups(t: AlertThresholds, multikueue: bool = False) -> list[dict[str, Any]]:
+    """All rule groups, in the shape of a PrometheusRule spec and a promtool rule file alike (`multikueue`: a manager's)."""
+    groups = [
         {"name": "gpu-platform.recording", "interval": "1m", "rules": recording_rules()},
         {"name": "gpu-platform.gpu-health", "rules": gpu_health_alerts(t)},
         {"name": "gpu-platform.usage", "rules": platform_alerts(t)},
     ]
+    if multikueue:
+        groups.append({"name": "gpu-platform.multikueue", "rules": multikueue_alerts()})
+    return groups

@@ -19,7 +19,7 @@ import yaml
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.efa import KUEUE_EXCLUDED_PREFIXES, efa_pools
-from gpu_platform.k8s import job_apis
+from gpu_platform.k8s import job_apis, multikueue
 from gpu_platform.k8s.gpu_operator import controller_node_selector
 from gpu_platform.k8s.objects import KUEUE_NAMESPACE, LABEL_TENANT, Manifest, create, metadata, release_in_namespace, tolerations
 from gpu_platform.k8s.tenants import PRIORITY_TEXT, PRIORITY_VALUES
@@ -212,6 +212,8 @@ def _queue(spec: PlatformSpec, tenant: Tenant, name: str, resource_groups: list[
         "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "BorrowingOverPreemption"},
         "fairSharing": {"weight": tenant.fair_share_weight},
     }
+    if spec.workers:  # a MultiKueue manager: every workload is admitted here, then dispatched to a worker
+        body["admissionChecksStrategy"] = multikueue.admission_checks_strategy()
     return {"apiVersion": API, "kind": "ClusterQueue", "metadata": metadata(name, labels={LABEL_TENANT: tenant.name}), "spec": body}
 
 
@@ -347,6 +349,8 @@ def manager_config(spec: PlatformSpec) -> dict[str, Any]:
     if spec.queueing.kueue.fair_sharing:
         config["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
     config.update(excluded_resources_config(spec))
+    if spec.workers:  # a MultiKueue manager (gpu_platform.federation)
+        config["multiKueue"] = multikueue.manager_settings()
     return config
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_platform.k8s.alerts import ALLOCATED, TENANT_ALLOCATED, TENANT_UTILISATION, rule_groups
+from gpu_platform.federation import is_manager
+from gpu_platform.k8s.alerts import ALLOCATED, MULTIKUEUE_CLUSTER_METRIC, TENANT_ALLOCATED, TENANT_UTILISATION, rule_groups
 from gpu_platform.k8s.gpu_operator import controller_node_selector
 from gpu_platform.k8s.objects import (
     GPU_OPERATOR_NAMESPACE,
@@ -67,7 +68,7 @@ def prometheus_rule(spec: PlatformSpec) -> Manifest:
         "apiVersion": API,
         "kind": "PrometheusRule",
         "metadata": metadata("gpu-platform-rules", spec.monitoring.namespace, dict(spec.monitoring.rule_labels)),
-        "spec": {"groups": rule_groups(spec.monitoring.alerts)},
+        "spec": {"groups": rule_groups(spec.monitoring.alerts, multikueue=is_manager(spec))},
     }
 
 
@@ -191,6 +192,48 @@ def prometheus_claim(spec: PlatformSpec) -> dict[str, Any]:
     return claim
 
 
+def multikueue_state_metrics() -> dict[str, Any]:
+    """kube-state-metrics values that export each MultiKueueCluster's conditions (alerts.MULTIKUEUE_CLUSTER_METRIC).
+
+    The kube-state-metrics chart (a dependency of the pinned kube-prometheus-stack) renders `customResourceState.config`
+    into the ConfigMap its `--custom-resource-state-config-file` reads, and `rbac.extraRules` into its ClusterRole
+    (templates/crs-configmap.yaml, templates/role.yaml). kube-state-metrics' custom-resource-state gauges
+    (docs/metrics/extend/customresourcestate-metrics.md) turn a condition's "True"/"False" into 1/0, one series per
+    condition type, labelled here `cluster` (the worker) and `condition`.
+    """
+    return {
+        "rbac": {"extraRules": [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["multikueueclusters"], "verbs": ["list", "watch"]}]},
+        "customResourceState": {
+            "enabled": True,
+            "config": {
+                "kind": "CustomResourceStateMetrics",
+                "spec": {
+                    "resources": [
+                        {
+                            "groupVersionKind": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "MultiKueueCluster"},
+                            "labelsFromPath": {"cluster": ["metadata", "name"]},
+                            "metrics": [
+                                {
+                                    "name": MULTIKUEUE_CLUSTER_METRIC.removeprefix("kube_customresource_"),
+                                    "help": "MultiKueueCluster conditions (1: True, 0: False)",
+                                    "each": {
+                                        "type": "Gauge",
+                                        "gauge": {
+                                            "path": ["status", "conditions"],
+                                            "labelsFromPath": {"condition": ["type"]},
+                                            "valueFrom": ["status"],
+                                        },
+                                    },
+                                }
+                            ],
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
 def prometheus_stack_values(spec: PlatformSpec) -> dict[str, Any]:
     """Helm values of kube-prometheus-stack: select every ServiceMonitor/rule, expose the platform's labels."""
     selector = controller_node_selector(spec)
@@ -210,7 +253,10 @@ def prometheus_stack_values(spec: PlatformSpec) -> dict[str, Any]:
                 "nodeSelector": selector,
             }
         },
-        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{node_labels}]", f"namespaces=[{LABEL_TENANT}]"]},
+        "kube-state-metrics": {
+            "metricLabelsAllowlist": [f"nodes=[{node_labels}]", f"namespaces=[{LABEL_TENANT}]"],
+            **(multikueue_state_metrics() if is_manager(spec) else {}),
+        },
         "grafana": {"sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": "ALL"}}},
         "prometheus-node-exporter": {"namespaceOverride": NODE_EXPORTER_NAMESPACE},
         "alertmanager": alertmanager_values(spec),

@@ -72,6 +72,7 @@ import pulumi_kubernetes as k8s
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.efa import efa_pools
+from gpu_platform.federation import federated_spec, is_manager
 from gpu_platform.k8s import dra, job_apis
 from gpu_platform.k8s.demand import demand_configmap
 from gpu_platform.k8s.efa import EfaDevicePlugin, EfaDevicePluginArgs
@@ -110,6 +111,8 @@ class GpuPlatformArgs:
     catalog: Catalog
     provider: k8s.Provider
     s3_peers: pulumi.Input[list[dict[str, Any]]] | None = None  # EKS: the `to` of the tenants' `allow-s3` (program.build_aws)
+    prefix: str = ""
+    """A MultiKueue worker's name prefix for the components below (program.build_workers); "" for the stack's own cluster."""
 
 
 def installed_releases(spec: PlatformSpec, catalog: Catalog) -> dict[str, dict[str, Any]]:
@@ -117,7 +120,8 @@ def installed_releases(spec: PlatformSpec, catalog: Catalog) -> dict[str, dict[s
     out: dict[str, dict[str, Any]] = {}
     if spec.monitoring.prometheus == "install":
         out["kube-prometheus-stack"] = prometheus_stack_values(spec)
-    out["gpu-operator"] = gpu_operator_values(spec, catalog)
+    if not is_manager(spec):
+        out["gpu-operator"] = gpu_operator_values(spec, catalog)
     if dra_pools(spec):
         out[dra.CHART] = dra.dra_driver_values(spec)
     out |= job_apis.release_values(spec)
@@ -139,7 +143,7 @@ class GpuPlatform(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuPlatformArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:k8s:GpuPlatform", name, None, opts)
-        spec, catalog, provider = args.spec, args.catalog, args.provider
+        spec, catalog, provider, pre = args.spec, args.catalog, args.provider, args.prefix
         child = pulumi.ResourceOptions(parent=self)
         cluster_scoped = pulumi.ResourceOptions(parent=self, provider=provider)
         graph = release_graph(spec, catalog)
@@ -176,37 +180,43 @@ class GpuPlatform(pulumi.ComponentResource):
         with source(NS + "storage"):
             classes = tuple(create(f"{name}-storageclass-{sc['metadata']['name']}", sc, cluster_scoped) for sc in storage_classes(spec))
         with source(NS + "monitoring"):
-            monitoring = Monitoring("monitoring", MonitoringArgs(spec=spec, provider=provider, after=classes), child)
+            monitoring = Monitoring(f"{pre}monitoring", MonitoringArgs(spec=spec, provider=provider, after=classes), child)
         if monitoring.release is not None:
             built["kube-prometheus-stack"] = monitoring.release
-        with source(NS + "gpuOperator"):
-            operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider, after=after("gpu-operator")), child)
-        built["gpu-operator"] = operator.release
-        monitoring.scrape_gpu_operator(operator.release)
+        if not is_manager(spec):  # a MultiKueue manager has no GPU nodes: its workers run the operator
+            with source(NS + "gpuOperator"):
+                operator_args = GpuOperatorArgs(spec=spec, catalog=catalog, provider=provider, after=after("gpu-operator"))
+                operator = GpuOperator(f"{pre}gpu-operator", operator_args, child)
+            built["gpu-operator"] = operator.release
+            monitoring.scrape_gpu_operator(operator.release)
         if dra_pools(spec):
             with source(pool_key(spec, dra_pools(spec)[0].name) + ".allocation"):
-                driver = dra.DraDriver("dra-driver", dra.DraDriverArgs(spec=spec, provider=provider, after=after(dra.CHART)), child)
+                driver = dra.DraDriver(f"{pre}dra-driver", dra.DraDriverArgs(spec=spec, provider=provider, after=after(dra.CHART)), child)
             built[dra.CHART] = driver.release
         if efa_pools(spec):
             with source(pool_key(spec, efa_pools(spec)[0].name) + ".efa"):
-                EfaDevicePlugin("efa-device-plugin", EfaDevicePluginArgs(spec=spec, catalog=catalog, provider=provider), child)
+                EfaDevicePlugin(f"{pre}efa-device-plugin", EfaDevicePluginArgs(spec=spec, catalog=catalog, provider=provider), child)
         if job_apis.installed(spec):
             with source(NS + "queueing.jobApis"):
-                apis = job_apis.JobApis("job-apis", job_apis.JobApisArgs(spec=spec, provider=provider, dependencies=graph, built=built), child)
+                apis = job_apis.JobApis(f"{pre}job-apis", job_apis.JobApisArgs(spec=spec, provider=provider, dependencies=graph, built=built), child)
             built |= apis.releases
         spaces: dict[str, TenantSpace] = {}
         for t in spec.tenants:
             with source(tenant_key(spec, t.name)):
                 tenant_args = TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider, s3_peers=args.s3_peers)
-                spaces[t.name] = TenantSpace(f"tenant-{t.name}", tenant_args, child)
+                spaces[t.name] = TenantSpace(f"{pre}tenant-{t.name}", tenant_args, child)
+        self.kueue: pulumi.Resource | None = None
         self.tenant_namespaces: dict[str, pulumi.Resource] = {n: s.namespace for n, s in spaces.items()}
         if spec.queueing.kueue.enabled:
             namespaces = self.tenant_namespaces
+            # A MultiKueue manager's Kueue sees the federation: the workers' pools as flavors, quotas summed.
+            queues = federated_spec(spec) if is_manager(spec) else spec
             with source(NS + "queueing.kueue"):
-                Kueue("kueue", KueueArgs(spec=spec, catalog=catalog, provider=provider, tenant_namespaces=namespaces, after=after("kueue")), child)
+                kueue_args = KueueArgs(spec=queues, catalog=catalog, provider=provider, tenant_namespaces=namespaces, after=after("kueue"))
+                self.kueue = Kueue(f"{pre}kueue", kueue_args, child)
         if spec.queueing.volcano.enabled:
             with source(NS + "queueing.volcano"):
-                volcano = Volcano("volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider, after=after("volcano")), child)
+                volcano = Volcano(f"{pre}volcano", VolcanoArgs(spec=spec, catalog=catalog, provider=provider, after=after("volcano")), child)
             # Retained on delete: Volcano's queue webhook refuses to delete `default` (validate_queue.go
             # validateQueueDeleting), which would fail `pulumi destroy` and turning Volcano off.
             after_volcano = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[volcano], retain_on_delete=True)

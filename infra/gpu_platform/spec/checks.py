@@ -64,7 +64,7 @@ def check_spec(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]
             )
     for key, value in spec.monitoring.rule_labels.items():
         problems += _label_problems(key, value, f"{P}monitoring.ruleLabels.{key}", file)
-    if not spec.node_pools:
+    if not spec.node_pools and not spec.workers:  # a MultiKueue manager's GPUs are its workers' (spec.federation_checks)
         add(Problem(file, f"{P}nodePools", "no node pools", "declare at least one GPU node pool"))
     for name, n in Counter(p.name for p in spec.node_pools).items():
         if n > 1:

@@ -18,6 +18,7 @@ from gpu_platform.input_limits import STACK_FILE, check_yaml, not_a_file, read_c
 from gpu_platform.spec.checks import check_spec
 from gpu_platform.spec.duplicates import duplicate_keys_in
 from gpu_platform.spec.errors import keys_of
+from gpu_platform.spec.federation_checks import check_federation
 from gpu_platform.spec.models import PlatformSpec
 from gpu_platform.spec.pulumi_yaml import PulumiLoader, unsupported_scalars
 from gpu_platform.spec.repair import follows_from, validate_all
@@ -41,6 +42,7 @@ PROJECT_KEYS = (
     "policy",
     "tags",
     "demand",
+    "workers",
 )
 SCALAR_KEYS = {"environment"}
 
@@ -238,7 +240,7 @@ def spec_from_config(config: Mapping[str, Any], stack: str, file: str) -> Platfo
     problems += _with_config_keys(repaired.problems)
     if spec is not None:
         put_aside = [replace(a, path=_config_key(a.path)) for a in repaired.set_aside]
-        for found in check_spec(spec, load_catalog(), file):
+        for found in [*check_spec(spec, load_catalog(), file), *check_federation(spec, load_catalog(), file)]:
             p = replace(found, path=repaired.file_path(found.path, f"{PROJECT}:"))
             if not follows_from(p, put_aside) and not repaired.echoes(p):
                 problems.append(p)

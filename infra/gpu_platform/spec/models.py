@@ -537,6 +537,23 @@ class Storage(Model):
     """FSx for Lustre (EKS): `{enabled, className, deploymentType, perUnitStorageThroughput, dataCompressionType, zone}`."""
 
 
+class Worker(Model):
+    """A MultiKueue worker cluster of a manager stack: its own EKS cluster, pools and tenants' local quotas."""
+
+    name: DnsLabel
+    """Worker name: the MultiKueueCluster's name on the manager and the prefix of the worker's resources."""
+    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
+    """AWS region of the worker's cluster (any region; its own AWS provider)."""
+    cluster: ClusterSpec
+    """The worker's EKS cluster (`provider: eks`, public endpoint that admits the manager: docs/multi-cluster.md)."""
+    network: NetworkSpec = NetworkSpec()
+    """The worker's network."""
+    node_pools: tuple[NodePool, ...]
+    """The worker's GPU node pools; a pool name used by several workers must be the same GPU model and layout."""
+    quotas: dict[DnsLabel, tuple[TenantQuota, ...]] = Field(default_factory=dict)
+    """Tenant name -> its quotas on this worker's pools (the worker's own ClusterQueue; the manager's is their sum)."""
+
+
 class PlatformSpec(Model):
     """Everything one stack declares, validated, with the lockfile it runs against."""
 
@@ -566,7 +583,11 @@ class PlatformSpec(Model):
     """P95 GPU demand per workload class (written by `capacity plan --write-stack`); checked by the capacity-coverage policies."""
     tags: dict[str, str] = Field(default_factory=dict)
     """Extra cost-allocation tags on every AWS resource."""
+    workers: tuple[Worker, ...] = ()
+    """MultiKueue: worker clusters in preference order; this stack's own cluster is then the manager (no GPU pools,
+    no quotas of its own: it admits against the sum of the workers' and dispatches; docs/multi-cluster.md)."""
     lock: Lockfile
+    _config_root: str = PrivateAttr(default="")
 
     @property
     def is_eks(self) -> bool:

@@ -16,6 +16,7 @@ from gpu_platform_policies.view import (
     NODE_GROUP,
     Pool,
     api_group,
+    dispatched,
     get,
     helm_releases,
     namespace_of,
@@ -146,8 +147,13 @@ def flavor_gpu_quotas(plan: PlanView) -> dict[tuple[str, str], tuple[float, list
 
 
 def nominal_quotas(plan: PlanView) -> Iterator[tuple[str, str, str, Any]]:
-    """(ClusterQueue resource, flavor, resource name, nominalQuota) of every ClusterQueue entry."""
+    """(ClusterQueue resource, flavor, resource name, nominalQuota) of every ClusterQueue entry this cluster's pools back.
+
+    A MultiKueue manager's ClusterQueues are left out: their quota is the workers' (rule multikueue-quota-sums).
+    """
     for r in objects(plan, "ClusterQueue", KUEUE):
+        if dispatched(plan, r):
+            continue
         for group in get(r.inputs, "spec", "resourceGroups", default=[]) or []:
             for flavor in group.get("flavors", []) if isinstance(group, Mapping) else []:
                 for res in flavor.get("resources", []):

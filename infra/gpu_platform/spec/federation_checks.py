@@ -1,0 +1,121 @@
+"""A MultiKueue stack's own rules (`gpu-platform:workers`), and every worker judged as the stack it builds.
+
+Each worker is checked with the same `check_spec` a single-cluster stack gets (federation.worker_spec), and
+its problems are pointed back at the worker's keys: `nodePools[1].x` -> `workers[0].nodePools[1].x`, a quota
+`tenants[2].quotas[0]` -> `workers[0].quotas.<tenant>[0]`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpu_platform.catalog import Catalog
+from gpu_platform.errors import Problem, did_you_mean, one_of
+from gpu_platform.federation import worker_spec
+from gpu_platform.spec.checks import check_spec
+from gpu_platform.spec.models import NodePool, PlatformSpec
+
+P = "gpu-platform:"
+# Keys a worker sets itself; a problem under any other key is the shared setting's, reported once for the manager.
+WORKER_KEYS = ("nodePools", "cluster", "network")
+
+
+def check_federation(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]:
+    """Problems of a manager stack and of each of its workers (none for a single-cluster stack)."""
+    if not spec.workers:
+        return []
+    out: list[Problem] = []
+    if not spec.queueing.kueue.enabled:
+        out.append(Problem(file, f"{P}queueing.kueue.enabled", "workers need Kueue: MultiKueue is Kueue's", "allowed: true with workers"))
+    if spec.queueing.volcano.enabled:
+        why = "Volcano jobs bypass Kueue, so MultiKueue would never dispatch them"
+        out.append(Problem(file, f"{P}queueing.volcano.enabled", why, "allowed: false with workers"))
+    if not spec.is_eks:
+        why = "a MultiKueue manager is an EKS cluster of this stack (its NAT egress is what the workers' API endpoints admit)"
+        out.append(Problem(file, f"{P}cluster.provider", why, "allowed: eks with workers"))
+    elif spec.network.mode != "new":
+        why = "the manager's network must be new: the workers' API endpoints admit its NAT gateways' addresses, which it creates"
+        out.append(Problem(file, f"{P}network.mode", why, "allowed: new with workers"))
+    if spec.node_pools:
+        why = "a MultiKueue manager runs no GPU work: its workload copies are dispatched to the workers"
+        out.append(Problem(file, f"{P}nodePools", why, "allowed: [] with workers (put the pools under workers[].nodePools)"))
+    for i, t in enumerate(spec.tenants):
+        if t.quotas:
+            why = f"tenant '{t.name}' has quotas on the manager; its manager quota is the sum of its workers' quotas"
+            out.append(Problem(file, f"{P}tenants[{i}].quotas", why, "allowed: [] with workers (set workers[].quotas.<tenant>)"))
+    names = [spec.cluster.name, *(w.cluster.name for w in spec.workers)]
+    for i, w in enumerate(spec.workers):
+        at = f"{P}workers[{i}]"
+        if [x.name for x in spec.workers].index(w.name) != i:
+            out.append(Problem(file, f"{at}.name", f"duplicate worker name '{w.name}'", "allowed: unique worker names"))
+        if names.index(w.cluster.name) != i + 1:
+            why = f"cluster name '{w.cluster.name}' is already the {'manager' if names.index(w.cluster.name) == 0 else 'another worker'}'s"
+            out.append(Problem(file, f"{at}.cluster.name", why, "allowed: one cluster per worker, none the manager"))
+        if w.cluster.provider != "eks":
+            why = "workers are EKS clusters of this stack (the manager's kubeconfig for it is built from its endpoint and CA)"
+            out.append(Problem(file, f"{at}.cluster.provider", why, "allowed: eks"))
+        elif not w.cluster.endpoint_public_access:
+            why = "the manager reaches a worker's API over its public endpoint, restricted to the manager's NAT addresses"
+            out.append(Problem(file, f"{at}.cluster.endpointPublicAccess", why, "allowed: true (docs/multi-cluster.md, 'Network path')"))
+        for j, pool in enumerate(w.node_pools):
+            if pool.whole_nodes:
+                why = "whole-node queues (Topology-Aware Scheduling) are not mirrored on the manager yet"
+                out.append(Problem(file, f"{at}.nodePools[{j}].wholeNodes", why, "allowed: false or unset on workers"))
+            if pool.allocation == "dra":
+                why = "DRA pools on workers are not built yet (the manager's Kueue would need the device class mappings)"
+                out.append(Problem(file, f"{at}.nodePools[{j}].allocation", why, "allowed: device-plugin on workers"))
+        tenants = {t.name for t in spec.tenants}
+        for tenant in w.quotas:
+            if tenant not in tenants:
+                out.append(Problem(file, f"{at}.quotas.{tenant}", f"unknown tenant '{tenant}'{did_you_mean(tenant, tenants)}", one_of(tenants)))
+        out += _worker_problems(spec, i, catalog, file)
+    out += _same_pools(spec, catalog, file)
+    return list(dict.fromkeys(out))
+
+
+def _worker_problems(spec: PlatformSpec, i: int, catalog: Catalog, file: str) -> list[Problem]:
+    """The worker's stack problems, at the worker's keys; shared settings' problems are the manager's to report."""
+    ws = worker_spec(spec, i)
+    tenant_of = {j: t.name for j, t in enumerate(ws.tenants)}
+    out: list[Problem] = []
+    for p in check_spec(ws, catalog, file):
+        path = _worker_path(p.path, i, tenant_of)
+        if path is not None:
+            out.append(Problem(p.file, path, p.message, p.allowed))
+    return out
+
+
+def _worker_path(path: str, i: int, tenant_of: dict[int, str]) -> str | None:
+    """A worker spec's key path at the worker's keys, or None for a shared key."""
+    if path == "aws:region":
+        return f"{P}workers[{i}].region"
+    short = path.removeprefix(P)
+    if re.split(r"[.\[]", short, maxsplit=1)[0] in WORKER_KEYS:
+        return f"{P}workers[{i}].{short}"
+    quota = re.match(r"tenants\[(\d+)\]\.quotas(.*)$", short)
+    if quota and int(quota.group(1)) in tenant_of:
+        return f"{P}workers[{i}].quotas.{tenant_of[int(quota.group(1))]}{quota.group(2)}"
+    return None
+
+
+def _layout(pool: NodePool, catalog: Catalog) -> tuple[str, ...]:
+    """What a quota of GPUs on the pool means: GPU model, sharing layout, allocation."""
+    gpu = catalog.instance(pool.instance_types[0]).gpu.name if pool.instance_types[0] in catalog.instance_types else "?"
+    sharing = pool.sharing
+    return (gpu, sharing.mode, str(sharing.replicas), str(sharing.mig_config), pool.allocation)
+
+
+def _same_pools(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]:
+    """Pools of one name are one flavor on the manager, so they must mean the same GPUs on every worker."""
+    first: dict[str, tuple[str, tuple[str, ...]]] = {}
+    out: list[Problem] = []
+    for i, w in enumerate(spec.workers):
+        for j, pool in enumerate(w.node_pools):
+            layout = _layout(pool, catalog)
+            if pool.name not in first:
+                first[pool.name] = (w.name, layout)
+            elif first[pool.name][1] != layout:
+                owner, want = first[pool.name]
+                why = f"pool '{pool.name}' is {'/'.join(layout)} here but {'/'.join(want)} on worker '{owner}'"
+                out.append(Problem(file, f"{P}workers[{i}].nodePools[{j}].name", why, "allowed: one GPU model and layout per pool name (rename it)"))
+    return out

@@ -1,0 +1,267 @@
+"""MultiKueue federations: the manager reaches its workers, and the workers mirror what the manager admits.
+
+These rules see the whole stack (`federation=True`); `PlanView.clusters()` splits it into the manager (first) and
+one view per worker (gpu_platform.federation). Kueue's behaviour is in gpu_platform.behaviour.multikueue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpu_platform.behaviour.multikueue import kubeconfig_errors, kubeconfig_server, manager_config
+from gpu_platform.behaviour.wiring import UNKNOWN
+from gpu_platform.federation import WORKER_COMPONENT
+from gpu_platform.k8s.alerts import MULTIKUEUE_CLUSTER_METRIC
+from gpu_platform.k8s.objects import KUEUE_NAMESPACE
+from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
+from gpu_platform_policies.view import (
+    MULTIKUEUE_CONTROLLER,
+    NODE_GROUP,
+    dispatched,
+    get,
+    helm_releases,
+    namespace_of,
+    object_name,
+    objects,
+)
+
+KUEUE = "kueue.x-k8s.io"
+# The job APIs' charts: what the manager's integrations need on every worker (kueue#3582: a framework the manager
+# enables whose CRD a worker lacks fails that worker's connection).
+JOB_API_CHARTS = ("kueue", "jobset", "kubeflow-trainer", "kuberay-operator")
+WHERE = "gpu-platform:workers"
+
+
+def _no_federation(plan: PlanView, ctx: Context) -> str | None:
+    if not objects(plan, "MultiKueueCluster", KUEUE):
+        return "the stack declares no MultiKueue workers"
+    return None
+
+
+def _parts(plan: PlanView) -> tuple[PlanView, dict[str, PlanView]]:
+    """The manager's view and each worker's (by its WorkerScope's logical name)."""
+    views = plan.clusters()
+    workers = {}
+    for view in views[1:]:
+        scope = view.of_type(WORKER_COMPONENT)
+        workers[scope[0].name if scope else "?"] = view
+    return views[0], workers
+
+
+def _secret(view: PlanView, name: str, namespace: str) -> Resource | None:
+    return next((r for r in objects(view, "Secret") if object_name(r) == name and namespace_of(r) == namespace), None)
+
+
+def _kubeconfig_of(secret: Resource) -> Any:
+    text = get(secret.inputs, "stringData", "kubeconfig")
+    return text if text is not None else get(secret.inputs, "data", "kubeconfig")
+
+
+@rule(
+    "multikueue-kubeconfigs-static",
+    "Each MultiKueueCluster reads a static https kubeconfig from a Secret in Kueue's namespace that Kueue accepts.",
+    "mandatory",
+    "stack",
+    category="security",
+    not_applicable=_no_federation,
+    federation=True,
+)
+def multikueue_kubeconfigs_static(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A kubeconfig Kueue refuses leaves the worker inactive, and every workload that would go there waits.
+
+    Kueue refuses exec plugins, token files and insecure TLS (behaviour.multikueue.kubeconfig_errors).
+    """
+    if _no_federation(plan, ctx):
+        return
+    manager, _ = _parts(plan)
+    servers: dict[str, str] = {}
+    for mkc in objects(manager, "MultiKueueCluster", KUEUE):
+        source = get(mkc.inputs, "spec", "clusterSource", "kubeConfig", default={}) or {}
+        if source.get("locationType", "Secret") != "Secret":
+            yield Finding(
+                mkc.name, "kubeConfig.locationType Path reads a file inside the manager's Kueue pod, which nothing here provides", key=WHERE
+            )
+            continue
+        secret = _secret(manager, str(source.get("location")), KUEUE_NAMESPACE)
+        if secret is None:
+            why = f"its kubeconfig Secret {KUEUE_NAMESPACE}/{source.get('location')} is not created by this stack"
+            yield Finding(mkc.name, why, key=WHERE)
+            continue
+        text = _kubeconfig_of(secret)
+        if text == UNKNOWN or text is None:
+            continue  # a preview that has not read the worker's token yet: judged when it has
+        for err in kubeconfig_errors(str(text)):
+            yield Finding(secret.name, f"Kueue refuses this kubeconfig: {err}", key=WHERE)
+        server = kubeconfig_server(str(text)) or ""
+        if server and not server.startswith("https://"):
+            yield Finding(secret.name, f"server {server} is not https", key=WHERE)
+        if server in servers:
+            yield Finding(secret.name, f"server {server} is also worker {servers[server]}'s: one cluster counted twice", key=WHERE)
+        servers.setdefault(server, object_name(mkc))
+
+
+def _frameworks(view: PlanView) -> list[str] | None:
+    releases = helm_releases(view, "kueue")
+    if not releases:
+        return None
+    config = manager_config(get(releases[0].inputs, "values", default={}) or {})
+    return list(get(config, "integrations", "frameworks", default=[]) or [])
+
+
+def _charts(view: PlanView) -> dict[str, str]:
+    return {c: str(r.inputs.get("version")) for c in JOB_API_CHARTS for r in helm_releases(view, c)[:1]}
+
+
+def _local_queues(view: PlanView) -> set[tuple[str | None, str]]:
+    return {(namespace_of(r), object_name(r)) for r in objects(view, "LocalQueue", KUEUE)}
+
+
+@rule(
+    "multikueue-workers-mirror-manager",
+    "Every worker runs the manager's Kueue and job API versions, its integration list and its namespaces' LocalQueues.",
+    "mandatory",
+    "stack",
+    category="controllers",
+    not_applicable=_no_federation,
+    federation=True,
+)
+def multikueue_workers_mirror_manager(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A worker missing what the manager dispatches to it never admits.
+
+    The manager opens a watch on each worker for every integration it enables (kueue#3582) and creates each workload
+    in the same namespace and LocalQueue there (Kueue docs, setup_multikueue.md: workers mirror the manager's
+    namespaces and LocalQueues).
+    """
+    if _no_federation(plan, ctx):
+        return
+    manager, workers = _parts(plan)
+    want_charts, want_frameworks, want_queues = _charts(manager), _frameworks(manager), _local_queues(manager)
+    for worker, view in workers.items():
+        anchor = (view.of_type(WORKER_COMPONENT) or view.resources)[0].name
+        charts = _charts(view)
+        for chart, version in want_charts.items():
+            if charts.get(chart) != version:
+                got = charts.get(chart, "not installed")
+                yield Finding(anchor, f"worker {worker}: chart {chart} is {got}, the manager runs {version}", key=WHERE)
+        frameworks = _frameworks(view)
+        if want_frameworks is not None and frameworks is not None and sorted(frameworks) != sorted(want_frameworks):
+            yield Finding(
+                anchor, f"worker {worker}: Kueue integrations {sorted(frameworks)} differ from the manager's {sorted(want_frameworks)}", key=WHERE
+            )
+        for ns, name in sorted(want_queues - _local_queues(view), key=str):
+            yield Finding(anchor, f"worker {worker}: no LocalQueue {ns}/{name}, which the manager's workloads are dispatched to", key=WHERE)
+
+
+def _quotas(view: PlanView) -> dict[tuple[str, str, str], float]:
+    """(ClusterQueue, flavor, resource) -> nominal quota."""
+    out: dict[tuple[str, str, str], float] = {}
+    for cq in objects(view, "ClusterQueue", KUEUE):
+        for group in get(cq.inputs, "spec", "resourceGroups", default=[]) or []:
+            for flavor in group.get("flavors", []) if isinstance(group, Mapping) else []:
+                for res in flavor.get("resources", []):
+                    n = res.get("nominalQuota")
+                    if isinstance(n, (int, float)) and str(res.get("name", "")).startswith("nvidia.com/"):
+                        out[(object_name(cq), str(flavor.get("name")), str(res.get("name")))] = float(n)
+    return out
+
+
+@rule(
+    "multikueue-quota-sums",
+    "A manager ClusterQueue's GPU quota per flavor is the sum of the workers' quotas of that queue and flavor.",
+    "mandatory",
+    "stack",
+    category="capacity",
+    not_applicable=_no_federation,
+    federation=True,
+)
+def multikueue_quota_sums(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """More on the manager admits work no worker can take (it waits dispatched, holding quota); less strands workers' GPUs."""
+    if _no_federation(plan, ctx):
+        return
+    manager, workers = _parts(plan)
+    summed: dict[tuple[str, str, str], float] = {}
+    for view in workers.values():
+        for k, n in _quotas(view).items():
+            summed[k] = summed.get(k, 0) + n
+    names = {object_name(cq): cq.name for cq in objects(manager, "ClusterQueue", KUEUE) if dispatched(manager, cq)}
+    have = {k: n for k, n in _quotas(manager).items() if k[0] in names}
+    for key in sorted(set(have) | {k for k in summed if k[0] in names}):
+        queue, flavor, resource = key
+        if have.get(key, 0) != summed.get(key, 0):
+            why = f"{resource} on flavor {flavor}: the manager admits {have.get(key, 0):g}, the workers hold {summed.get(key, 0):g}"
+            yield Finding(names[queue], why, key=WHERE)
+
+
+@rule(
+    "multikueue-dispatch-complete",
+    "The manager's ClusterQueues all dispatch through MultiKueue to workers it lists, and the manager runs no GPU nodes.",
+    "mandatory",
+    "stack",
+    category="controllers",
+    not_applicable=_no_federation,
+    federation=True,
+)
+def multikueue_dispatch_complete(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """Work must leave the manager for a worker it lists.
+
+    A manager queue without the check admits work onto the manager, which has no GPUs; a MultiKueueConfig naming no
+    MultiKueueCluster dispatches nowhere; a manager with GPU node groups is also a worker nobody dispatches to.
+    """
+    if _no_federation(plan, ctx):
+        return
+    manager, _ = _parts(plan)
+    clusters = {object_name(r) for r in objects(manager, "MultiKueueCluster", KUEUE)}
+    configs = {object_name(r): r for r in objects(manager, "MultiKueueConfig", KUEUE)}
+    for check in objects(manager, "AdmissionCheck", KUEUE):
+        if get(check.inputs, "spec", "controllerName") != MULTIKUEUE_CONTROLLER:
+            continue
+        config = configs.get(str(get(check.inputs, "spec", "parameters", "name")))
+        if config is None:
+            yield Finding(check.name, "its parameters name no MultiKueueConfig of this stack", key=WHERE)
+            continue
+        listed = get(config.inputs, "spec", "clusters", default=[]) or []
+        for name in listed:
+            if name not in clusters:
+                yield Finding(config.name, f"lists worker {name}, which has no MultiKueueCluster", key=WHERE)
+        for name in sorted(clusters - set(listed)):
+            yield Finding(config.name, f"does not list worker {name}: nothing is dispatched to it", key=WHERE)
+    for cq in objects(manager, "ClusterQueue", KUEUE):
+        if not dispatched(manager, cq):
+            yield Finding(cq.name, "has no MultiKueue admission check: it would admit work onto the manager, which has no GPU nodes", key=WHERE)
+    for ng in manager.of_type(NODE_GROUP):
+        if (ng.inputs.get("labels") or {}).get("gpu-platform.io/pool"):
+            yield Finding(ng.name, "the manager runs a GPU node group: a manager is not also a worker", key="gpu-platform:nodePools")
+
+
+@rule(
+    "multikueue-workers-alerted",
+    "The manager exports each MultiKueueCluster's Active condition and alerts when a worker is not connected.",
+    "mandatory",
+    "stack",
+    category="observability",
+    not_applicable=_no_federation,
+    federation=True,
+)
+def multikueue_workers_alerted(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """An inactive worker silently takes no work; its capacity is gone until someone looks."""
+    if _no_federation(plan, ctx):
+        return
+    manager, _ = _parts(plan)
+    exprs = [
+        str(r.get("expr", ""))
+        for rules_ in objects(manager, "PrometheusRule", "monitoring.coreos.com")
+        for g in get(rules_.inputs, "spec", "groups", default=[]) or []
+        for r in (g.get("rules", []) if isinstance(g, Mapping) else [])
+        if isinstance(r, Mapping) and r.get("alert")
+    ]
+    if not any(MULTIKUEUE_CLUSTER_METRIC in e and "Active" in e for e in exprs):
+        yield Finding("stack", f'no alert on {MULTIKUEUE_CLUSTER_METRIC}{{condition="Active"}}', key="gpu-platform:monitoring")
+    stack = helm_releases(manager, "kube-prometheus-stack")
+    if stack:
+        resources = get(stack[0].inputs, "values", "kube-state-metrics", "customResourceState", "config", "spec", "resources", default=[]) or []
+        kinds = {get(r, "groupVersionKind", "kind") for r in resources if isinstance(r, Mapping)}
+        if "MultiKueueCluster" not in kinds:
+            yield Finding(
+                stack[0].name, "kube-state-metrics exports no MultiKueueCluster conditions, so the alert never fires", key="gpu-platform:monitoring"
+            )
