@@ -93,4 +93,3 @@ def federated_tenant(spec: PlatformSpec, tenant: Tenant) -> Tenant:
 def federated_spec(spec: PlatformSpec) -> PlatformSpec:
     """The manager as its Kueue sees the federation: the workers' pools as flavors, each tenant's quota summed."""
     return spec.model_copy(update={"node_pools": federated_pools(spec), "tenants": tuple(federated_tenant(spec, t) for t in spec.tenants)})
-

@@ -39,7 +39,7 @@ def test_lockfile_ami_types_exist_in_eks() -> None:
     assert "NVIDIA" in lock.eks.ami_type
 
 
-@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod", "multi"])
 def test_node_group_values_are_valid_eks_enums(stack: str) -> None:
     plan = plan_for(stack)
     groups = plan.of_type("aws:eks/nodeGroup:NodeGroup")
@@ -57,7 +57,7 @@ def test_node_group_values_are_valid_eks_enums(stack: str) -> None:
             assert log in enum("eks", "LogType")
 
 
-@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod", "multi"])
 def test_launch_template_values_are_valid_ec2_enums(stack: str) -> None:
     for lt in plan_for(stack).of_type("aws:ec2/launchTemplate:LaunchTemplate"):
         i = lt.inputs

@@ -662,7 +662,7 @@ def test_missing_stack_names_the_file(capsys: pytest.CaptureFixture[str]) -> Non
     code = main(["plan", "--stack", "does-not-exist"])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.startswith("stacks/Pulumi.does-not-exist.yaml: --stack: no stack 'does-not-exist'; allowed: dev, onprem, prod, staging")
+    assert err.startswith("stacks/Pulumi.does-not-exist.yaml: --stack: no stack 'does-not-exist'; allowed: dev, multi, onprem, prod, staging")
 
 
 def test_all_problems_reported_together(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

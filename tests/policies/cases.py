@@ -23,6 +23,7 @@ from tests.policies.cases_ansible import ANSIBLE_CASES
 from tests.policies.cases_capacity import CAPACITY_CASES
 from tests.policies.cases_controllers import CONTROLLER_CASES
 from tests.policies.cases_dra import DRA_CASES
+from tests.policies.cases_federation import FEDERATION_CASES
 from tests.policies.cases_network import NETWORK_CASES
 from tests.policies.cases_observability import OBSERVABILITY_CASES
 from tests.policies.cases_paths import PATH_CASES
@@ -94,4 +95,5 @@ CASES: list[Case] = [
     *PATH_CASES,
     *NETWORK_CASES,
     *DRA_CASES,
+    *FEDERATION_CASES,
 ]

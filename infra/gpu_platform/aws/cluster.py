@@ -118,6 +118,12 @@ class EksCluster(pulumi.ComponentResource):
                 tags={**args.tags, "Name": f"{spec.name}-control-plane"},
                 opts=child,
             )
+        # A MultiKueue worker's public endpoint also admits the manager's NAT addresses (program.build_workers).
+        admitted = (
+            pulumi.Output.all(*args.admit_ips).apply(lambda ips: public_cidrs(spec.public_access_cidrs, list(ips)))
+            if spec.endpoint_public_access and args.admit_ips
+            else None
+        )
         self.cluster = aws.eks.Cluster(
             f"{name}-eks",
             name=spec.name,
@@ -127,13 +133,7 @@ class EksCluster(pulumi.ComponentResource):
                 subnet_ids=list(args.subnets_by_zone.values()),
                 endpoint_private_access=spec.endpoint_private_access,
                 endpoint_public_access=spec.endpoint_public_access,
-                public_access_cidrs=(
-                    pulumi.Output.all(*args.admit_ips).apply(lambda ips: public_cidrs(spec.public_access_cidrs, list(ips)))
-                    if spec.endpoint_public_access and args.admit_ips
-                    else list(spec.public_access_cidrs)
-                    if spec.endpoint_public_access
-                    else None
-                ),
+                public_access_cidrs=list(spec.public_access_cidrs) if spec.endpoint_public_access and not args.admit_ips else admitted,
                 security_group_ids=[control_plane_sg.id] if control_plane_sg is not None else None,
             ),
             encryption_config=encryption,

@@ -1,0 +1,272 @@
+"""MultiKueue across clusters (stacks/Pulumi.multi.yaml): what the manager and each worker get, checked against Kueue's
+own CRDs and chart at the pinned version, its kubeconfig validation and its incremental dispatcher (behaviour.multikueue).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from gpu_platform.behaviour.multikueue import ROUND_TIMEOUT_S, dispatch, kubeconfig_errors, manager_config, step_size
+from gpu_platform.cli import main
+from gpu_platform.engine import Plan
+from gpu_platform.federation import federated_spec, worker_spec
+from gpu_platform.plan_ids import planned_ip
+from tests.conftest import plan_for, spec_for, stack_path
+from tests.k8s.charts import releases, template
+from tests.k8s.helpers import strict_schema
+
+STACK = "multi"
+
+
+@cache
+def plan() -> Plan:
+    return plan_for(STACK)
+
+
+def inputs(name: str) -> dict[str, Any]:
+    return plan().named(name).inputs
+
+
+def gpu_quota(cq: dict[str, Any]) -> dict[str, float]:
+    """flavor -> nvidia.com/gpu nominal quota of a ClusterQueue's inputs."""
+    return {
+        f["name"]: r["nominalQuota"]
+        for g in cq["spec"]["resourceGroups"]
+        for f in g["flavors"]
+        for r in f["resources"]
+        if r["name"] == "nvidia.com/gpu"
+    }
+
+
+@cache
+def kueue_chart_crds() -> dict[str, dict[str, Any]]:
+    """Kind -> strict v1beta2 schema of the CRDs the pinned Kueue chart renders (templates/crd, with MultiKueue's)."""
+    release = next(r for r in releases(plan()) if r.resource == "kueue-release")
+    rendered = template(release, spec_for(STACK).lock.kubernetes.version, ())
+    out = {}
+    for doc in rendered.objects:
+        if doc.get("kind") == "CustomResourceDefinition" and doc["spec"]["group"] == "kueue.x-k8s.io":
+            for v in doc["spec"]["versions"]:
+                if v["name"] == "v1beta2":
+                    out[doc["spec"]["names"]["kind"]] = strict_schema(v["schema"]["openAPIV3Schema"])
+    return out
+
+
+def test_the_stack_plans_and_passes_the_gate(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--stack", STACK]) == 0
+    out = capsys.readouterr().out
+    assert "0 mandatory" in out
+    for rule in ("multikueue-kubeconfigs-static", "multikueue-workers-mirror-manager", "multikueue-quota-sums"):
+        assert f"not applicable: {rule}" not in out
+
+
+def test_manager_objects_validate_against_the_kueue_charts_crds() -> None:
+    schemas = kueue_chart_crds()
+    kinds = {"MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck", "ClusterQueue"}
+    seen = set()
+    for r in plan().resources:
+        kind = r.type.rsplit(":", 1)[-1]
+        if r.type.startswith("kubernetes:kueue.x-k8s.io/v1beta2:") and kind in kinds:
+            body = {k: v for k, v in r.inputs.items() if k != "metadata"}
+            jsonschema.Draft7Validator(schemas[kind]).validate(body | {"metadata": {}})
+            seen.add(kind)
+    assert seen == kinds
+    # The CRD's CEL rule on clusterSource: exactly one of kubeConfig and clusterProfileRef.
+    for name in ("multikueue-cluster-east", "multikueue-cluster-west"):
+        source = inputs(name)["spec"]["clusterSource"]
+        assert [k in source for k in ("kubeConfig", "clusterProfileRef")].count(True) == 1
+
+
+def test_the_managers_kueue_configuration_runs_the_incremental_dispatcher_one_worker_at_a_time() -> None:
+    release = next(r for r in releases(plan()) if r.resource == "kueue-release")
+    rendered = template(release, spec_for(STACK).lock.kubernetes.version, ())
+    config_map = next(o for o in rendered.objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("manager-config"))
+    config = yaml.safe_load(config_map["data"]["controller_manager_config.yaml"])
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert step_size(config) == 1
+    # Workers run no dispatcher: a worker's Configuration has no multiKueue section.
+    assert step_size(manager_config(inputs("east-kueue-release")["values"])) is None
+
+
+def test_kubeconfigs_are_static_and_kueue_accepts_them() -> None:
+    for worker in ("east", "west"):
+        text = inputs(f"multikueue-kubeconfig-{worker}")["stringData"]["kubeconfig"]
+        doc = json.loads(text)
+        assert kubeconfig_errors(text) == []
+        assert doc["clusters"][0]["cluster"]["server"] == f"https://{worker}-cluster-eks.eks.mock"  # the worker's own endpoint
+        assert doc["users"][0]["user"] == {"token": f"planned-token-{worker}-multikueue-token"}  # its long-lived token
+        assert inputs(f"multikueue-cluster-{worker}")["spec"]["clusterSource"]["kubeConfig"]["location"] == f"multikueue-{worker}"
+        token = inputs(f"{worker}-multikueue-token")
+        assert token["type"] == "kubernetes.io/service-account-token"
+        assert token["metadata"]["annotations"] == {"kubernetes.io/service-account.name": "multikueue-sa"}
+
+
+@pytest.mark.parametrize(
+    ("user", "cluster", "refusal"),
+    [
+        ({"exec": {"command": "aws"}}, {}, "exec plugins are not allowed"),
+        ({"tokenFile": "/t"}, {}, "tokenFile is not allowed"),
+        ({"token": "t"}, {"insecure-skip-tls-verify": True}, "insecure TLS verification is not allowed"),
+        ({"token": "t"}, {"certificate-authority": "/ca.crt"}, "certificate-authority file paths are not allowed"),
+        ({"username": "admin", "password": "x"}, {}, "basic auth is not allowed"),
+        ({"token": "t"}, {"server": "https://bad_host:443"}, "untrusted server endpoint"),
+        ({"token": "t"}, {"server": ""}, "server URL is required"),
+    ],
+)
+def test_kueue_refuses_what_its_validate_kubeconfig_refuses(user: dict[str, Any], cluster: dict[str, Any], refusal: str) -> None:
+    doc = {
+        "clusters": [{"name": "w", "cluster": {"server": "https://w.example", "certificate-authority-data": "Zm9v"} | cluster}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "w", "context": {"cluster": "w", "user": "u"}}],
+        "current-context": "w",
+    }
+    assert any(refusal in e for e in kubeconfig_errors(yaml.safe_dump(doc)))
+
+
+def test_manager_quota_is_the_workers_sum_and_every_queue_dispatches() -> None:
+    for tenant, flavor, per_worker in (("llm-training", "train-h100", 16), ("research", "infer-l4", 4)):
+        manager = inputs(f"kueue-clusterqueue-{tenant}")
+        assert gpu_quota(manager) == {flavor: 2 * per_worker}
+        assert manager["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "multikueue"}]}
+        for worker in ("east", "west"):
+            local = inputs(f"{worker}-kueue-clusterqueue-{tenant}")
+            assert gpu_quota(local) == {flavor: per_worker}
+            assert "admissionChecksStrategy" not in local["spec"]  # a worker admits for itself
+    assert inputs("multikueue-config")["spec"]["clusters"] == ["east", "west"]  # the stack's preference order
+
+
+def test_workers_admit_the_managers_nat_addresses_in_their_own_regions() -> None:
+    manager_ips = {f"{planned_ip(r.name)}/32" for r in plan().of_type("aws:ec2/eip:Eip") if r.parent == "network"}
+    assert len(manager_ips) == 2  # one NAT gateway per manager zone
+    for worker in ("east", "west"):
+        cidrs = inputs(f"{worker}-cluster-eks")["vpcConfig"]["publicAccessCidrs"]
+        assert "198.51.100.0/27" in cidrs and manager_ips <= set(cidrs)
+    assert inputs("cluster-eks")["vpcConfig"]["publicAccessCidrs"] == ["198.51.100.0/27"]
+    regions = {r.name: r.inputs["region"] for r in plan().of_type("pulumi:providers:aws")}
+    assert regions == {"east-aws": "us-east-2", "west-aws": "us-west-2"}
+    # Pulumi's URN is type and name (under the parent's type chain): the engine refuses a second one (engine.run_program).
+    urns = [(r.type, r.name) for r in plan().resources]
+    assert len(urns) == len(set(urns))
+
+
+def test_worker_clusterrole_covers_every_integration_the_manager_watches() -> None:
+    config = manager_config(inputs("kueue-release")["values"])
+    frameworks = config["integrations"]["frameworks"]
+    rules = inputs("east-multikueue-clusterrole")["rules"]
+    granted = {(g, res) for r in rules for g in r["apiGroups"] for res in r["resources"] if "watch" in r["verbs"]}
+    watched = {"batch/job": ("batch", "jobs"), "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "jobsets"), "pod": ("", "pods")}
+    watched |= {"statefulset": ("apps", "statefulsets")}
+    for framework in frameworks:
+        if framework in watched:
+            assert watched[framework] in granted, framework
+    assert ("kueue.x-k8s.io", "workloads") in granted
+
+
+def _admits_at(free: dict[str, int], need: int) -> Any:
+    """A worker's own Kueue admits at once where its ClusterQueue has `need` GPUs free, else not within the horizon."""
+    return lambda worker: 0 if free.get(worker, 0) >= need else None
+
+
+def test_journey_training_job_is_admitted_on_the_sum_then_dispatched_east_then_west() -> None:
+    """A 24-GPU job: more than either worker holds for llm-training (16 each), within the manager's 32."""
+    order = inputs("multikueue-config")["spec"]["clusters"]
+    step = step_size(manager_config(inputs("kueue-release")["values"]))
+    assert step is not None
+    manager_free = gpu_quota(inputs("kueue-clusterqueue-llm-training"))["train-h100"]
+    worker_free = {w: gpu_quota(inputs(f"{w}-kueue-clusterqueue-llm-training"))["train-h100"] for w in order}
+    # 16 GPUs: the manager admits (32), east admits at once.
+    assert manager_free >= 16
+    assert dispatch(order, step, _admits_at(worker_free, 16)).worker == "east"
+    # East busy (12 of its 16 taken): only east is nominated for the first 5 minutes, then west joins and admits.
+    busy = worker_free | {"east": worker_free["east"] - 12}
+    walk = dispatch(order, step, _admits_at(busy, 16))
+    assert (walk.worker, walk.at_s) == ("west", ROUND_TIMEOUT_S)
+    assert [(r.at_s, r.nominated) for r in walk.rounds] == [(0, ("east",)), (ROUND_TIMEOUT_S, ("east", "west"))]
+    # Kueue's default step of 3 would have nominated both at once: the stack's stepSize 1 is what keeps east first.
+    assert dispatch(order, 3, _admits_at(busy, 16)).at_s == 0
+    # 24 GPUs: the manager's summed quota admits it, but no single worker can, so it is never dispatched.
+    assert manager_free >= 24 and dispatch(order, step, _admits_at(worker_free, 24)).worker is None
+
+
+def test_worker_specs_are_the_workers_own_and_the_manager_sees_their_sum() -> None:
+    spec = spec_for(STACK)
+    east = worker_spec(spec, 0)
+    assert (east.region, east.cluster.name, [p.name for p in east.node_pools]) == ("us-east-2", "gpu-east", ["train-h100", "infer-l4"])
+    assert all(p.whole_nodes is False for p in east.node_pools)
+    fed = federated_spec(spec)
+    assert {t.name: [(q.pool, q.gpus) for q in t.quotas] for t in fed.tenants} == {
+        "llm-training": [("train-h100", 32)],
+        "research": [("infer-l4", 8)],
+    }
+
+
+MANAGER_POOL = (
+    "gpu-platform:nodePools: [{name: x, workloadClass: training, capacity: on-demand, instanceTypes: [g6.xlarge],"
+    " scaling: {min: 0, desired: 0, max: 1}}]"
+)
+WEST_L4 = "          instanceTypes: [g6.xlarge]\n          scaling: {min: 0, desired: 0, max: 4}"
+WEST_H100_END = "          rootVolumeGiB: 1000\n        - name: infer-l4\n          workloadClass: inference\n"
+BAD_EDITS = [
+    (
+        "manager GPU pools",
+        "gpu-platform:nodePools: []",
+        MANAGER_POOL,
+        "gpu-platform:nodePools: a MultiKueue manager runs no GPU work",
+    ),
+    (
+        "worker quota on an unknown pool",
+        "research: [{pool: infer-l4, gpus: 4}]\n    - name: west",
+        "research: [{pool: infer-l40, gpus: 4}]\n    - name: west",
+        "gpu-platform:workers[0].quotas.research[0].pool: unknown pool 'infer-l40'",
+    ),
+    (
+        "unknown tenant",
+        "        research: [{pool: infer-l4, gpus: 4}]\n    - name: west",
+        "        reserch: [{pool: infer-l4, gpus: 4}]\n    - name: west",
+        "gpu-platform:workers[0].quotas.reserch: unknown tenant 'reserch'",
+    ),
+    ("duplicate worker", "    - name: west", "    - name: east", "gpu-platform:workers[1].name: duplicate worker name 'east'"),
+    (
+        "worker on the manager's cluster",
+        "name: gpu-west",
+        "name: gpu-manager",
+        "gpu-platform:workers[1].cluster.name: cluster name 'gpu-manager' is already the manager's",
+    ),
+    ("worker region typo", "region: us-west-2", "region: us-west-9", "gpu-platform:workers[1].region: unknown AWS region 'us-west-9'"),
+    (
+        "private worker endpoint",
+        "        name: gpu-west\n        endpointPublicAccess: true",
+        "        name: gpu-west\n        endpointPublicAccess: false",
+        "gpu-platform:workers[1].cluster.endpointPublicAccess",
+    ),
+    (
+        "whole nodes on a worker (east)",
+        WEST_H100_END,
+        WEST_H100_END.replace("1000\n", "1000\n          wholeNodes: true\n", 1),
+        "gpu-platform:workers[0].nodePools[0].wholeNodes",
+    ),
+    (
+        "one pool name, two GPU models",
+        WEST_L4,
+        WEST_L4.replace("g6.xlarge", "g6e.xlarge"),
+        "gpu-platform:workers[1].nodePools[1].name: pool 'infer-l4' is L40S",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "old", "new", "error"), BAD_EDITS, ids=[b[0] for b in BAD_EDITS])
+def test_bad_federation_is_one_clear_line(what: str, old: str, new: str, error: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    text = stack_path(STACK).read_text()
+    assert text.count(old) >= 1, what
+    bad = tmp_path / "Pulumi.multi.yaml"
+    bad.write_text(text.replace(old, new, 1) if what != "duplicate worker" else text.replace(old, new))
+    assert main(["check", "--stack", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert error in err, err
+    assert "Traceback" not in err

@@ -1,0 +1,163 @@
+"""Cases of the MultiKueue federation rules: the multi stack (manager + workers east and west) broken one part at a time.
+
+Each edit is what a pull request could do by hand to the plan's inputs, or what a hand-written kubeconfig brings;
+the rule names the Secret, queue or release at fault. Kueue's refusals are behaviour.multikueue's.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gpu_platform.k8s.multikueue import kubeconfig
+from tests.policies.builders import DROP, Case, at, compliant, drop, fires
+
+STACKS = ("multi", "staging", "prod", "dev", "onprem")
+EAST_SECRET = "multikueue-kubeconfig-east"
+GOOD = json.loads(kubeconfig("east", "https://east.example", "bW9jaw==", "t0ken"))
+
+
+def _kubeconfig(user: dict[str, object] | None = None, cluster: dict[str, object] | None = None) -> str:
+    """The east worker's kubeconfig with the user's or the cluster's entry changed, as a hand-written one would be."""
+    doc = json.loads(json.dumps(GOOD))
+    doc["users"][0]["user"] = user if user is not None else doc["users"][0]["user"]
+    doc["clusters"][0]["cluster"] |= cluster or {}
+    return json.dumps(doc)
+
+
+EXEC = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws", "args": ["eks", "get-token", "--cluster-name", "gpu-east"]}}
+
+FEDERATION_CASES: list[Case] = [
+    *compliant("multikueue-kubeconfigs-static", *STACKS),
+    fires(
+        "multikueue-kubeconfigs-static",
+        "exec-plugin",
+        at(EAST_SECRET, {"stringData.kubeconfig": _kubeconfig(user=EXEC)}),
+        on=EAST_SECRET,
+        says="exec plugins are not allowed",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-kubeconfigs-static",
+        "token-file",
+        at(EAST_SECRET, {"stringData.kubeconfig": _kubeconfig(user={"tokenFile": "/var/run/secrets/token"})}),
+        on=EAST_SECRET,
+        says="tokenFile is not allowed",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-kubeconfigs-static",
+        "insecure-tls",
+        at(EAST_SECRET, {"stringData.kubeconfig": _kubeconfig(cluster={"insecure-skip-tls-verify": True})}),
+        on=EAST_SECRET,
+        says="insecure TLS verification is not allowed",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-kubeconfigs-static",
+        "plain-http",
+        at(EAST_SECRET, {"stringData.kubeconfig": _kubeconfig(cluster={"server": "http://east.example"})}),
+        on=EAST_SECRET,
+        says="is not https",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-kubeconfigs-static",
+        "secret-missing",
+        drop(EAST_SECRET),
+        on="multikueue-cluster-east",
+        says="is not created by this stack",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-kubeconfigs-static",
+        "path-location",
+        at("multikueue-cluster-east", {"spec.clusterSource.kubeConfig.locationType": "Path"}),
+        on="multikueue-cluster-east",
+        says="reads a file inside the manager's Kueue pod",
+        stack="multi",
+    ),
+    *compliant("multikueue-workers-mirror-manager", *STACKS),
+    fires(
+        "multikueue-workers-mirror-manager",
+        "local-queue-missing-on-a-worker",
+        drop("west-kueue-localqueue-research"),
+        on="west-worker",
+        says="no LocalQueue research/default",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-workers-mirror-manager",
+        "older-kueue-on-a-worker",
+        at("west-kueue-release", {"version": "0.18.0"}),
+        on="west-worker",
+        says="chart kueue is 0.18.0",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-workers-mirror-manager",
+        "jobset-missing-on-a-worker",
+        drop("east-job-apis-jobset-release"),
+        on="east-worker",
+        says="chart jobset is not installed",
+        stack="multi",
+    ),
+    *compliant("multikueue-quota-sums", *STACKS),
+    fires(
+        "multikueue-quota-sums",
+        "manager-admits-more-than-workers-hold",
+        at("kueue-clusterqueue-research", {"spec.resourceGroups.1.flavors.0.resources.0.nominalQuota": 12}),
+        on="kueue-clusterqueue-research",
+        says="the manager admits 12, the workers hold 8",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-quota-sums",
+        "worker-quota-raised-alone",
+        at("west-kueue-clusterqueue-research", {"spec.resourceGroups.1.flavors.0.resources.0.nominalQuota": 8}),
+        on="kueue-clusterqueue-research",
+        says="the manager admits 8, the workers hold 12",
+        stack="multi",
+    ),
+    *compliant("multikueue-dispatch-complete", *STACKS),
+    fires(
+        "multikueue-dispatch-complete",
+        "queue-without-the-check",
+        at("kueue-clusterqueue-research", {"spec.admissionChecksStrategy": DROP}),
+        on="kueue-clusterqueue-research",
+        says="has no MultiKueue admission check",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-dispatch-complete",
+        "worker-left-out-of-the-config",
+        at("multikueue-config", {"spec.clusters": ["east"]}),
+        on="multikueue-config",
+        says="does not list worker west",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-dispatch-complete",
+        "config-names-a-stranger",
+        at("multikueue-config", {"spec.clusters": ["east", "west", "gcp"]}),
+        on="multikueue-config",
+        says="lists worker gcp, which has no MultiKueueCluster",
+        stack="multi",
+    ),
+    *compliant("multikueue-workers-alerted", *STACKS),
+    fires(
+        "multikueue-workers-alerted",
+        "alert-removed",
+        at("monitoring-gpu-rules", {"spec.groups.3": DROP}),
+        on="stack",
+        says="no alert on kube_customresource_multikueue_cluster_condition",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-workers-alerted",
+        "conditions-not-exported",
+        at("monitoring-release", {"values.kube-state-metrics.customResourceState": DROP}),
+        on="monitoring-release",
+        says="exports no MultiKueueCluster conditions",
+        stack="multi",
+    ),
+]
