@@ -57,10 +57,17 @@ def against_floor(args: list[str]) -> tuple[int, int, int]:
     return count, plan, base
 
 
+NAMES = {
+    "prod": "`plan --stack prod`",
+    "multi": "`plan --stack multi` (MultiKueue manager and two workers)",
+    "generated": "`plan` of a generated 100 pools / 200 tenants stack",
+}
+
+
 def main() -> None:
-    """Count, print, and optionally record, for prod and the generated 100 pools / 200 tenants stack."""
+    """Count, print, and optionally record, for prod, the multi-cluster stack and the generated 100 pools / 200 tenants stack."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--only", choices=["prod", "generated"])
+    parser.add_argument("--only", choices=["prod", "multi", "generated"])
     parser.add_argument("--record", action="store_true", help="replace these benchmarks' entries in benchmarks/results.yaml")
     opts = parser.parse_args()
     if shutil.which("valgrind") is None:
@@ -69,7 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         generated = Path(tmp) / "Pulumi.gen-100x200.yaml"
         generated.write_text(yaml.safe_dump(generate(100, 200)))
-        cases = {"prod": ["--stack", "prod"], "generated": ["--config", str(generated)]}
+        cases = {"prod": ["--stack", "prod"], "multi": ["--stack", "multi"], "generated": ["--config", str(generated)]}
         for label, args in cases.items():
             if opts.only not in (None, label):
                 continue
@@ -78,7 +85,7 @@ def main() -> None:
             figure = f"{count:,} resources; plan {plan / 1e9:.2f} G instructions vs floor {floor / 1e9:.2f} G: {plan / floor:.3f}x"
             print(f"{label}: {figure}")
             if opts.record:
-                name = "`plan --stack prod`" if label == "prod" else "`plan` of a generated 100 pools / 200 tenants stack"
+                name = NAMES[label]
                 record(
                     f"plan-{label}-instructions",
                     f"{name} vs the mock-engine floor, instructions executed (valgrind cachegrind)",

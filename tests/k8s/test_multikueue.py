@@ -270,3 +270,63 @@ def test_bad_federation_is_one_clear_line(what: str, old: str, new: str, error: 
     err = capsys.readouterr().err
     assert error in err, err
     assert "Traceback" not in err
+
+
+TRAIN_JOB = """apiVersion: batch/v1
+kind: Job
+metadata:
+  name: pretrain
+  namespace: {namespace}
+  labels:
+    kueue.x-k8s.io/queue-name: default
+spec:
+  parallelism: {pods}
+  completions: {pods}
+  template:
+    spec:
+      priorityClassName: {priority}
+      restartPolicy: Never
+      containers:
+        - name: trainer
+          image: registry.example.com/llm/pretrain:2026.11
+          resources:
+            requests: {{cpu: "{cpu}", memory: {memory}}}
+            limits: {{{resource}: "{gpus}", memory: {memory}}}
+"""
+
+
+def _explain(tmp_path: Any, stack: Any, capsys: pytest.CaptureFixture[str], **job: Any) -> tuple[int, dict[str, Any]]:
+    workload = tmp_path / "job.yaml"
+    fields = {"namespace": "llm-training", "pods": 2, "priority": "gpu-production-training", "resource": "nvidia.com/gpu", "gpus": 8}
+    fields |= {"cpu": 8, "memory": "64Gi"} | job
+    workload.write_text(TRAIN_JOB.format(**fields))
+    code = main(["explain", "--stack", str(stack), "--workload", str(workload), "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_explain_shows_the_managers_admission_then_the_worker_it_is_dispatched_to(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _explain(tmp_path, stack_path(STACK), capsys)
+    stages = [s["stage"] for s in out["steps"]]
+    assert code == 0 and out["verdict"] == "runs"
+    assert stages.index("kueue-flavor") < stages.index("multikueue") < stages.index("dispatch") < stages.index("east/kueue-flavor")
+    assert "east/device-resources" in stages and not any(s.startswith("west/") for s in stages)
+    assert (out["clusterQueue"], out["flavor"], out["pool"]) == ("llm-training", "train-h100", "train-h100")
+
+
+def test_explain_moves_to_the_next_worker_after_five_minutes(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """East holds only 2 L4s for research, west 4: a 4-GPU job is admitted on the manager's 6, not by east, then west."""
+    text = stack_path(STACK).read_text().replace("research: [{pool: infer-l4, gpus: 4}]", "research: [{pool: infer-l4, gpus: 2}]", 1)
+    stack = tmp_path / "Pulumi.multi.yaml"
+    stack.write_text(text)
+    code, out = _explain(tmp_path, stack, capsys, namespace="research", pods=4, gpus=1, priority="gpu-experiments", cpu=2, memory="8Gi")
+    dispatch_step = next(s for s in out["steps"] if s["stage"] == "dispatch")
+    assert out["verdict"] == "runs" and code == 0, out["steps"][-1]
+    assert dispatch_step["detail"] == "nominated minute 0: east; minute 5: east, west; worker west admits it"
+    assert any(s["stage"] == "west/kueue-flavor" for s in out["steps"]) and out["pool"] == "infer-l4"
+
+
+def test_explain_says_never_for_a_job_no_single_worker_holds(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _explain(tmp_path, stack_path(STACK), capsys, pods=3)  # 24 GPUs: the manager's 32 admit it, no worker's 16
+    last = out["steps"][-1]
+    assert (code, out["verdict"], last["stage"], last["result"]) == (3, "never", "dispatch", "blocked")
+    assert "no worker's own quota admits it (minute 0: east; minute 5: east, west)" in last["detail"]

@@ -23,6 +23,7 @@ from gpu_platform.behaviour import (
     kueue,
     kueue_tas,
     limitrange,
+    multikueue,
     networkpolicy,
     pod_security,
     resourcequota,
@@ -31,6 +32,7 @@ from gpu_platform.behaviour import (
 )
 from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.explain.view import PoolView, StackView
+from gpu_platform.federation import federated_spec, worker_spec
 from gpu_platform.k8s.kueue import CPU_FLAVOR, WHOLE_NODES_QUEUE
 from gpu_platform.k8s.tenant_network import cluster_services, destinations
 from gpu_platform.pools import gpus_per_node, spot_quota_gpus
@@ -117,8 +119,8 @@ class Walk:
         if result == "blocked":
             raise Blocked(stage)
 
-    def run(self) -> Explanation:
-        """Every stage in order, until one blocks."""
+    def run(self, quota_only: bool = False) -> Explanation:
+        """Every stage in order, until one blocks; `quota_only`: up to Kueue's quota reservation (a MultiKueue manager)."""
         try:
             self.namespace()
             self.api()
@@ -131,6 +133,8 @@ class Walk:
             self.kueue_resources()
             self.resource_claims()
             self.flavor()
+            if quota_only:
+                return self.out
             self.topology()
             self.fallback()
             self.pod_admission()
@@ -871,11 +875,54 @@ def job_from_cronjob(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def explain(view: StackView, obj: Mapping[str, Any]) -> Explanation:
-    """Walk one workload manifest through every stage over a stack's objects.
+    """Walk one workload manifest through every stage over a stack's objects (a MultiKueue manager's: `federation`).
 
     A CronJob runs nothing itself: each run's Job is what Kueue manages (its Job integration does not ask who
     created the Job), so the walk follows the Job its jobTemplate makes.
     """
+    if view.spec.workers:
+        return federation(view, obj)
+    return _explain_one(view, obj)
+
+
+def federation(view: StackView, obj: Mapping[str, Any]) -> Explanation:
+    """A workload submitted to a MultiKueue manager: its admission there, then the workers in dispatch order.
+
+    The manager's Kueue reserves quota against the workers' summed quota (federation.federated_spec); the incremental
+    dispatcher then nominates the workers in the MultiKueueConfig's order, `stepSize` a round, a round every five
+    minutes, and the first worker whose own Kueue admits the workload runs it (behaviour.multikueue.dispatch). A
+    worker admits when its walk gets past Kueue's flavor assignment; its stages follow, prefixed with its name.
+    """
+    spec = view.spec
+    manager = Walk(StackView(federated_spec(spec), view.catalog), obj).run(quota_only=True)
+    src = "kueue pkg/controller/workloaddispatcher/incrementaldispatcher.go nominateWorkers (gpu_platform.behaviour.multikueue)"
+    if manager.verdict == "never":
+        return manager
+    manager.steps.append(Step("multikueue", "ok", "quota reserved on the manager against the workers' summed quota; MultiKueue dispatches it", src))
+    walks = {w.name: _explain_one(StackView(worker_spec(spec, i), view.catalog), obj) for i, w in enumerate(spec.workers)}
+    admitted = {name for name, e in walks.items() if _admits(e)}
+    step = multikueue.step_size(view.kueue_config or {}) or multikueue.DEFAULT_STEP_SIZE
+    walk = multikueue.dispatch(list(walks), step, lambda w: 0 if w in admitted else None)
+    rounds = "; ".join(f"minute {r.at_s // 60}: {', '.join(r.nominated)}" for r in walk.rounds)
+    if walk.worker is None:
+        why = "; ".join(f"{name}: {(e.step('kueue-flavor') or e.steps[-1]).detail}" for name, e in walks.items())
+        manager.steps.append(Step("dispatch", "blocked", f"no worker's own quota admits it ({rounds}): {why}", src))
+        return manager
+    chosen = walks[walk.worker]
+    manager.steps.append(Step("dispatch", "ok", f"nominated {rounds}; worker {walk.worker} admits it", src))
+    manager.steps += [replace(s, stage=f"{walk.worker}/{s.stage}") for s in chosen.steps]
+    manager.cluster_queue, manager.flavor, manager.pool = chosen.cluster_queue, chosen.flavor, chosen.pool
+    return manager
+
+
+def _admits(e: Explanation) -> bool:
+    """A worker's own Kueue admits the workload: its walk got through flavor assignment (quota reserved there)."""
+    flavor = e.step("kueue-flavor")
+    return flavor is not None and flavor.result != "blocked"
+
+
+def _explain_one(view: StackView, obj: Mapping[str, Any]) -> Explanation:
+    """Walk one workload manifest through every stage over one cluster's objects."""
     obj, refused = decode.decoded(obj, view.spec.lock.kubernetes.version)
     if refused:
         # The body is decoded into the kind's Go type before any other check (namespace lifecycle included).

@@ -179,8 +179,10 @@ def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant, today: d
     """
     day = today or date.today()
     quotas = {q.pool: q for q in tenant.quotas}
-    cpu = {"name": "cpu", "nominalQuota": tenant.resources.cpu}
-    mem = {"name": "memory", "nominalQuota": f"{tenant.resources.memory_gib}Gi"}
+    # A MultiKueue manager admits against every worker's share: each worker's ClusterQueue has the tenant's resources.
+    clusters = max(1, len(spec.workers))
+    cpu = {"name": "cpu", "nominalQuota": tenant.resources.cpu * clusters}
+    mem = {"name": "memory", "nominalQuota": f"{tenant.resources.memory_gib * clusters}Gi"}
     resource_groups: list[dict[str, Any]] = [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": CPU_FLAVOR, "resources": [cpu, mem]}]}]
     for covered, pools in gpu_groups(spec, catalog, tenant):
         flavors = []
