@@ -20,6 +20,7 @@ from pulumi.output import Unknown
 from pulumi.runtime import mocks, rpc, settings
 
 from gpu_platform.behaviour.wiring import urn_ref
+from gpu_platform.federation import WORKER_COMPONENT
 from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, PLANNED_S3_PREFIX_LIST, planned_arn, planned_id, planned_ip
 from gpu_platform.program import build, main
 from gpu_platform.provenance import recorded
@@ -69,6 +70,19 @@ class Plan:
             if r.name == name:
                 return r
         raise KeyError(name)
+
+    def clusters(self) -> dict[str, str | None]:
+        """Logical name -> the MultiKueue worker it is built for (its WorkerScope's name), None for the stack's own cluster."""
+        parents = {r.name: r.parent for r in self.resources if r.type != WORKER_COMPONENT}
+        workers = {r.name for r in self.resources if r.type == WORKER_COMPONENT}
+        out: dict[str, str | None] = {}
+        for name in parents:
+            seen, at = set(), name
+            while at is not None and at not in workers and at not in seen:
+                seen.add(at)
+                at = parents.get(at)
+            out[name] = at if at in workers else None
+        return out | {w: w for w in workers}
 
     def children(self, parent: str) -> list[PlannedResource]:
         """Direct children of a component."""

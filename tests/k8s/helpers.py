@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from gpu_platform.behaviour.admission import vap_validation_denial
-from gpu_platform.commands.render import render_plan
+from gpu_platform.commands.render import is_manifest, render_plan
 from tests.conftest import plan_for
 
 # Re-exported: other test modules import the evaluator from here; it lives in the product package.
@@ -25,7 +25,7 @@ def rendered(stack: str) -> dict[str, Any]:
 
 def objects(stack: str, kind: str | None = None) -> list[dict[str, Any]]:
     """Rendered Kubernetes objects (manifests and patches), optionally of one kind."""
-    docs = [d for p, d in rendered(stack).items() if p.startswith(("manifests/", "patches/"))]
+    docs = [d for p, d in rendered(stack).items() if is_manifest(p)]
     return [d for d in docs if kind is None or d["kind"] == kind]
 
 

@@ -160,11 +160,12 @@ def test_releases_install_after_the_crds_they_use(stack: str) -> None:
     """Each custom resource a release renders is served by its own CRDs, an existing Prometheus, or a release it dependsOn."""
     spec = spec_for(stack)
     plan = plan_for(stack)
-    out = rendered(stack)
-    by_chart = {o.release.chart: name for name, o in out.items()}
-    provider_of = {g.split("/")[0]: o.release.chart for o in out.values() for g in crd_groups(o.objects)}
     existing = {"monitoring.coreos.com"} if spec.monitoring.prometheus == "existing" else set()
-    for name, o in out.items():
+    cluster_of = plan.clusters()  # a MultiKueue stack: each cluster's releases depend on that cluster's
+    for name, o in rendered(stack).items():
+        out = {n: x for n, x in rendered(stack).items() if cluster_of.get(n) == cluster_of.get(name)}
+        by_chart = {x.release.chart: n for n, x in out.items()}
+        provider_of = {g.split("/")[0]: x.release.chart for x in out.values() for g in crd_groups(x.objects)}
         own = {g.split("/")[0] for g in crd_groups(o.objects)}
         used = {_api_group(obj["apiVersion"]) for obj in o.objects if not is_builtin(obj["apiVersion"])} - own - existing
         deps = dependencies(plan, name)  # the Pulumi dependsOn the plan records, followed transitively

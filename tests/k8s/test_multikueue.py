@@ -17,9 +17,11 @@ from gpu_platform.cli import main
 from gpu_platform.engine import Plan
 from gpu_platform.federation import federated_spec, worker_spec
 from gpu_platform.plan_ids import planned_ip
-from tests.conftest import plan_for, spec_for, stack_path
+from tests.conftest import plan_for, require_shared_crds, spec_for, stack_path
+from tests.k8s import test_charts as chart_tests
+from tests.k8s import test_render as render_tests
 from tests.k8s.charts import releases, template
-from tests.k8s.helpers import strict_schema
+from tests.k8s.helpers import crd_schemas, is_builtin, objects, strict_schema
 
 STACK = "multi"
 
@@ -330,3 +332,33 @@ def test_explain_says_never_for_a_job_no_single_worker_holds(tmp_path: Any, caps
     last = out["steps"][-1]
     assert (code, out["verdict"], last["stage"], last["result"]) == (3, "never", "dispatch", "blocked")
     assert "no worker's own quota admits it (minute 0: east; minute 5: east, west)" in last["detail"]
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "test_every_release_has_its_upstream_chart",
+        "test_every_release_renders_and_validates",
+        "test_every_value_key_the_program_sets_is_read_by_the_chart",
+        "test_releases_install_after_the_crds_they_use",
+        "test_every_chart_pod_is_admitted_by_its_namespace_pod_security",
+    ],
+)
+def test_every_release_of_every_cluster_passes_the_chart_checks(check: str) -> None:
+    """The manager's and the workers' Helm releases through the same `helm template` checks every stack gets."""
+    getattr(chart_tests, check)(STACK)
+
+
+def test_every_object_of_every_cluster_validates(tmp_path: Any) -> None:
+    """Core objects strictly for the stack's Kubernetes version; custom resources against shared/crds and, for
+    MultiKueue's kinds, the Kueue chart's own CRDs."""
+    render_tests.test_core_objects_validate_strictly(STACK)
+    crds = dict(crd_schemas(require_shared_crds()))
+    crds |= {("kueue.x-k8s.io/v1beta2", kind): schema for kind, schema in kueue_chart_crds().items()}
+    custom = [o for o in objects(STACK) if not is_builtin(o["apiVersion"])]
+    kinds = set()
+    for obj in custom:
+        body = {k: v for k, v in obj.items() if k != "metadata"}
+        jsonschema.Draft7Validator(crds[(obj["apiVersion"], obj["kind"])]).validate(body | {"metadata": {}})
+        kinds.add(obj["kind"])
+    assert {"MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck", "ClusterQueue", "PrometheusRule"} <= kinds

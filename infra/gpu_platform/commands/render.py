@@ -22,6 +22,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,16 +65,25 @@ def is_object(resource: PlannedResource) -> bool:
     return resource.type.startswith("kubernetes:") and resource.type != HELM_RELEASE and "apiVersion" in resource.inputs
 
 
+def is_manifest(rel: str) -> bool:
+    """A rendered Kubernetes object or patch: `manifests/...`, `patches/...`, or the same under `workers/<worker>/`."""
+    return re.match(r"^(workers/[^/]+/)?(manifests|patches)/", rel) is not None
+
+
 def render_plan(plan: Plan) -> dict[str, Any]:
     """Relative path -> document, for every object, patch, Helm release and the rule file."""
     files: dict[str, Any] = {}
+    # A MultiKueue stack's workers each get a folder of their own: `workers/<worker>/manifests/...`.
+    clusters = plan.clusters()
     for r in plan.resources:
+        worker = clusters.get(r.name)
+        at = f"workers/{worker.removesuffix('-worker')}/" if worker else ""
         if r.type == HELM_RELEASE:
             i = r.inputs
             release = i["name"]
-            files[f"helm/{release}/values.yaml"] = _sorted(i.get("values", {}))
+            files[f"{at}helm/{release}/values.yaml"] = _sorted(i.get("values", {}))
             repo = (i.get("repositoryOpts") or {}).get("repo")
-            files[f"helm/{release}/release.yaml"] = {
+            files[f"{at}helm/{release}/release.yaml"] = {
                 "name": release,
                 "namespace": i.get("namespace"),
                 "chart": i["chart"],
@@ -84,14 +94,14 @@ def render_plan(plan: Plan) -> dict[str, Any]:
             m = manifest_of(r)
             kind, meta = m["kind"].lower(), m["metadata"]
             if r.type.endswith("Patch"):
-                path = f"patches/{kind}-{meta['name']}.yaml"
+                path = f"{at}patches/{kind}-{meta['name']}.yaml"
             else:
-                path = f"manifests/{meta.get('namespace', '_cluster')}/{kind}-{meta['name']}.yaml"
+                path = f"{at}manifests/{meta.get('namespace', '_cluster')}/{kind}-{meta['name']}.yaml"
             if path in files:
                 raise ValueError(f"two objects render to {path}")
             files[path] = m
             if m["kind"] == "PrometheusRule":
-                files[RULES_FILE] = {"groups": m["spec"]["groups"]}
+                files[at + RULES_FILE] = {"groups": m["spec"]["groups"]}
     return dict(sorted(files.items()))
 
 
@@ -358,7 +368,7 @@ def run(args: argparse.Namespace, path: Path, stack: str) -> int:
     plan = plan_stack(path, stack)
     files = render_plan(plan)
     done = write_files(args.out, files, stack)
-    objects = sum(1 for rel in files if rel.startswith(("manifests/", "patches/")))
+    objects = sum(1 for rel in files if is_manifest(rel))
     releases = sum(1 for rel in files if rel.endswith("/values.yaml"))
     if args.format == "json":
         doc = {"stack": stack, "out": str(args.out), "manifests": objects, "helmValues": releases}
