@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from gpu_platform.provenance import WORKER_KEYS
 from gpu_platform_policies.model import RULES, Context, Finding, Level, PlanView, Resource, Rule, Violation
 
 
@@ -31,10 +33,26 @@ def run_rule(rule: Rule, plan: PlanView, ctx: Context) -> list[Finding]:
     return list(rule.check(root, ctx))
 
 
+WORKER_SOURCE = re.compile(r"^gpu-platform:workers\[\d+\]\.")
+
+
+def in_worker(key: str, base: str | None) -> str:
+    """A rule's key for a resource a MultiKueue worker builds, at that worker's keys.
+
+    A rule names `gpu-platform:cluster.publicAccessCidrs` for any EKS cluster; on a worker's cluster (built from
+    `gpu-platform:workers[1].cluster`) the user fixes `gpu-platform:workers[1].cluster.publicAccessCidrs`.
+    """
+    worker = WORKER_SOURCE.match(base or "")
+    short = key.removeprefix("gpu-platform:")
+    if worker is None or short == key or re.split(r"[.\[]", short, maxsplit=1)[0] not in WORKER_KEYS:
+        return key
+    return worker.group(0) + short
+
+
 def key_path(finding: Finding, plan: PlanView) -> str | None:
     """The stack key the user changes to fix a finding: the rule's own, else the key its resource was built from (plus `field`)."""
     if finding.key:
-        return finding.key
+        return in_worker(finding.key, plan.source_of(finding.resource))
     if finding.file:  # a repository file (inventory, lockfile): no stack key unless the rule named one
         return None
     base = plan.source_of(finding.resource)

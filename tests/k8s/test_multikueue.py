@@ -254,6 +254,24 @@ BAD_EDITS = [
         "gpu-platform:workers[0].nodePools[0].wholeNodes",
     ),
     (
+        "worker endpoint admitting only the manager",
+        '        name: gpu-west\n        endpointPublicAccess: true\n        publicAccessCidrs: ["198.51.100.0/27"]',
+        "        name: gpu-west\n        endpointPublicAccess: true",
+        "gpu-platform:workers[1].cluster.publicAccessCidrs: no publicAccessCidrs",
+    ),
+    (
+        "worker name longer than IAM role names allow",
+        "    - name: west",
+        "    - name: west-coast-overflow-capacity",
+        "gpu-platform:workers[1].name: 'west-coast-overflow-capacity' is 28 characters",
+    ),
+    (
+        "shared setting wrong on a worker only",
+        "  gpu-platform:queueing:",
+        "  gpu-platform:storage: {fsxLustre: {enabled: true, zone: us-east-1a}}\n  gpu-platform:queueing:",
+        "gpu-platform:storage.fsxLustre.zone: on worker 'east': 'us-east-1a' is not a zone of the cluster",
+    ),
+    (
         "one pool name, two GPU models",
         WEST_L4,
         WEST_L4.replace("g6.xlarge", "g6e.xlarge"),
@@ -362,3 +380,28 @@ def test_every_object_of_every_cluster_validates(tmp_path: Any) -> None:
         jsonschema.Draft7Validator(crds[(obj["apiVersion"], obj["kind"])]).validate(body | {"metadata": {}})
         kinds.add(obj["kind"])
     assert {"MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck", "ClusterQueue", "PrometheusRule"} <= kinds
+
+
+def test_more_workers_than_a_multikueue_config_lists_is_refused(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = yaml.safe_load(stack_path(STACK).read_text())
+    west = doc["config"]["gpu-platform:workers"][1]
+    doc["config"]["gpu-platform:workers"] += [west | {"name": f"w{i}", "cluster": west["cluster"] | {"name": f"gpu-w{i}"}} for i in range(19)]
+    bad = tmp_path / "Pulumi.many.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    assert main(["check", "--stack", str(bad)]) == 2
+    assert "gpu-platform:workers: 21 workers; a MultiKueueConfig lists at most 20" in capsys.readouterr().err
+
+
+def test_a_production_federation_is_judged_at_each_workers_keys(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """The manager's NAT /32s the program adds are the engine's placeholders (TEST-NET-3), not a stack's typo; what a
+    rule finds on a worker's cluster points at that worker's keys and lines."""
+    stack = tmp_path / "Pulumi.multiprod.yaml"
+    stack.write_text(stack_path(STACK).read_text() + "  gpu-platform:policy: {production: true}\n")
+    main(["check", "--stack", str(stack), "--format", "json"])
+    found = json.loads(capsys.readouterr().out)["violations"]
+    cidrs = [v for v in found if v["policy"] == "documentation-cidr"]
+    assert cidrs and not any("203.0.113." in v["message"] for v in cidrs)
+    keys = {v["resource"]: v["keyPath"] for v in cidrs}
+    assert keys["east-cluster-eks"] == "gpu-platform:workers[0].cluster.publicAccessCidrs[0]"
+    assert keys["cluster-eks"] == "gpu-platform:cluster.publicAccessCidrs[0]"
+    assert all(v.get("line") for v in cidrs)

@@ -167,8 +167,15 @@ def admission_checks_strategy() -> dict[str, Any]:
 
 
 def decoded_token(data: Any) -> str:
-    """The token of a service-account-token Secret's `data` (base64, as the API returns it)."""
-    return base64.b64decode(data["token"]).decode()
+    """The token of a service-account-token Secret's `data` (base64, as the API returns it).
+
+    A Secret the token controller has not filled (pulumi-kubernetes gave up waiting) fails the update with that
+    reason rather than a KeyError inside an apply.
+    """
+    token = data.get("token") if isinstance(data, dict) else None
+    if not token:
+        raise ValueError(f"{TOKEN_SECRET} has no data.token yet: the token controller has not filled it; run `pulumi up` again")
+    return base64.b64decode(token).decode()
 
 
 @dataclass(frozen=True)
@@ -191,12 +198,14 @@ class MultiKueueWorker(pulumi.ComponentResource):
     def __init__(self, name: str, worker: str, args: MultiKueueWorkerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:k8s:MultiKueueWorker", name, None, opts)
         on_worker = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.after))
-        for manifest in worker_objects(args.spec):
-            create(f"{name}-{manifest['kind'].lower()}", manifest, on_worker)
+        made = {m["kind"]: create(f"{name}-{m['kind'].lower()}", m, on_worker) for m in worker_objects(args.spec)}
         secret = token_secret()
         # The typed Secret, for its `data` output: pulumi-kubernetes waits on create until the token controller has
-        # filled a service-account-token Secret's data (provider/pkg/await: the Secret awaiter).
-        token = k8s.core.v1.Secret(f"{name}-token", metadata=secret["metadata"], type=secret["type"], opts=on_worker)
+        # filled a service-account-token Secret's data (provider/pkg/await/awaiters.go untilCoreV1SecretInitialized,
+        # 5 seconds). Created after its ServiceAccount: the token controller deletes a token Secret whose
+        # ServiceAccount does not exist (kubernetes pkg/controller/serviceaccount/tokens_controller.go).
+        after_account = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*args.after, made["ServiceAccount"]])
+        token = k8s.core.v1.Secret(f"{name}-token", metadata=secret["metadata"], type=secret["type"], opts=after_account)
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(args.endpoint, args.ca_data, token.data).apply(lambda a: kubeconfig(worker, a[0], a[1], decoded_token(a[2])))
         )

@@ -131,10 +131,12 @@ def resource_quota(spec: PlatformSpec, catalog: Catalog, tenant: Tenant) -> Mani
     if dra_pools(spec):
         # Claims for the DRA driver's other classes (MIG slices, VFIO passthrough) are outside every quota here: none.
         hard |= {device_class_key(c): "0" for c in DRA_DEVICE_CLASSES if c != DRA_GPU_CLASS}
+    # A MultiKueue manager holds the pods of its pod-integration workloads (gated) for every worker: their sum.
+    clusters = max(1, len(spec.workers))
     hard |= {
-        "requests.cpu": str(r.cpu),
-        "requests.memory": f"{r.memory_gib}Gi",
-        "pods": str(r.pods),
+        "requests.cpu": str(r.cpu * clusters),
+        "requests.memory": f"{r.memory_gib * clusters}Gi",
+        "pods": str(r.pods * clusters),
         "requests.storage": f"{r.storage_gib}Gi",
         "persistentvolumeclaims": str(r.volume_claims),
     }

@@ -18,6 +18,10 @@ from gpu_platform.spec.models import NodePool, PlatformSpec
 P = "gpu-platform:"
 # Keys a worker sets itself; a problem under any other key is the shared setting's, reported once for the manager.
 WORKER_KEYS = ("nodePools", "cluster", "network")
+MAX_WORKERS = 20  # Kueue's MultiKueueConfig CRD (chart templates/crd): spec.clusters maxItems 20
+# A worker's name prefixes its resources' logical names, from which Pulumi auto-names IAM roles (64 characters at most:
+# name + "-" + 7 hex digits); the longest role logical name the program builds adds about 30 characters.
+MAX_WORKER_NAME = 20
 
 
 def check_federation(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]:
@@ -43,9 +47,15 @@ def check_federation(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Pr
         if t.quotas:
             why = f"tenant '{t.name}' has quotas on the manager; its manager quota is the sum of its workers' quotas"
             out.append(Problem(file, f"{P}tenants[{i}].quotas", why, "allowed: [] with workers (set workers[].quotas.<tenant>)"))
+    if len(spec.workers) > MAX_WORKERS:
+        why = f"{len(spec.workers)} workers; a MultiKueueConfig lists at most {MAX_WORKERS} (its CRD's spec.clusters maxItems)"
+        out.append(Problem(file, f"{P}workers", why, f"allowed: 1..{MAX_WORKERS} workers"))
     names = [spec.cluster.name, *(w.cluster.name for w in spec.workers)]
     for i, w in enumerate(spec.workers):
         at = f"{P}workers[{i}]"
+        if len(w.name) > MAX_WORKER_NAME:
+            why = f"'{w.name}' is {len(w.name)} characters; it prefixes the worker's resource names, and IAM role names end at 64"
+            out.append(Problem(file, f"{at}.name", why, f"allowed: at most {MAX_WORKER_NAME} characters"))
         if [x.name for x in spec.workers].index(w.name) != i:
             out.append(Problem(file, f"{at}.name", f"duplicate worker name '{w.name}'", "allowed: unique worker names"))
         if names.index(w.cluster.name) != i + 1:
@@ -57,6 +67,11 @@ def check_federation(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Pr
         elif not w.cluster.endpoint_public_access:
             why = "the manager reaches a worker's API over its public endpoint, restricted to the manager's NAT addresses"
             out.append(Problem(file, f"{at}.cluster.endpointPublicAccess", why, "allowed: true (docs/multi-cluster.md, 'Network path')"))
+        elif not w.cluster.public_access_cidrs:
+            # Empty means open to all on EKS; here the program would list the manager's NAT addresses alone, locking
+            # out whoever runs `pulumi up` (it reaches the worker's API the same way).
+            why = "no publicAccessCidrs: the endpoint would admit the manager alone, not whoever runs `pulumi up`"
+            out.append(Problem(file, f"{at}.cluster.publicAccessCidrs", why, "allowed: the deployers' egress CIDRs (the manager's are added)"))
         for j, pool in enumerate(w.node_pools):
             if pool.whole_nodes:
                 why = "whole-node queues (Topology-Aware Scheduling) are not mirrored on the manager yet"
@@ -77,11 +92,16 @@ def _worker_problems(spec: PlatformSpec, i: int, catalog: Catalog, file: str) ->
     """The worker's stack problems, at the worker's keys; shared settings' problems are the manager's to report."""
     ws = worker_spec(spec, i)
     tenant_of = {j: t.name for j, t in enumerate(ws.tenants)}
+    shared = {(p.path, p.message) for p in check_spec(spec, catalog, file)}
     out: list[Problem] = []
     for p in check_spec(ws, catalog, file):
         path = _worker_path(p.path, i, tenant_of)
         if path is not None:
             out.append(Problem(p.file, path, p.message, p.allowed))
+        elif (p.path, p.message) not in shared:
+            # A shared setting that is wrong only on this worker (an FSx zone outside its region, load balancers
+            # where its controller is off): at the shared key, naming the worker.
+            out.append(Problem(p.file, p.path, f"on worker '{spec.workers[i].name}': {p.message}", p.allowed))
     return out
 
 

@@ -258,7 +258,14 @@ def multikueue_workers_alerted(plan: PlanView, ctx: Context) -> Iterator[Finding
     if not any(MULTIKUEUE_CLUSTER_METRIC in e and "Active" in e for e in exprs):
         yield Finding("stack", f'no alert on {MULTIKUEUE_CLUSTER_METRIC}{{condition="Active"}}', key="gpu-platform:monitoring")
     stack = helm_releases(manager, "kube-prometheus-stack")
-    if stack:
+    if not stack:
+        why = "the manager's Prometheus is an existing one: nothing of this stack exports MultiKueueCluster conditions for the alert"
+        yield Finding(
+            "stack",
+            why + " (export them with kube-state-metrics' customResourceState: docs/multi-cluster.md)",
+            key="gpu-platform:monitoring.prometheus",
+        )
+    else:
         resources = get(stack[0].inputs, "values", "kube-state-metrics", "customResourceState", "config", "spec", "resources", default=[]) or []
         kinds = {get(r, "groupVersionKind", "kind") for r in resources if isinstance(r, Mapping)}
         if "MultiKueueCluster" not in kinds:

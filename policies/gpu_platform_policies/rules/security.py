@@ -6,6 +6,7 @@ import ipaddress
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gpu_platform.plan_ids import planned_ip
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, default_production, rule
 from gpu_platform_policies.view import (
     EKS_ADDON,
@@ -279,6 +280,16 @@ def documentation_network(value: str) -> ipaddress.IPv4Network | ipaddress.IPv6N
     return next((d for d in DOCUMENTATION_RANGES if d.version == net.version and net.subnet_of(d)), None)  # type: ignore[arg-type]
 
 
+def _engine_addresses(r: Resource) -> set[str]:
+    """The /32s the offline engine gives Elastic IPs this resource's inputs are built from (plan_ids.planned_ip, TEST-NET-3).
+
+    A MultiKueue worker's endpoint admits the manager's NAT addresses, read from the Eips when `pulumi up` runs
+    (program.build_workers); offline they are placeholders in a documentation range, not a stack's typo.
+    """
+    eips = {ref.split("::", 1)[1] for refs in r.refs.values() for ref in refs if ref.startswith("aws:ec2/eip:Eip::")}
+    return {f"{planned_ip(name)}/32" for name in eips}
+
+
 @rule(
     "documentation-cidr",
     "A production stack's CIDRs hold no documentation address range (RFC 5737 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24; RFC 3849).",
@@ -291,9 +302,10 @@ def documentation_cidr(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     if not ctx.production:
         return
     for r in plan:
+        built = _engine_addresses(r)
         for path, _, value in walk(r.inputs):
             for i, item in enumerate(value if isinstance(value, list) else [value]):
-                if not isinstance(item, str) or (doc := documentation_network(item)) is None:
+                if not isinstance(item, str) or (doc := documentation_network(item)) is None or item in built:
                     continue
                 key = next((k for (t, p), k in CIDR_KEYS.items() if r.type == t and path.startswith(p)), None)
                 at = f"{path}[{i}]" if isinstance(value, list) else path
