@@ -17,6 +17,9 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = ("dev", "staging", "prod", "onprem")
+# Every stack file of the repository: STACKS, which the per-stack tests walk, and the MultiKueue federation, whose
+# clusters tests/k8s/test_multikueue.py walks through the same checks.
+REPOSITORY_STACKS = (*STACKS, "multi")
 _PLANS: dict[str, Plan] = {}
 
 

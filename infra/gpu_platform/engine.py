@@ -77,7 +77,8 @@ class Plan:
         workers = {r.name for r in self.resources if r.type == WORKER_COMPONENT}
         out: dict[str, str | None] = {}
         for name in parents:
-            seen, at = set(), name
+            seen: set[str] = set()
+            at: str | None = name
             while at is not None and at not in workers and at not in seen:
                 seen.add(at)
                 at = parents.get(at)

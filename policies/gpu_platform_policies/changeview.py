@@ -7,13 +7,14 @@ command turns it into a file line.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.change.diff import ResourceChange
 from gpu_platform.pools import LABEL_GPUS_PER_NODE
+from gpu_platform.spec.federation_checks import worker_path
 from gpu_platform_policies.evaluate import effective_level, violation
 from gpu_platform_policies.model import CHANGE_RULES, Finding, Level, PlanView, Violation
 from gpu_platform_policies.view import Pool, pools
@@ -102,16 +103,84 @@ def quota_total(tenant: Mapping[str, Any]) -> int:
 
 
 def evaluate_change(view: ChangeView, enforcement: Mapping[str, Level] | None = None) -> list[Violation]:
-    """Violations of every enabled change rule, mandatory first."""
+    """Violations of every enabled change rule over each cluster of the stack in turn, mandatory first."""
     out: list[Violation] = []
-    for rule in CHANGE_RULES.values():
-        level = effective_level(rule, enforcement or {})
-        if level == "disabled":
+    for part, at_worker in cluster_changes(view):
+        for rule in CHANGE_RULES.values():
+            level = effective_level(rule, enforcement or {})
+            if level == "disabled":
+                continue
+            found: Iterable[Finding] = [replace(f, key=at_worker(f.key)) for f in rule.check(part)]
+            # A deleted resource has no key in the working tree's file: the base plan's says where it was.
+            out += [violation(rule, level, f, part.after if part.after.source_of(f.resource) or f.key else part.before) for f in found]
+    return sorted(set(out), key=lambda v: (v.level != "mandatory", v.policy, v.resource, v.message))
+
+
+def _same(key: str | None) -> str | None:
+    return key
+
+
+def worker_config(config: Mapping[str, Any], worker: str) -> dict[str, Any]:
+    """A MultiKueue stack's config as one worker's own stack file would read (federation.worker_spec, on raw config).
+
+    Empty when the worker is not in this side's file (added or removed by the change).
+    """
+    workers = config.get(NS + "workers")
+    w = next((w for w in workers if isinstance(w, Mapping) and w.get("name") == worker), None) if isinstance(workers, list) else None
+    if w is None:
+        return {}
+    out = {k: v for k, v in config.items() if k != NS + "workers"}
+    out |= {
+        NS + "nodePools": w.get("nodePools") or [],
+        NS + "cluster": w.get("cluster"),
+        NS + "network": w.get("network"),
+        "aws:region": w.get("region"),
+    }
+    raw = w.get("quotas")
+    quotas: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    tenants = config.get(NS + "tenants")
+    out[NS + "tenants"] = (
+        [dict(t) | {"quotas": quotas.get(str(t.get("name")), [])} for t in tenants if isinstance(t, Mapping)] if isinstance(tenants, list) else []
+    )
+    return out
+
+
+def cluster_changes(view: ChangeView) -> list[tuple[ChangeView, Callable[[str | None], str | None]]]:
+    """The change as each cluster of a MultiKueue stack sees it, with the mapping of a rule's key to that worker's keys.
+
+    A worker's pools, quotas and objects share names with the other workers' (one pool name, one flavor on the
+    manager), so rules that find a pool or an object by name judge each cluster alone: its plans, its resource
+    changes and a stack file as its own would read. A single-cluster stack is itself, keys unchanged.
+    """
+    before, after = view.before.by_cluster(), view.after.by_cluster()
+    if set(before) | set(after) == {None}:
+        return [(view, _same)]
+    out: list[tuple[ChangeView, Callable[[str | None], str | None]]] = []
+    listed = [w.get("name") for w in view.after_config.get(NS + "workers") or [] if isinstance(w, Mapping)]
+    for scope in dict.fromkeys([*before, *after]):
+        b, a = before.get(scope) or PlanView([]), after.get(scope) or PlanView([])
+        names = {r.name for r in b} | {r.name for r in a}
+        part = replace(view, before=b, after=a, changes=tuple(c for c in view.changes if c.name in names))
+        if scope is None:  # the manager: no pools, no quotas of its own
+            out.append((part, _same))
             continue
-        found: Iterable[Finding] = rule.check(view)
-        # A deleted resource has no key in the working tree's file: the base plan's says where it was.
-        out += [violation(rule, level, f, view.after if view.after.source_of(f.resource) or f.key else view.before) for f in found]
-    return sorted(out, key=lambda v: (v.level != "mandatory", v.policy, v.resource, v.message))
+        worker = scope.removesuffix("-worker")
+        part = replace(part, before_config=worker_config(view.before_config, worker), after_config=worker_config(view.after_config, worker))
+        index = listed.index(worker) if worker in listed else None
+        tenants = [t.get("name") for t in part.after_config.get(NS + "tenants") or []]
+        out.append((part, _worker_keys(index, {j: str(t) for j, t in enumerate(tenants)})))
+    return out
+
+
+def _worker_keys(index: int | None, tenant_of: dict[int, str]) -> Callable[[str | None], str | None]:
+    """A finding's key in a worker's own-stack reading, at the worker's keys in the real file."""
+
+    def at(key: str | None) -> str | None:
+        if key is None or index is None:
+            return key
+        return worker_path(key, index, tenant_of) or key
+
+    return at
 
 
 def tier_gpus(plan: PlanView, catalog: Catalog) -> dict[tuple[str, str, str], int]:

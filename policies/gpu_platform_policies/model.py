@@ -234,14 +234,18 @@ class PlanView:
         return Wiring(self.resources)
 
     def clusters(self) -> list[PlanView]:
-        """The stack's clusters, each as a view of its own: the stack's own cluster first, then its MultiKueue workers.
+        """The stack's clusters, each as a view of its own: the stack's own cluster first, then its MultiKueue workers."""
+        return list(self.by_cluster().values())
+
+    def by_cluster(self) -> dict[str | None, PlanView]:
+        """Each cluster's view by its worker's WorkerScope name (None: the stack's own cluster, first).
 
         A worker is the resources under its `gpu-platform:index:Worker` component (gpu_platform.federation); the
         stack's own cluster is the rest. A single-cluster stack is one view, this one.
         """
         workers = {r.name for r in self.of_type(WORKER_COMPONENT)}
         if not workers:
-            return [self]
+            return {None: self}
         owner: dict[str, str | None] = {}
 
         def worker_of(name: str | None) -> str | None:
@@ -262,7 +266,7 @@ class PlanView:
         groups: dict[str | None, list[Resource]] = {None: []}
         for r in self.resources:
             groups.setdefault(worker_of(r.name), []).append(r)
-        return [PlanView(rs) for rs in groups.values()]
+        return {w: PlanView(rs) for w, rs in groups.items()}
 
     def of_type(self, *types: str) -> list[Resource]:
         """Resources of any of these type tokens."""

@@ -13,7 +13,7 @@ import pytest
 
 from gpu_platform.cli import COMMANDS, _parser, main
 from gpu_platform.commands.options import FORMATS
-from tests.conftest import ROOT, STACKS, stack_path
+from tests.conftest import REPOSITORY_STACKS, ROOT, stack_path
 
 WORDS = ("text", "json", "markdown", "github")  # the one vocabulary, in this order wherever offered
 REQUIRED = {"render": ["--out", "x"], "explain": ["--workload", "w"], "diff": ["--base", "main"]}  # options a command cannot parse without
@@ -93,7 +93,7 @@ def test_unknown_stack_lists_the_stacks_there_are(no_root: pytest.MonkeyPatch, c
     no_root.chdir(ROOT / "infra")
     code, out, err = run(capsys, "plan", "--stack", "prd")
     assert (code, out) == (2, "")
-    names = ", ".join(sorted(STACKS))
+    names = ", ".join(sorted(REPOSITORY_STACKS))
     assert err == f"../stacks/Pulumi.prd.yaml: --stack: no stack 'prd' (did you mean 'prod'?); allowed: {names}, or a path to a stack file\n"
 
 
@@ -145,7 +145,7 @@ def test_check_json_on_an_unknown_stack_is_a_document_too(no_root: pytest.Monkey
     code, out, _ = run(capsys, "check", "--stack", "nope", "--format", "json")
     assert code == 2
     [finding] = json.loads(out)["violations"]
-    assert finding["keyPath"] == "--stack" and "line" not in finding and "allowed: dev, onprem, prod, staging" in finding["message"]
+    assert finding["keyPath"] == "--stack" and "line" not in finding and "allowed: dev, multi, onprem, prod, staging" in finding["message"]
 
 
 def test_check_base_json_on_bad_input_is_a_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,10 +13,18 @@ import pytest
 import yaml
 
 from gpu_platform.behaviour.multikueue import ROUND_TIMEOUT_S, dispatch, kubeconfig_errors, manager_config, step_size
+from gpu_platform.catalog import load_catalog
+from gpu_platform.change.base import lock_facts
+from gpu_platform.change.diff import by_key, diff_plans
 from gpu_platform.cli import main
+from gpu_platform.commands.plan import plan_stack
 from gpu_platform.engine import Plan
 from gpu_platform.federation import federated_spec, worker_spec
 from gpu_platform.plan_ids import planned_ip
+from gpu_platform.spec.loader import read_stack_config
+from gpu_platform_policies import Resource
+from gpu_platform_policies.changeview import ChangeView, evaluate_change
+from gpu_platform_policies.model import PlanView
 from tests.conftest import plan_for, require_shared_crds, spec_for, stack_path
 from tests.k8s import test_charts as chart_tests
 from tests.k8s import test_render as render_tests
@@ -405,3 +413,58 @@ def test_a_production_federation_is_judged_at_each_workers_keys(tmp_path: Any, c
     assert keys["east-cluster-eks"] == "gpu-platform:workers[0].cluster.publicAccessCidrs[0]"
     assert keys["cluster-eks"] == "gpu-platform:cluster.publicAccessCidrs[0]"
     assert all(v.get("line") for v in cidrs)
+
+
+def _change(tmp_path: Any, edit: Any) -> list[Any]:
+    """Change rules over the multi stack before and after `edit` of its file, as `check --base` builds the view."""
+    base = stack_path(STACK)
+    changed = tmp_path / "Pulumi.multi.yaml"
+    changed.write_text(edit(base.read_text()))
+
+    def items(plan: Plan) -> list[dict[str, Any]]:
+        return [{**r.to_json(), "source": r.source} for r in plan.resources]
+
+    def view(rows: list[dict[str, Any]]) -> PlanView:
+        return PlanView(Resource(r["type"], r["name"], r["parent"], r["inputs"], r.get("source")) for r in rows)
+
+    before, after = items(plan()), items(plan_stack(changed, STACK))
+    facts = lock_facts(spec_for(STACK).lock)
+    change = ChangeView(
+        before=view(before),
+        after=view(after),
+        changes=tuple(diff_plans(by_key(before), by_key(after))),
+        catalog=load_catalog(),
+        before_config=read_stack_config(base),
+        after_config=read_stack_config(changed),
+        before_lock=facts,
+        after_lock=facts,
+        production=True,
+        stack_file="stacks/Pulumi.multi.yaml",
+    )
+    return evaluate_change(change)
+
+
+def test_change_rules_judge_each_worker_on_its_own(tmp_path: Any) -> None:
+    """East and west both have a pool train-h100: moving east's reserved one replaces its node group, which the change
+    rules catch on east (not hidden behind west's on-demand pool of the same name), at east's keys."""
+    found = _change(tmp_path, lambda t: t.replace("availabilityZones: [us-east-2a]", "availabilityZones: [us-east-2b]", 1))
+    replaced = [v for v in found if v.policy == "fixed-capacity-replaced"]
+    assert replaced and replaced[0].resource == "east-pool-train-h100-ng" and replaced[0].level == "mandatory"
+    assert (replaced[0].key or "").startswith("gpu-platform:workers[0].nodePools[0]")
+
+
+def test_training_quota_moved_onto_spot_on_a_worker_is_caught(tmp_path: Any) -> None:
+    spot_pool = (
+        "        - name: train-h100-spot\n          workloadClass: training\n          capacity: spot\n"
+        "          instanceTypes: [p5.48xlarge]\n          scaling: {min: 0, desired: 0, max: 2}\n      quotas:\n"
+        "        llm-training: [{pool: train-h100, gpus: 0}, {pool: train-h100-spot, gpus: 16}]"
+    )
+
+    def edit(text: str) -> str:
+        head, west = text.split("    - name: west", 1)
+        west = west.replace("      quotas:\n        llm-training: [{pool: train-h100, gpus: 16}]", spot_pool, 1)
+        return head + "    - name: west" + west
+
+    found = [v for v in _change(tmp_path, edit) if v.policy == "training-quota-on-spot"]
+    assert found and found[0].level == "mandatory", found
+    assert (found[0].key or "").startswith("gpu-platform:workers[1]")

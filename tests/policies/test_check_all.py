@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from gpu_platform.cli import main
-from tests.conftest import ROOT, STACKS, stack_path, without_lines
+from tests.conftest import REPOSITORY_STACKS, ROOT, stack_path, without_lines
 
 Doc = dict[str, Any]
 
@@ -93,8 +93,8 @@ def test_repository_stacks_pass_in_one_run(monkeypatch: pytest.MonkeyPatch, caps
     """What CI and `make check-all` run: the repository's own stacks, no mandatory violation."""
     code, out, _ = check(monkeypatch, capsys, ROOT, "--all", "--format", "json")
     doc = json.loads(out)
-    assert sorted(s["stack"] for s in doc["stacks"]) == sorted(STACKS)
-    assert doc["summary"] == {"stacks": len(STACKS), "failed": [], "badInput": []} and code == 0
+    assert sorted(s["stack"] for s in doc["stacks"]) == sorted(REPOSITORY_STACKS)
+    assert doc["summary"] == {"stacks": len(REPOSITORY_STACKS), "failed": [], "badInput": []} and code == 0
 
 
 def test_no_stack_is_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

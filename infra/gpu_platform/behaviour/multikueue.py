@@ -1,4 +1,4 @@
-"""Kueue MultiKueue as the manager's controllers treat a worker's kubeconfig and dispatch a workload (Kueue v0.19.2).
+"""Kueue MultiKueue as the manager's controllers treat a worker's kubeconfig and dispatch a workload (Kueue at the lockfile's release).
 
 - pkg/controller/admissionchecks/multikueue/multikueuecluster.go `validateKubeconfig` and `validateRestConfig`: a
   kubeconfig read from a MultiKueueCluster's Secret (key `kubeconfig`, in Kueue's namespace: `getKubeConfigFromSecret`)

@@ -240,7 +240,7 @@ MULTIKUEUE_CLUSTER_METRIC = "kube_customresource_multikueue_cluster_condition"
 def multikueue_alerts() -> list[dict[str, Any]]:
     """A MultiKueue manager: a worker the manager cannot reach (its MultiKueueCluster's Active condition False).
 
-    Kueue v0.19.2 multikueuecluster.go sets Active False with reasons BadKubeConfig, InsecureKubeConfig or
+    Kueue (the lockfile's release) multikueuecluster.go sets Active False with reasons BadKubeConfig, InsecureKubeConfig or
     ClientConnectionFailed; workloads are then not dispatched there, and those already there are requeued after
     `workerLostTimeout` (15 minutes by default).
     """

@@ -95,7 +95,7 @@ def _worker_problems(spec: PlatformSpec, i: int, catalog: Catalog, file: str) ->
     shared = {(p.path, p.message) for p in check_spec(spec, catalog, file)}
     out: list[Problem] = []
     for p in check_spec(ws, catalog, file):
-        path = _worker_path(p.path, i, tenant_of)
+        path = worker_path(p.path, i, tenant_of)
         if path is not None:
             out.append(Problem(p.file, path, p.message, p.allowed))
         elif (p.path, p.message) not in shared:
@@ -105,7 +105,7 @@ def _worker_problems(spec: PlatformSpec, i: int, catalog: Catalog, file: str) ->
     return out
 
 
-def _worker_path(path: str, i: int, tenant_of: dict[int, str]) -> str | None:
+def worker_path(path: str, i: int, tenant_of: dict[int, str]) -> str | None:
     """A worker spec's key path at the worker's keys, or None for a shared key."""
     if path == "aws:region":
         return f"{P}workers[{i}].region"
