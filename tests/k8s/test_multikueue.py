@@ -280,6 +280,12 @@ BAD_EDITS = [
         "gpu-platform:storage.fsxLustre.zone: on worker 'east': 'us-east-1a' is not a zone of the cluster",
     ),
     (
+        "demand on a manager",
+        "  gpu-platform:queueing:",
+        "  gpu-platform:demand: [{workloadClass: training, p95: 8, sla: training}]\n  gpu-platform:queueing:",
+        "gpu-platform:demand: demand is compared with one cluster's pools; a MultiKueue manager has none",
+    ),
+    (
         "one pool name, two GPU models",
         WEST_L4,
         WEST_L4.replace("g6.xlarge", "g6e.xlarge"),

@@ -120,6 +120,10 @@ def _check_alertmanager(spec: PlatformSpec, file: str) -> list[Problem]:
 def _check_demand(spec: PlatformSpec, file: str) -> list[Problem]:
     """Each class's demand once, and only for classes the stack has pools for (else coverage is meaningless)."""
     out = []
+    if spec.workers and spec.demand:
+        # The capacity rules compare one cluster's pools with the demand; a federation's is spread over its workers.
+        why = "demand is compared with one cluster's pools; a MultiKueue manager has none, and per-worker demand is not built"
+        return [Problem(file, f"{P}demand", why, "allowed: no demand with workers (docs/multi-cluster.md, 'Not supported yet')")]
     classes = {p.workload_class for p in spec.node_pools}
     seen: set[str] = set()
     for i, d in enumerate(spec.demand):
