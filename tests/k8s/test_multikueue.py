@@ -474,3 +474,70 @@ def test_training_quota_moved_onto_spot_on_a_worker_is_caught(tmp_path: Any) -> 
     found = [v for v in _change(tmp_path, edit) if v.policy == "training-quota-on-spot"]
     assert found and found[0].level == "mandatory", found
     assert (found[0].key or "").startswith("gpu-platform:workers[1]")
+
+
+CLAIM_JOB = """apiVersion: batch/v1
+kind: Job
+metadata:
+  name: claim-batch
+  namespace: research
+  labels:
+    kueue.x-k8s.io/queue-name: default
+spec:
+  parallelism: {pods}
+  completions: {pods}
+  template:
+    spec:
+      priorityClassName: gpu-experiments
+      restartPolicy: Never
+      resourceClaims:
+        - name: gpu
+          resourceClaimTemplateName: gpu
+      containers:
+        - name: main
+          image: registry.example.com/batch:2026.11
+          resources:
+            requests: {{cpu: "2", memory: 8Gi}}
+            limits: {{memory: 8Gi}}
+            claims: [{{name: gpu}}]
+"""
+
+
+def _with_dra_on_east(tmp_path: Any) -> Any:
+    """The multi stack with a DRA pool of two 1-GPU L40S nodes on east only, research holding both GPUs."""
+    text = stack_path(STACK).read_text()
+    head, west = text.split("    - name: west", 1)
+    pool = (
+        "        - name: batch-l40s-dra\n          workloadClass: batch\n          capacity: on-demand\n"
+        "          instanceTypes: [g6e.xlarge]\n          scaling: {min: 2, desired: 2, max: 2}\n          allocation: dra\n"
+    )
+    head = head.replace("      quotas:\n", pool + "      quotas:\n", 1)
+    head = head.replace("research: [{pool: infer-l4, gpus: 4}]", "research: [{pool: infer-l4, gpus: 4}, {pool: batch-l40s-dra, gpus: 2}]", 1)
+    stack = tmp_path / "Pulumi.multi.yaml"
+    stack.write_text(head + "    - name: west" + west)
+    return stack
+
+
+def test_dra_pool_on_a_worker_claims_counted_on_the_manager_and_placed_there(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    stack = _with_dra_on_east(tmp_path)
+    planned = plan_stack(stack, STACK)
+    templates = sorted(r.name for r in planned.resources if r.type.endswith(":ResourceClaimTemplate"))
+    # The manager's Kueue counts a workload's claims from the templates in its namespace; east places them.
+    assert templates == ["east-tenant-research-claim-template-gpu", "tenant-research-claim-template-gpu"]
+    for release in ("kueue-release", "east-kueue-release"):
+        config = manager_config(planned.named(release).inputs["values"])
+        assert config["resources"]["deviceClassMappings"] == [{"name": "dra.gpu-platform.io/gpu", "deviceClassNames": ["gpu.nvidia.com"]}]
+    assert gpu_quota(planned.named("kueue-clusterqueue-research").inputs) == {"infer-l4": 8}
+    workload = tmp_path / "claim.yaml"
+    workload.write_text(CLAIM_JOB.format(pods=2))
+    assert main(["explain", "--stack", str(stack), "--workload", str(workload), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    stages = {s["stage"]: s for s in out["steps"]}
+    assert "1 gpu.nvidia.com device(s)" in stages["resource-claims"]["detail"]
+    assert stages["dispatch"]["detail"] == "nominated minute 0: east; worker east admits it"
+    assert out["pool"] == "batch-l40s-dra" and "east/device-resources" in stages
+    # Three claimed GPUs: the manager's quota (2) refuses them before any dispatch; west has no DRA pool at all.
+    workload.write_text(CLAIM_JOB.format(pods=3))
+    assert main(["explain", "--stack", str(stack), "--workload", str(workload), "--format", "json"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["steps"][-1]["stage"] == "kueue-flavor" and out["steps"][-1]["result"] == "blocked"

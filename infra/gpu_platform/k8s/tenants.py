@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 from gpu_platform.behaviour.resourcequota import device_class_key
 from gpu_platform.behaviour.volcano import QUEUE_ANNOTATION as VOLCANO_QUEUE_ANNOTATION
 from gpu_platform.catalog import Catalog
+from gpu_platform.federation import federated_spec, federated_tenant
 from gpu_platform.k8s.dra import tenant_templates
 from gpu_platform.k8s.objects import LABEL_COHORT, LABEL_TENANT, Manifest, create, metadata
 from gpu_platform.k8s.tenant_network import network_policies
@@ -225,6 +226,13 @@ class TenantSpace(pulumi.ComponentResource):
             create(f"{name}-rolebinding-{rb['subjects'][0]['name']}", rb, in_ns)
         for np in network_policies(spec, t, args.s3_peers):
             create(f"{name}-netpol-{np['metadata']['name']}", np, in_ns)
-        for template in tenant_templates(spec, t, args.catalog):
+        # A MultiKueue manager holds the claim templates its workers' DRA pools take: its Kueue counts a workload's
+        # claims from the templates in the namespace (behaviour.dra.kueue_claim_requests) before dispatching it.
+        claims = (
+            tenant_templates(federated_spec(spec), federated_tenant(spec, t), args.catalog)
+            if spec.workers
+            else tenant_templates(spec, t, args.catalog)
+        )
+        for template in claims:
             create(f"{name}-claim-template-{template['metadata']['name']}", template, in_ns)
         self.register_outputs({})

@@ -76,9 +76,6 @@ def check_federation(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Pr
             if pool.whole_nodes:
                 why = "whole-node queues (Topology-Aware Scheduling) are not mirrored on the manager yet"
                 out.append(Problem(file, f"{at}.nodePools[{j}].wholeNodes", why, "allowed: false or unset on workers"))
-            if pool.allocation == "dra":
-                why = "DRA pools on workers are not built yet (the manager's Kueue would need the device class mappings)"
-                out.append(Problem(file, f"{at}.nodePools[{j}].allocation", why, "allowed: device-plugin on workers"))
         tenants = {t.name for t in spec.tenants}
         for tenant in w.quotas:
             if tenant not in tenants:
