@@ -41,9 +41,14 @@ def worker_pool(pool: NodePool) -> NodePool:
 def worker_spec(spec: PlatformSpec, index: int) -> PlatformSpec:
     """Worker `index` as a stack of its own: shared settings, its cluster, network, pools and tenants' local quotas."""
     w = spec.workers[index]
-    tenants = tuple(t.model_copy(update={"quotas": w.quotas.get(t.name, ())}) for t in spec.tenants)
+    existing = w.cluster.provider == "existing"
+    # EKS access entries and Pod Identity are the EKS clusters' business; an existing worker maps identities itself.
+    eks_only = {"access_role_arns": (), "workload_identity": None} if existing else {}
+    tenants = tuple(t.model_copy(update={"quotas": w.quotas.get(t.name, ()), **eks_only}) for t in spec.tenants)
+    storage = spec.storage.model_copy(update={"class_name": w.storage_class}) if existing else spec.storage
     out = spec.model_copy(
         update={
+            "storage": storage,
             "region": w.region,
             "cluster": w.cluster,
             "network": w.network,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pulumi
@@ -185,14 +185,16 @@ def build_aws(spec: PlatformSpec, prefix: str = "", parent: pulumi.Resource | No
     )
 
 
-def build_existing(spec: PlatformSpec) -> Built:
-    """The Kubernetes provider and bare-metal pool labels/taints of an on-prem stack."""
+def build_existing(spec: PlatformSpec, prefix: str = "", parent: pulumi.Resource | None = None) -> Built:
+    """The Kubernetes provider and bare-metal pool labels/taints of an on-prem stack (or of an existing MultiKueue worker)."""
     catalog = load_catalog()
-    with source(NS + "cluster"):
-        provider = existing_cluster_provider("k8s", spec.cluster)
+    under = pulumi.ResourceOptions(parent=parent) if parent is not None else None
+    with source(key(spec, "cluster")):
+        provider = existing_cluster_provider(f"{prefix}k8s", spec.cluster, under)
     for pool in spec.node_pools:
         with source(pool_key(spec, pool.name)):
-            BareMetalPool(f"pool-{pool.name}", BareMetalPoolArgs(pool=pool, catalog=catalog, provider=provider, inventory=spec.cluster.inventory))
+            pool_args = BareMetalPoolArgs(pool=pool, catalog=catalog, provider=provider, inventory=spec.cluster.inventory)
+            BareMetalPool(f"{prefix}pool-{pool.name}", pool_args, under)
     return Built(provider=provider, cluster_name=spec.cluster.name, kubeconfig=None)
 
 
@@ -239,10 +241,15 @@ def build_workers(spec: PlatformSpec, manager: Built, platform: GpuPlatform) -> 
     workers: dict[str, Built] = {}
     for i, w in enumerate(spec.workers):
         ws, pre = worker_spec(spec, i), worker_prefix(w.name)
-        with source(f"{NS}workers[{i}].region"):
-            region = aws.Provider(f"{pre}aws", region=w.region)
-            scope = WorkerScope(f"{pre}worker", pulumi.ResourceOptions(providers={"aws": region}))
-        built = build_aws(ws, pre, scope, admit_ips=manager.egress_ips)
+        if ws.is_eks:
+            with source(f"{NS}workers[{i}].region"):
+                region = aws.Provider(f"{pre}aws", region=w.region)
+                scope = WorkerScope(f"{pre}worker", pulumi.ResourceOptions(providers={"aws": region}))
+            built = build_aws(ws, pre, scope, admit_ips=manager.egress_ips)
+        else:  # an existing cluster: its API server and CA as the stack states them (the spec requires both)
+            with source(f"{NS}workers[{i}]"):
+                scope = WorkerScope(f"{pre}worker", pulumi.ResourceOptions())
+            built = replace(build_existing(ws, pre, scope), endpoint=w.endpoint, ca_data=w.ca_data)
         worker_platform = build_platform(ws, built, pre, scope)
         assert built.endpoint is not None and built.ca_data is not None and worker_platform.kueue is not None
         with source(f"{NS}workers[{i}]"):
@@ -273,6 +280,8 @@ def build(spec: PlatformSpec) -> Built:
     pulumi.export("nodePools", [p.name for p in spec.node_pools])
     if workers:
         pulumi.export("workerClusters", {name: w.cluster_name for name, w in workers.items()})
+        # What an existing worker's firewall must let reach its API server: the manager's NAT addresses.
+        pulumi.export("managerEgressIps", list(built.egress_ips))
         pulumi.export("workerNodePools", {w.name: [p.name for p in w.node_pools] for w in spec.workers})
     if built.kubeconfig is not None:
         pulumi.export("kubeconfig", built.kubeconfig)

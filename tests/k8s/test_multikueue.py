@@ -541,3 +541,80 @@ def test_dra_pool_on_a_worker_claims_counted_on_the_manager_and_placed_there(tmp
     assert main(["explain", "--stack", str(stack), "--workload", str(workload), "--format", "json"]) == 3
     out = json.loads(capsys.readouterr().out)
     assert out["steps"][-1]["stage"] == "kueue-flavor" and out["steps"][-1]["result"] == "blocked"
+
+
+DC1 = """    - name: dc1
+      endpoint: https://dc1-gpu.example.internal:6443
+      caData: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==
+      storageClass: ceph-rbd
+      cluster:
+        provider: existing
+        name: dc1-gpu
+        kubeconfig: ~/.kube/dc1-gpu.yaml
+        context: dc1-gpu-admin
+        apiServerCidrs: ["10.10.0.10/32", "10.10.0.11/32", "10.10.0.12/32"]
+        apiServerPort: 6443
+        inventory: ansible/inventories/dc1
+      nodePools:
+        - name: hgx-h100-train
+          workloadClass: training
+          capacity: reserved
+          gpuModel: H100-80GB
+          gpusPerNode: 8
+          nodes: [dgx-h100-01, dgx-h100-02, dgx-h100-03, dgx-h100-04]
+      quotas:
+        llm-training: [{pool: hgx-h100-train, gpus: 32}]
+"""
+
+
+def _with_dc1(tmp_path: Any, worker: str = DC1) -> Any:
+    """The multi stack with west replaced by an existing on-prem cluster (the onprem stack's dc1)."""
+    head, _ = stack_path(STACK).read_text().split("    - name: west", 1)
+    stack = tmp_path / "Pulumi.multi.yaml"
+    stack.write_text(head + worker)
+    return stack
+
+
+def test_an_existing_cluster_is_a_worker_through_its_stated_endpoint(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    stack = _with_dc1(tmp_path)
+    assert main(["check", "--stack", str(stack)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    planned = plan_stack(stack, STACK)
+    config = json.loads(planned.named("multikueue-kubeconfig-dc1").inputs["stringData"]["kubeconfig"])
+    assert config["clusters"][0]["cluster"] == {
+        "server": "https://dc1-gpu.example.internal:6443",
+        "certificate-authority-data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==",
+    }
+    assert kubeconfig_errors(json.dumps(config)) == []
+    provider = planned.named("dc1-k8s")
+    assert (provider.parent, provider.inputs["context"]) == ("dc1-worker", "dc1-gpu-admin")
+    patches = [r for r in planned.resources if r.type == "kubernetes:core/v1:NodePatch" and r.name.startswith("dc1-pool-hgx-h100-train-")]
+    assert len(patches) == 4
+    assert not [r for r in planned.resources if r.type.startswith("aws:") and planned.clusters().get(r.name) == "dc1-worker"]
+    # EKS access entries are the EKS clusters'; the existing worker's claims name its own class.
+    assert inputs_of(planned, "dc1-tenant-llm-training-namespace")["metadata"]["name"] == "llm-training"
+    assert gpu_quota(planned.named("kueue-clusterqueue-llm-training").inputs) == {"train-h100": 16, "hgx-h100-train": 32}
+    assert planned.named("multikueue-config").inputs["spec"]["clusters"] == ["east", "dc1"]
+
+
+def inputs_of(planned: Plan, name: str) -> dict[str, Any]:
+    return planned.named(name).inputs
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "error"),
+    [
+        (
+            "      endpoint: https://dc1-gpu.example.internal:6443\n",
+            "",
+            "gpu-platform:workers[1].endpoint: an existing worker needs its API server's endpoint",
+        ),
+        ("    - name: dc1\n", "    - name: dc1\n      region: us-west-2\n", "gpu-platform:workers[1].region: an existing worker has no AWS region"),
+        ("      storageClass: ceph-rbd\n", "", "gpu-platform:storage.className: on worker 'dc1': required where the stack installs Prometheus"),
+    ],
+)
+def test_bad_existing_worker_is_one_clear_line(tmp_path: Any, capsys: pytest.CaptureFixture[str], old: str, new: str, error: str) -> None:
+    assert old in DC1
+    stack = _with_dc1(tmp_path, DC1.replace(old, new, 1))
+    assert main(["check", "--stack", str(stack)]) == 2
+    assert error in capsys.readouterr().err

@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 from gpu_platform.spec.models import ClusterSpec
 
 
-def existing_cluster_provider(name: str, spec: ClusterSpec) -> k8s.Provider:
+def existing_cluster_provider(name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None) -> k8s.Provider:
     """Provider for an on-prem cluster, from its kubeconfig file and context."""
     path = os.path.expanduser(spec.kubeconfig) if spec.kubeconfig else None
     return k8s.Provider(
@@ -18,6 +18,7 @@ def existing_cluster_provider(name: str, spec: ClusterSpec) -> k8s.Provider:
         kubeconfig=path,
         context=spec.context,
         enable_server_side_apply=True,
+        opts=opts,
     )
 
 

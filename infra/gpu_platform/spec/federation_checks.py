@@ -12,8 +12,9 @@ import re
 from gpu_platform.catalog import Catalog
 from gpu_platform.errors import Problem, did_you_mean, one_of
 from gpu_platform.federation import worker_spec
+from gpu_platform.pools import gpu_of
 from gpu_platform.spec.checks import check_spec
-from gpu_platform.spec.models import NodePool, PlatformSpec
+from gpu_platform.spec.models import NodePool, PlatformSpec, Worker
 
 P = "gpu-platform:"
 # Keys a worker sets itself; a problem under any other key is the shared setting's, reported once for the manager.
@@ -61,17 +62,7 @@ def check_federation(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Pr
         if names.index(w.cluster.name) != i + 1:
             why = f"cluster name '{w.cluster.name}' is already the {'manager' if names.index(w.cluster.name) == 0 else 'another worker'}'s"
             out.append(Problem(file, f"{at}.cluster.name", why, "allowed: one cluster per worker, none the manager"))
-        if w.cluster.provider != "eks":
-            why = "workers are EKS clusters of this stack (the manager's kubeconfig for it is built from its endpoint and CA)"
-            out.append(Problem(file, f"{at}.cluster.provider", why, "allowed: eks"))
-        elif not w.cluster.endpoint_public_access:
-            why = "the manager reaches a worker's API over its public endpoint, restricted to the manager's NAT addresses"
-            out.append(Problem(file, f"{at}.cluster.endpointPublicAccess", why, "allowed: true (docs/multi-cluster.md, 'Network path')"))
-        elif not w.cluster.public_access_cidrs:
-            # Empty means open to all on EKS; here the program would list the manager's NAT addresses alone, locking
-            # out whoever runs `pulumi up` (it reaches the worker's API the same way).
-            why = "no publicAccessCidrs: the endpoint would admit the manager alone, not whoever runs `pulumi up`"
-            out.append(Problem(file, f"{at}.cluster.publicAccessCidrs", why, "allowed: the deployers' egress CIDRs (the manager's are added)"))
+        out += _existing_worker(w, at, file) if w.cluster.provider == "existing" else _eks_worker(w, at, file)
         for j, pool in enumerate(w.node_pools):
             if pool.whole_nodes:
                 why = "whole-node queues (Topology-Aware Scheduling) are not mirrored on the manager yet"
@@ -83,6 +74,38 @@ def check_federation(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Pr
         out += _worker_problems(spec, i, catalog, file)
     out += _same_pools(spec, catalog, file)
     return list(dict.fromkeys(out))
+
+
+def _existing_worker(w: Worker, at: str, file: str) -> list[Problem]:
+    """An existing cluster as a worker: the API server and CA the manager's kubeconfig is built from, no AWS region."""
+    out = []
+    for key, value in (("endpoint", w.endpoint), ("caData", w.ca_data)):
+        if value is None:
+            why = f"an existing worker needs its API server's {key}: the manager's static kubeconfig for it is built from them"
+            out.append(Problem(file, f"{at}.{key}", why, f"allowed: {'https://<host>[:port]' if key == 'endpoint' else 'base64 CA data'}"))
+    if w.region is not None:
+        out.append(Problem(file, f"{at}.region", "an existing worker has no AWS region", "allowed: remove it"))
+    return out
+
+
+def _eks_worker(w: Worker, at: str, file: str) -> list[Problem]:
+    """An EKS worker: its region, and a public endpoint the manager and the deployers reach."""
+    out = []
+    if w.region is None:
+        out.append(Problem(file, f"{at}.region", "an EKS worker needs its AWS region", "allowed: an AWS region such as us-west-2"))
+    for key, value in (("endpoint", w.endpoint), ("caData", w.ca_data), ("storageClass", w.storage_class)):
+        if value is not None:
+            why = f"an EKS worker's {key} comes from the cluster and the gp3 class the program creates"
+            out.append(Problem(file, f"{at}.{key}", why, "allowed: remove it"))
+    if not w.cluster.endpoint_public_access:
+        why = "the manager reaches a worker's API over its public endpoint, restricted to the manager's NAT addresses"
+        out.append(Problem(file, f"{at}.cluster.endpointPublicAccess", why, "allowed: true (docs/multi-cluster.md, 'Network path')"))
+    elif not w.cluster.public_access_cidrs:
+        # Empty means open to all on EKS; here the program would list the manager's NAT addresses alone, locking
+        # out whoever runs `pulumi up` (it reaches the worker's API the same way).
+        why = "no publicAccessCidrs: the endpoint would admit the manager alone, not whoever runs `pulumi up`"
+        out.append(Problem(file, f"{at}.cluster.publicAccessCidrs", why, "allowed: the deployers' egress CIDRs (the manager's are added)"))
+    return out
 
 
 def _worker_problems(spec: PlatformSpec, i: int, catalog: Catalog, file: str) -> list[Problem]:
@@ -117,7 +140,10 @@ def worker_path(path: str, i: int, tenant_of: dict[int, str]) -> str | None:
 
 def _layout(pool: NodePool, catalog: Catalog) -> tuple[str, ...]:
     """What a quota of GPUs on the pool means: GPU model, sharing layout, allocation."""
-    gpu = catalog.instance(pool.instance_types[0]).gpu.name if pool.instance_types[0] in catalog.instance_types else "?"
+    try:
+        gpu = gpu_of(pool, catalog).name
+    except KeyError:  # an unknown instance type or GPU model: the pool's own check names it
+        gpu = "?"
     sharing = pool.sharing
     return (gpu, sharing.mode, str(sharing.replicas), str(sharing.mig_config), pool.allocation)
 

@@ -542,10 +542,17 @@ class Worker(Model):
 
     name: DnsLabel
     """Worker name: the MultiKueueCluster's name on the manager and the prefix of the worker's resources."""
-    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
-    """AWS region of the worker's cluster (any region; its own AWS provider)."""
+    region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
+    """EKS workers: AWS region of the worker's cluster (any region; its own AWS provider)."""
     cluster: ClusterSpec
-    """The worker's EKS cluster (`provider: eks`, public endpoint that admits the manager: docs/multi-cluster.md)."""
+    """The worker's cluster: a new EKS cluster (public endpoint that admits the manager) or an existing one
+    (`provider: existing`, with `endpoint` and `caData`): docs/multi-cluster.md."""
+    endpoint: str | None = Field(default=None, pattern=r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?$")
+    """Existing workers: the API server URL the manager reaches (https; the manager's NAT addresses must be let in)."""
+    ca_data: str | None = Field(default=None, pattern=r"^[A-Za-z0-9+/]+={0,2}$", max_length=65536)
+    """Existing workers: the API server's CA bundle, base64 (a kubeconfig's `certificate-authority-data`)."""
+    storage_class: ClassName | None = None
+    """Existing workers: the StorageClass its claims name (`storage.className` for this worker; EKS workers use gp3)."""
     network: NetworkSpec = NetworkSpec()
     """The worker's network."""
     node_pools: tuple[NodePool, ...]
