@@ -143,6 +143,15 @@ FEDERATION_CASES: list[Case] = [
         says="lists worker gcp, which has no MultiKueueCluster",
         stack="multi",
     ),
+    *compliant("multikueue-committed-first", *STACKS),
+    fires(
+        "multikueue-committed-first",
+        "on-demand-worker-first",
+        at("multikueue-config", {"spec.clusters": ["west", "east"]}),
+        on="multikueue-config",
+        says="worker west has no reserved or Capacity Block pool but comes before east, which do",
+        stack="multi",
+    ),
     *compliant("multikueue-workers-alerted", *STACKS),
     fires(
         "multikueue-workers-alerted",

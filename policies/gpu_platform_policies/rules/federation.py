@@ -24,6 +24,7 @@ from gpu_platform_policies.view import (
     namespace_of,
     object_name,
     objects,
+    pools,
 )
 
 KUEUE = "kueue.x-k8s.io"
@@ -272,3 +273,35 @@ def multikueue_workers_alerted(plan: PlanView, ctx: Context) -> Iterator[Finding
             yield Finding(
                 stack[0].name, "kube-state-metrics exports no MultiKueueCluster conditions, so the alert never fires", key="gpu-platform:monitoring"
             )
+
+
+COMMITTED = ("reserved", "capacity-block")
+
+
+@rule(
+    "multikueue-committed-first",
+    "Workers with committed capacity (reserved, Capacity Block) come before workers without it in the MultiKueueConfig.",
+    "advisory",
+    "stack",
+    category="capacity",
+    not_applicable=_no_federation,
+    federation=True,
+)
+def multikueue_committed_first(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """The dispatcher nominates workers in the list's order; capacity paid for whether used or not should fill first.
+
+    Kueue's incremental dispatcher (behaviour.multikueue.dispatch) gives the first worker five minutes before the
+    next is nominated, so a pay-as-you-go worker listed first takes work the reserved one was bought for.
+    """
+    if _no_federation(plan, ctx):
+        return
+    manager, workers = _parts(plan)
+    committed = {scope.removesuffix("-worker"): any(p.tier in COMMITTED for p in pools(view, ctx.catalog)) for scope, view in workers.items()}
+    for config in objects(manager, "MultiKueueConfig", KUEUE):
+        order = [str(c) for c in get(config.inputs, "spec", "clusters", default=[]) or []]
+        for i, name in enumerate(order):
+            later = [w for w in order[i + 1 :] if committed.get(w)]
+            if not committed.get(name) and later:
+                why = f"worker {name} has no reserved or Capacity Block pool but comes before {', '.join(later)}, which do"
+                yield Finding(config.name, why + ": list committed workers first", key=WHERE)
+                break
