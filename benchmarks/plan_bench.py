@@ -194,8 +194,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--record", action="store_true", help="replace this benchmark's entries in benchmarks/results.yaml")
+    parser.add_argument("--stack", help="only this repository stack against the floor (e.g. multi: the MultiKueue federation)")
     opts = parser.parse_args()
     warm_bytecode()
+    if opts.stack:
+        v = against_floor(["--stack", opts.stack], opts.repeat)
+        print(summary(f"plan --stack {opts.stack}", v))
+        if opts.record:
+            _, peak, count, cpu = v.plan
+            figure = f"{count:,} resources, {peak:.0f} MiB peak; best {cpu:.2f} s CPU vs {v.floor[1]:.2f} s CPU; {ratio_text(v)}"
+            conditions = f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, bytecode caches for both, the console script, CPU compared"
+            record(
+                f"plan-{opts.stack}", f"`plan --stack {opts.stack}` vs the mock-engine floor (CPU, median of back-to-back pairs)", figure, conditions
+            )
+        return
     with tempfile.TemporaryDirectory() as tmp:
         cases: list[tuple[str, list[str]]] = [("prod", ["--stack", "prod"])]
         for pools, tenants in ((25, 50), (50, 100), (100, 200)):
