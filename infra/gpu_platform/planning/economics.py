@@ -19,8 +19,11 @@ import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property
 from itertools import pairwise
+
+import numpy as np
+import numpy.typing as npt
 
 from gpu_platform.planning.series import StepSeries
 
@@ -39,6 +42,11 @@ class Exceedance:
     """tail_mass[i]: sum of value x share over values[i:]."""
     pieces: tuple[tuple[float, float, float], ...] = field(default=())
     """(low, high, share): demand spread uniformly over [low, high) for that share of the time (declared quantiles)."""
+
+    @cached_property
+    def _arrays(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Values and shares as float arrays."""
+        return np.array(self.values, dtype=np.float64), np.array(self.shares, dtype=np.float64)
 
     def mean_above(self, y: float) -> float:
         """G(y): the time-weighted mean of max(0, demand - y), in GPUs."""
@@ -83,7 +91,10 @@ class Exceedance:
         def nodes(v: float) -> int:
             return math.ceil(max(0.0, min(v, ceiling) - reserve) / g - EPS)
 
-        out = sum(s * min(g * nodes(v), cap) for v, s in zip(self.values, self.shares, strict=True))
+        # nodes() and the products for every atom as arrays (the same float operations), added up by Python's sum
+        values, shares = self._arrays
+        up = np.ceil(np.maximum(0.0, np.minimum(values, ceiling) - reserve) / g - EPS)
+        out = sum((shares * np.minimum(g * up, cap)).tolist())
         for a, b, m in self.pieces:
             # j nodes are up while the excess is in ((j - 1) g, j g]: weight by the piece's share of that range
             top = min(b, ceiling)
@@ -113,31 +124,43 @@ def exceedance(points: list[tuple[float, float]], pieces: tuple[tuple[float, flo
     for v, d in points:
         if d > 0:
             durations[v] = durations.get(v, 0.0) + d
+    return _curve(durations, pieces)
+
+
+def _curve(durations: dict[float, float], pieces: tuple[tuple[float, float, float], ...] = ()) -> Exceedance:
+    """The curve of atoms (GPUs -> positive duration, in the order they were first seen) and pieces.
+
+    The suffix sums run from the top value down, one addition at a time (np.cumsum adds in order, as a loop does).
+    """
     total = sum(durations.values())
     values = tuple(sorted(durations))
     shares = tuple(durations[v] / total for v in values) if total > 0 else tuple(0.0 for _ in values)
-    tail_share = [0.0] * len(values)
-    tail_mass = [0.0] * len(values)
-    acc_s = acc_m = 0.0
-    for i in range(len(values) - 1, -1, -1):
-        acc_s += shares[i]
-        acc_m += shares[i] * values[i]
-        tail_share[i], tail_mass[i] = acc_s, acc_m
-    return Exceedance(values, shares, tuple(tail_share), tuple(tail_mass), pieces)
+    share = np.array(shares, dtype=np.float64)[::-1]
+    mass = share * np.array(values, dtype=np.float64)[::-1]
+    tail_share = tuple(np.cumsum(share)[::-1].tolist())
+    tail_mass = tuple(np.cumsum(mass)[::-1].tolist())
+    return Exceedance(values, shares, tail_share, tail_mass, pieces)
 
 
-@lru_cache(maxsize=32)
 def from_series(series: StepSeries, factor: float = 1.0) -> Exceedance:
-    """The curve of a group's step series (milli-GPUs) scaled by a growth factor, cached.
+    """The curve of a group's step series (milli-GPUs) scaled by a growth factor, cached with the series.
 
-    Sensitivity rows and the instrument table re-plan one window; a few entries, since each holds its series alive.
+    Sensitivity rows and the instrument table re-plan one window.
     """
-    return curve_of_series(series, factor)
+    key = ("curve", factor)
+    if key not in series.memo:
+        series.memo[key] = curve_of_series(series, factor)
+    curve: Exceedance = series.memo[key]
+    return curve
 
 
 def curve_of_series(series: StepSeries, factor: float = 1.0) -> Exceedance:
     """The curve of a step series (milli-GPUs) scaled by a growth factor, uncached (a one-off series, as a plan's served work)."""
-    return exceedance([(v * factor / 1000, d) for v, d in series.durations.items()])
+    durations = series.durations
+    if factor == 1.0 and all(abs(v) < 2**42 for v in durations):
+        # v / 1000 differs for every whole v below 2**42: the atoms are the series' own, in the same order
+        return _curve({v / 1000: d for v, d in durations.items() if d > 0})
+    return exceedance([(v * factor / 1000, d) for v, d in durations.items()])
 
 
 def from_quantiles(p50: float, p95: float, p99: float, peak: float, factor: float = 1.0) -> Exceedance:

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
+from gpu_platform.planning.memo import by_first_identity
 from gpu_platform.planning.series import StepSeries
 
 MAX_EXACT_EVENTS = 10_000
@@ -73,6 +76,15 @@ Shape = tuple[int, int, int, int]
 """(GPUs, milli per GPU, vCPU milli, MiB) of a pod: identical pods pack alike."""
 
 
+class _Run(NamedTuple):
+    """`nodes` consecutive nodes in the same state: each GPU's free milli, vCPU milli and MiB left."""
+
+    free: tuple[int, ...]
+    cpu: int
+    memory: int
+    nodes: int
+
+
 def ffd_counts(counts: dict[Shape, int], shape: NodeShape) -> int:
     """Nodes first-fit decreasing needs for `counts` pods of each shape, many pods at a time.
 
@@ -80,27 +92,81 @@ def ffd_counts(counts: dict[Shape, int], shape: NodeShape) -> int:
     a time as the node takes: the nodes pod-by-pod first fit decreasing needs (tests/planning/test_packing.py checks).
     Identical pods fill a node the way one-by-one first fit does: a 1-GPU share goes to the first GPU with room, so the
     GPUs fill in order; whole-GPU pods take the first free GPUs; other multi-GPU shares are placed one at a time.
+
+    The nodes are kept as runs of identical nodes, in node order: identical nodes take identical pods, so a shape's
+    pods turn a run into at most three (the nodes it fills, the one it fills partly, the ones it leaves), and the work
+    per shape grows with the runs, not the nodes. A node with no GPU room left takes no pod again and only counts.
     """
-    nodes: list[tuple[list[int], list[int]]] = []
-    first = 0  # nodes before it have no GPU room left: no pod fits them any more
-    for key in sorted(counts, key=lambda k: (-k[0] * k[1], -k[2], -k[3], k)):
-        gpus, milli, cpu, mem = key
+    runs: list[_Run] = []
+    done = 0  # nodes no pod still to place fits
+    empty = _Run(tuple([1000] * shape.gpus), shape.vcpu * 1000, shape.memory_gib * 1024, 0)
+    keys = sorted(counts, key=lambda k: (-k[0] * k[1], -k[2], -k[3], k))
+    # after keys[i]: the least share, vCPU and memory any pod still to place asks (a node below one of them is done)
+    least = [(1001, 2**62, 2**62)] * len(keys)  # after the last key no pod is left: every node is done
+    for i in range(len(keys) - 2, -1, -1):
+        after, below = keys[i + 1], least[i + 1]
+        least[i] = (min(after[1], below[0]), min(after[2], below[1]), min(after[3], below[2]))
+    for key, (share, vcpu, memory) in zip(keys, least, strict=True):
         left = counts[key]
-        while first < len(nodes) and not any(nodes[first][0]):
-            first += 1
-        k = first
-        while left > 0:
-            if k == len(nodes):
-                nodes.append(([1000] * shape.gpus, [shape.vcpu * 1000, shape.memory_gib * 1024]))
-            free, rest = nodes[k]
-            room = min(rest[0] // cpu if cpu else left, rest[1] // mem if mem else left, left)
-            if room > 0:
-                placed = _fill(free, gpus, milli, room)
-                rest[0] -= placed * cpu
-                rest[1] -= placed * mem
-                left -= placed
-            k += 1
-    return len(nodes)
+        out: list[_Run] = []
+        _, milli, cpu, mem = key
+        for run in runs:
+            # a node short of vCPU, memory or a GPU with the share free takes none: no need to try
+            if not left or run.cpu < cpu or run.memory < mem or max(run.free) < milli:
+                out.append(run)
+                continue
+            taken, left = _take(run, key, left, out)
+            if not taken:
+                out.append(run)
+        if left > 0:  # new nodes, as many as the pods left need
+            taken, left = _take(empty._replace(nodes=left), key, left, out, fresh=True)
+            if not taken:
+                raise ValueError(f"a pod of shape {key} fits no empty node of {shape}")
+        runs = []
+        for run in out:
+            if max(run.free) < share or run.cpu < vcpu or run.memory < memory:
+                done += run.nodes
+            elif runs and runs[-1][:3] == run[:3]:
+                runs[-1] = runs[-1]._replace(nodes=runs[-1].nodes + run.nodes)
+            else:
+                runs.append(run)
+    return done + sum(r.nodes for r in runs)
+
+
+def _take(run: _Run, key: Shape, left: int, out: list[_Run], fresh: bool = False) -> tuple[bool, int]:
+    """Place up to `left` pods of `key` on the run's nodes in order, appending the runs it becomes to `out`.
+
+    Returns (whether any pod was placed, the pods left); when none was, nothing is appended. `fresh`: the run is new
+    empty nodes, as many as needed, and the ones no pod reaches are not appended.
+    """
+    gpus, milli, cpu, mem = key
+    most = min(run.cpu // cpu if cpu else left, run.memory // mem if mem else left, left)
+    if most <= 0:
+        return False, left
+    free = list(run.free)
+    placed = _fill(free, gpus, milli, most)
+    if placed <= 0:
+        return False, left
+    full = _Run(tuple(free), run.cpu - placed * cpu, run.memory - placed * mem, 1)
+    if placed == left:  # the first node takes them all
+        out.append(full)
+        if run.nodes > 1 and not fresh:
+            out.append(run._replace(nodes=run.nodes - 1))
+        return True, 0
+    # `placed` is what one node of the run holds: the first `q` nodes take that many each
+    q = min(run.nodes, left // placed)
+    out.append(full._replace(nodes=q))
+    left -= q * placed
+    rest = run.nodes - q
+    if rest and left:
+        free = list(run.free)
+        _fill(free, gpus, milli, left)
+        out.append(_Run(tuple(free), run.cpu - left * cpu, run.memory - left * mem, 1))
+        rest -= 1
+        left = 0
+    if rest and not fresh:
+        out.append(run._replace(nodes=rest))
+    return True, left
 
 
 def _fill(free: list[int], gpus: int, milli: int, most: int) -> int:
@@ -154,58 +220,76 @@ def nodes_over(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float
             values.append(0)
         else:
             values[-1] = 0
-    unplaceable = sum(1 for p in pods if not shape.holds(p) and p.end > start and p.start < end)
+    begins, ends = _oversize(pods, shape)
+    unplaceable = int(np.count_nonzero((ends > start) & (begins < end)))
     return Packing(StepSeries(start=start, end=end, times=tuple(times), values=tuple(values)), unplaceable, whole.sampled)
 
 
-@lru_cache(maxsize=16)
+@by_first_identity(maxsize=16)
+def _oversize(pods: tuple[Pod, ...], shape: NodeShape) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Creation and deletion times of the pods no node of the shape holds (each window counts its own)."""
+    big = [(p.start, p.end) for p in pods if not shape.holds(p)]
+    return np.array([a for a, _ in big], dtype=np.float64), np.array([b for _, b in big], dtype=np.float64)
+
+
+@by_first_identity(maxsize=16)
 def pack(pods: tuple[Pod, ...], shape: NodeShape) -> Packing:
-    """Nodes in use over the pods' span when the running pods are packed first-fit decreasing (at each event, or sampled)."""
+    """Nodes in use over the pods' span when the running pods are packed first-fit decreasing (at each event, or sampled).
+
+    The pods running at an instant, per shape, are those created at or before it less those deleted at or before it:
+    two binary searches per shape over its sorted creations and deletions, for every instant at once.
+    """
     start = min((p.start for p in pods), default=0.0)
     end = max((p.end for p in pods), default=0.0)
-    placeable = [p for p in pods if shape.holds(p)]
-    oversize = [p for p in pods if not shape.holds(p)]
-    unplaceable = sum(1 for p in pods if not shape.holds(p) and p.end > start and p.start < end)
-    changes: dict[float, list[tuple[int, bool]]] = {start: []}
-    for i, p in enumerate(placeable):
-        if p.end <= start or p.start >= end or p.end <= p.start:
-            continue
-        changes.setdefault(max(p.start, start), []).append((i, True))
-        if p.end < end:
-            changes.setdefault(p.end, []).append((i, False))
-    extra: dict[float, int] = {}
-    for p in oversize:
-        if p.end > p.start:
-            changes.setdefault(p.start, [])
-            extra[p.start] = extra.get(p.start, 0) + shape.spans(p)
+    unplaceable = 0
+    created: dict[Shape, list[float]] = {}
+    deleted: dict[Shape, list[float]] = {}
+    changes: list[float] = [start]  # every instant the running pods change
+    extra: list[tuple[float, int]] = []  # (when, nodes): pods no node holds take the nodes they would fill from then on
+    for p in pods:
+        if shape.holds(p):
+            if p.end <= start or p.start >= end or p.end <= p.start:
+                continue
+            key = (p.gpus, p.milli, p.cpu_milli, p.memory_mib)
+            created.setdefault(key, []).append(max(p.start, start))
             if p.end < end:
-                changes.setdefault(p.end, [])
-                extra[p.end] = extra.get(p.end, 0) - shape.spans(p)
-    at = sorted(changes)
+                deleted.setdefault(key, []).append(p.end)
+            continue
+        if p.end > start and p.start < end:
+            unplaceable += 1
+        if p.end > p.start:
+            extra.append((p.start, shape.spans(p)))
+            if p.end < end:
+                extra.append((p.end, -shape.spans(p)))
+    changes += [t for times in (*created.values(), *deleted.values()) for t in times] + [t for t, _ in extra]
+    at = np.unique(np.array(changes, dtype=np.float64))
     sampled = len(at) > MAX_EXACT_EVENTS
     if sampled:
         # too many events to pack at each: pack at SAMPLES evenly spaced instants, each read over its own slice
         step = (end - start) / SAMPLES
-        instants = [start + (k + 0.5) * step for k in range(SAMPLES)]
-        holds = [start + k * step for k in range(SAMPLES)]
+        instants = np.array([start + (k + 0.5) * step for k in range(SAMPLES)], dtype=np.float64)
+        holds: list[float] = [start + k * step for k in range(SAMPLES)]
     else:
-        instants = holds = at
-    spanned = 0
-    running: dict[Shape, int] = {}
+        instants = at
+        holds = [int(t) if t.is_integer() else t for t in at.tolist()]  # the event times as the pods give them
+    keys = list(created)
+    running = np.zeros((len(keys), len(instants)), dtype=np.int64)
+    for row, key in enumerate(keys):
+        running[row] = np.searchsorted(np.sort(np.array(created[key], dtype=np.float64)), instants, side="right")
+        if key in deleted:
+            running[row] -= np.searchsorted(np.sort(np.array(deleted[key], dtype=np.float64)), instants, side="right")
+    spanned = np.zeros(len(instants), dtype=np.int64)
+    if extra:
+        extra.sort(key=lambda e: e[0])
+        level = np.cumsum([n for _, n in extra])
+        upto = np.searchsorted(np.array([t for t, _ in extra], dtype=np.float64), instants, side="right")
+        spanned = np.where(upto > 0, level[np.maximum(upto - 1, 0)], 0)
     times: list[float] = []
     values: list[int] = []
-    e = 0
-    for t, hold in zip(instants, holds, strict=True):
-        while e < len(at) and at[e] <= t:
-            for i, on in changes[at[e]]:
-                p = placeable[i]
-                key = (p.gpus, p.milli, p.cpu_milli, p.memory_mib)
-                running[key] = running.get(key, 0) + (1 if on else -1)
-                if not running[key]:
-                    del running[key]
-            spanned += extra.get(at[e], 0)
-            e += 1
-        n = (ffd_counts(running, shape) + spanned) * 1000
+    for i, hold in enumerate(holds):
+        column = running[:, i].tolist()
+        counts = {key: c for key, c in zip(keys, column, strict=True) if c}
+        n = (ffd_counts(counts, shape) + int(spanned[i])) * 1000
         if values and values[-1] == n:
             continue
         times.append(hold)

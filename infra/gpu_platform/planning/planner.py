@@ -21,7 +21,7 @@ from gpu_platform.planning.checks import SLA_CLASSES
 from gpu_platform.planning.demand import ANY, MAX_GROUP_GPUS, MAX_HORIZON_GROWTH, Allocatable, Demand, DemandGroup, Options, Shape
 from gpu_platform.planning.economics import Exceedance, SpotUse, break_even_nodes, curve_of_series, expected_bill, from_quantiles, from_series
 from gpu_platform.planning.packing import MAX_EXACT_EVENTS, NodeShape, nodes_over
-from gpu_platform.planning.replay import Waits, nodes_for_wait
+from gpu_platform.planning.replay import Search, Waits, nodes_for_wait
 from gpu_platform.planning.series import scaled
 from gpu_platform.pricing import HOURS_PER_MONTH, Instrument, list_price, load_commitments, spot_node_hour
 
@@ -310,7 +310,11 @@ def served_curve(group: DemandGroup, grow: float, capacity_gpus: int, queue: boo
     """The curve of the work the plan's full size serves: demand above it queues (training, batch) or is turned away."""
     assert group.series is not None
     series = scaled(group.series, grow) if grow != 1 else group.series
-    return curve_of_series(series.served(capacity_gpus * 1000, queue))
+    key = ("served", capacity_gpus, queue)  # the plans of one window under other prices often serve the same capacity
+    if key not in series.memo:
+        series.memo[key] = curve_of_series(series.served(capacity_gpus * 1000, queue))
+    curve: Exceedance = series.memo[key]
+    return curve
 
 
 def stacked_node_up(group: DemandGroup, base_gpus: int, gpus_per_node: int, nodes: int) -> list[float]:
@@ -373,13 +377,12 @@ def plan_group(
     per = itype.gpus if itype else 1
     delay = opts.queue_delay_hours.get(group.sla)
     waits = None
-    if delay is not None and group.jobs and grow == 1 and group.sla not in opts.safety_stock:
+    search = replay_search(group, opts, per)
+    if delay is not None and search is not None:
         # whole jobs on whole GPUs of this type's nodes wait longer than the fluid bound: size by replay
-        mean = hint = None
-        if group.series is not None:
-            mean = group.series.mean()
-            fluid = hint = group.series.capacity_for_delay(delay * 3600)  # the same wait target, GPUs' worth in a fluid queue
-        replay_nodes, waits = nodes_for_wait(group.jobs, per, delay * 3600, mean, hint)
+        if search[4] is not None:
+            fluid = search[4]  # the same wait target, GPUs' worth in a fluid queue
+        replay_nodes, waits = nodes_for_wait(*search)
         target = float(replay_nodes * per)
         used = math.floor(waits.utilisation * 1000) / 10  # floored, so 99.96 % never reads as 100 % < 100 %
         basis = (
@@ -511,6 +514,21 @@ def plan_group(
         unplaceable=packed.unplaceable if packed else 0,
         shape_fit=group.shape_fit.get((itype.gpus, float(itype.vcpu), float(itype.memory_gib))) if itype and group.shape_fit else None,
     )
+
+
+def replay_search(group: DemandGroup, opts: Options, gpus_per_node: int) -> Search | None:
+    """The job-level replay search (replay.nodes_for_wait's arguments) sizing a group on nodes of `gpus_per_node` GPUs.
+
+    Training and batch groups from a trace are sized by replaying their jobs at the wait target; None for the others.
+    """
+    delay = opts.queue_delay_hours.get(group.sla)
+    if delay is None or not group.jobs or horizon_factor(group) != 1 or group.sla in opts.safety_stock:
+        return None
+    mean = hint = None
+    if group.series is not None:
+        mean = group.series.mean()
+        hint = group.series.capacity_for_delay(delay * 3600)
+    return group.jobs, gpus_per_node, delay * 3600, mean, hint
 
 
 def class_total(total: DemandGroup, members: list[GroupPlan]) -> GroupPlan:

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import NamedTuple
+
+import numpy as np
+
+from gpu_platform.planning.memo import by_first_identity
 
 MAX_NODES = 100_000  # a search past this gives up: the wait target cannot be met on this type
 
@@ -43,6 +46,120 @@ class Waits:
     whatever the waits of the jobs that did start say."""
 
 
+Shape = tuple[int, int]
+"""(GPUs, share of each) of a job: jobs of one shape queue together."""
+Spot = tuple[int, tuple[int, ...]]
+"""A node and the GPUs of it a job takes."""
+
+
+class _Nodes:
+    """The nodes' free GPU shares, and first fit without scanning them.
+
+    Per shape, a min-heap of node numbers holds every node the shape fits (and some it no longer fits, dropped when
+    they reach the top). A node fits a shape less only when a job starts on it, and more only when one ends, which is
+    when it is listed again: the top that fits is the first node that does.
+    """
+
+    def __init__(self, nodes: int, per: int, shapes: list[Shape]) -> None:
+        self.per = per
+        self.free = [[1000] * per for _ in range(nodes)]
+        self.fitting: dict[Shape, list[int]] = {s: list(range(nodes)) for s in shapes}  # a sorted list is a heap
+        self.listed: dict[Shape, bytearray] = {s: bytearray(b"\x01") * nodes for s in shapes}
+        self.by_share: dict[int, list[Shape]] = {}
+        for s in shapes:
+            self.by_share.setdefault(s[1], []).append(s)
+        # whole[n]: node n's wholly free GPUs; having[c]: how many nodes have c of them (the most any node has, in O(GPUs))
+        self.whole = [per] * nodes
+        self.having = [0] * per + [nodes]
+
+    def fits(self, n: int, shape: Shape) -> tuple[int, ...] | None:
+        """The GPUs a job of `shape` takes on node n (the first with its share free), None if n lacks them."""
+        gpus, milli = shape
+        left = self.free[n]
+        if milli == 1000:
+            if self.whole[n] < gpus:
+                return None
+            return tuple([g for g in range(self.per) if left[g] == 1000][:gpus])
+        fit = [g for g in range(self.per) if left[g] >= milli]
+        return tuple(fit[:gpus]) if len(fit) >= gpus else None
+
+    def place(self, shape: Shape) -> Spot | None:
+        """The first node a job of `shape` fits, and its GPUs there; None where none does (or it has more GPUs than a node)."""
+        heap = self.fitting.get(shape)
+        if heap is None:
+            return None
+        while heap:
+            n = heap[0]
+            taken = self.fits(n, shape)
+            if taken is not None:
+                return n, taken
+            heapq.heappop(heap)
+            self.listed[shape][n] = 0
+        return None
+
+    def may_fit(self, shape: Shape) -> bool:
+        """False when no node holds the shape (whole GPUs: more than any node has wholly free)."""
+        if shape[1] == 1000:
+            most = self.per
+            while most and not self.having[most]:
+                most -= 1
+            return shape[0] <= most
+        return self.place(shape) is not None
+
+    def _recount(self, n: int) -> int:
+        c = self.free[n].count(1000)
+        self.having[self.whole[n]] -= 1
+        self.having[c] += 1
+        self.whole[n] = c
+        return c
+
+    def take(self, spot: Spot, shape: Shape) -> None:
+        """A job of `shape` starts on the spot."""
+        n, taken = spot
+        left = self.free[n]
+        for g in taken:
+            left[g] -= shape[1]
+        self._recount(n)
+
+    def release(self, spot: Spot, shape: Shape) -> None:
+        """A job of `shape` on the spot ends: list its node again for the shapes it fits now."""
+        n, taken = spot
+        left = self.free[n]
+        for g in taken:
+            left[g] += shape[1]
+        wholly = self._recount(n)
+        for share, group in self.by_share.items():
+            room = wholly if share == 1000 else sum(1 for f in left if f >= share)
+            for s in group:
+                if room >= s[0] and not self.listed[s][n]:
+                    self.listed[s][n] = 1
+                    heapq.heappush(self.fitting[s], n)
+
+
+class _Queue(NamedTuple):
+    """The jobs in arrival order (ties in the order given): when each arrived, its shape and its run time."""
+
+    arrival: list[float]
+    shape: list[Shape]
+    run: list[float]
+
+
+@by_first_identity(maxsize=2)
+def _in_arrival_order(jobs: tuple[Job, ...]) -> _Queue:
+    """The jobs sorted by arrival, once per jobs tuple (a search replays the same jobs on several node counts)."""
+    arrival = np.array([j.arrival for j in jobs], dtype=np.float64)
+    if len(arrival) and float(np.abs(arrival).max()) < 2**53:  # exact as floats: a stable sort by them is the sort by (arrival, i)
+        order: list[int] = np.argsort(arrival, kind="stable").tolist()
+    else:
+        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
+    shapes: dict[Shape, Shape] = {}  # one tuple per distinct shape
+    return _Queue(
+        [jobs[i].arrival for i in order],
+        [shapes.setdefault((jobs[i].gpus, jobs[i].milli), (jobs[i].gpus, jobs[i].milli)) for i in order],
+        [jobs[i].run for i in order],
+    )
+
+
 def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float = math.inf) -> Waits:
     """Replay the jobs on `nodes` nodes; stop early (p99 = inf) once more than 1 % of the jobs wait past `give_up`.
 
@@ -50,93 +167,218 @@ def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float
     capacity only shrinks, so once a job of some shape (GPUs, share) does not fit, no later job of that shape
     does: the waiting jobs are kept in one queue per shape, and a pass merges the queues' heads by arrival,
     dropping a shape at its first miss. The jobs started, and when, are the same as trying every waiting job.
+    A job that has waited past `give_up` is late whenever it starts: the replay fails as soon as the late jobs,
+    started or still waiting, are more than 1 % (running on would fail the same way).
+
+    Jobs that all take whole GPUs replay on _replay_whole, the same steps on counts of free GPUs.
     """
-    free = [[1000] * gpus_per_node for _ in range(nodes)]
-    # whole[n]: node n's wholly free GPUs; having[c]: how many nodes have c of them (the most any node has, in O(GPUs))
-    whole = [gpus_per_node] * nodes
-    having = [0] * gpus_per_node + [nodes]
-
-    def recount(n: int) -> None:
-        c = sum(1 for left in free[n] if left == 1000)
-        having[whole[n]] -= 1
-        having[c] += 1
-        whole[n] = c
-
-    def most_whole() -> int:
-        return next((c for c in range(gpus_per_node, -1, -1) if having[c]), 0)
-
-    def place(gpus: int, milli: int) -> tuple[int, tuple[int, ...]] | None:
-        if gpus > gpus_per_node:
-            return None
-        for n, left in enumerate(free):
-            fit = tuple(g for g, f in enumerate(left) if f >= milli)[:gpus]
-            if len(fit) == gpus:
-                return n, fit
-        return None
-
-    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
-    queues: dict[tuple[int, int], deque[tuple[int, int]]] = {}  # shape -> (arrival rank, job), in arrival order
+    queue = _in_arrival_order(jobs)
+    if all(milli == 1000 for _, milli in queue.shape):
+        return _replay_whole(queue, nodes, gpus_per_node, give_up)
+    shapes = sorted({s for s in queue.shape if s[0] <= gpus_per_node})
+    cluster = _Nodes(nodes, gpus_per_node, shapes)
+    place, take, release = cluster.place, cluster.take, cluster.release
+    heappush, heappop = heapq.heappush, heapq.heappop
+    arrivals, shape_of = queue.arrival, queue.shape
+    queues: dict[Shape, deque[int]] = {}  # shape -> waiting jobs (arrival ranks), in arrival order
     waiting = 0
-    running: list[tuple[float, int, int, tuple[int, ...]]] = []  # (end, job, node, gpus)
+    running: list[tuple[float, int, Spot]] = []  # (end, job, where)
     waits: list[float] = []
-    late = 0
-    limit = len(jobs) // 100
+    count = len(arrivals)
+    limit = count // 100
+    failed = Waits(math.inf, math.inf, count)
     nxt = 0
-    while nxt < len(order) or waiting:
-        arrive = jobs[order[nxt]].arrival if nxt < len(order) else math.inf
+    # old: jobs (by arrival) that have waited past give_up by now or started after doing so; on_time: of them, the
+    # ones that started within it. The others will all be late when they start.
+    old = on_time = 0
+    started = bytearray(count)
+
+    def start(j: int, now: float, spot: Spot) -> None:
+        take(spot, shape_of[j])
+        heappush(running, (now + queue.run[j], j, spot))
+        wait = now - arrivals[j]
+        waits.append(wait)
+        if not wait > give_up:
+            started[j] = 1
+
+    while nxt < count or waiting:
+        arrive = arrivals[nxt] if nxt < count else math.inf
         finish = running[0][0] if running else math.inf
         if arrive == math.inf and finish == math.inf:
-            return Waits(math.inf, math.inf, len(jobs))  # jobs that can never start (too many GPUs for one node)
+            return failed  # jobs that can never start (too many GPUs for one node)
         now = min(arrive, finish)
         freed = False
         while running and running[0][0] <= now:
-            _, j, n, gpus = heapq.heappop(running)
-            for g in gpus:
-                free[n][g] += jobs[j].milli
-            recount(n)
+            _, j, where = heappop(running)
+            release(where, shape_of[j])
             freed = True
-        fresh: list[tuple[int, int]] = []  # shapes whose queue was empty before this instant's arrivals
-        while nxt < len(order) and jobs[order[nxt]].arrival <= now:
-            j = order[nxt]
-            shape = (jobs[j].gpus, jobs[j].milli)
-            queue = queues.setdefault(shape, deque())
-            if not queue:
-                fresh.append(shape)
-            queue.append((nxt, j))
-            waiting += 1
-            nxt += 1
-        # Nothing freed: every job that waited before still does not fit, nor does a newcomer queued behind one.
-        tried = (s for s, q in queues.items() if q) if freed else iter(fresh)
-        heads = [(queues[s][0][0], s) for s in tried]
-        heapq.heapify(heads)
-        most = most_whole()
-        while heads:
-            _, shape = heapq.heappop(heads)
-            need, milli = shape
-            if milli == 1000 and need > most:
-                continue
-            spot = place(need, milli)
-            if spot is None:
-                continue  # this shape is done for the pass
-            queue = queues[shape]
-            _, j = queue.popleft()
-            waiting -= 1
-            if queue:
-                heapq.heappush(heads, (queue[0][0], shape))
-            n, taken = spot
-            for g in taken:
-                free[n][g] -= milli
-            recount(n)
-            most = most_whole()
-            heapq.heappush(running, (now + jobs[j].run, j, n, taken))
-            wait = now - jobs[j].arrival
-            waits.append(wait)
-            if wait > give_up:
-                late += 1
-                if late > limit:
-                    return Waits(math.inf, math.inf, len(jobs))
+        if not waiting:
+            # Nothing waited: the pass is this instant's arrivals in arrival order, a shape done at its first miss.
+            missed: list[Shape] = []
+            while nxt < count and arrivals[nxt] <= now:
+                shape = shape_of[nxt]
+                spot = None if shape in missed else place(shape)
+                if spot is None:
+                    missed.append(shape)
+                    queues.setdefault(shape, deque()).append(nxt)
+                    waiting += 1
+                else:
+                    start(nxt, now, spot)
+                nxt += 1
+        else:
+            fresh: list[Shape] = []  # shapes whose queue was empty before this instant's arrivals
+            while nxt < count and arrivals[nxt] <= now:
+                shape = shape_of[nxt]
+                line = queues.setdefault(shape, deque())
+                if not line:
+                    fresh.append(shape)
+                line.append(nxt)
+                waiting += 1
+                nxt += 1
+            # Nothing freed: every job that waited before still does not fit, nor does a newcomer queued behind one.
+            # Freed with no arrival: a pass where no waiting shape fits anywhere now starts nothing.
+            every = freed and (fresh or any(cluster.may_fit(s) for s, q in queues.items() if q))
+            tried = [s for s, q in queues.items() if q] if every else fresh
+            heads = [(queues[s][0], s) for s in tried]
+            heapq.heapify(heads)
+            while heads:
+                _, shape = heappop(heads)
+                spot = place(shape)
+                if spot is None:
+                    continue  # this shape is done for the pass
+                line = queues[shape]
+                j = line.popleft()
+                waiting -= 1
+                if line:
+                    heappush(heads, (line[0], shape))
+                start(j, now, spot)
+        while old < count and now - arrivals[old] > give_up:
+            on_time += started[old]
+            old += 1
+        if old - on_time > limit:
+            return failed
+    return _waits(waits, count)
+
+
+def _waits(waits: list[float], jobs: int) -> Waits:
+    """The 99th-percentile and longest wait of a replay that started every job."""
     waits.sort()
-    return Waits(waits[min(len(waits) - 1, math.ceil(0.99 * len(waits)) - 1)] if waits else 0.0, waits[-1] if waits else 0.0, len(jobs))
+    return Waits(waits[min(len(waits) - 1, math.ceil(0.99 * len(waits)) - 1)] if waits else 0.0, waits[-1] if waits else 0.0, jobs)
+
+
+def _replay_whole(queue: _Queue, nodes: int, per: int, give_up: float) -> Waits:
+    """replay() for jobs that all take whole GPUs: a node is how many of its GPUs are free, a job how many it takes.
+
+    The same passes, inlined (a million-job history replays several times per plan). First fit is the least node
+    number in the heap of the job's size whose node has that many GPUs free (as _Nodes.place). A pass only tries the
+    sizes that fit the most GPUs any node has free (`most`, from the count of nodes by free GPUs): a larger one would
+    miss, and within a pass `most` only falls.
+    """
+    heappush, heappop = heapq.heappush, heapq.heappop
+    arrivals, runs = queue.arrival, queue.run
+    need = [gpus for gpus, _ in queue.shape]
+    sizes = sorted({g for g in need if g <= per})
+    whole = [per] * nodes  # free GPUs per node
+    having = [0] * per + [nodes]  # nodes per count of free GPUs
+    # fitting[g]: a heap of the nodes that may hold g GPUs (every node that does, and some that no longer do)
+    fitting = [list(range(nodes)) for _ in range(per + 1)]
+    listed = [bytearray(b"\x01") * nodes for _ in range(per + 1)]  # listed[g][n]: n is in fitting[g]
+    queues: dict[int, deque[int]] = {}  # size -> waiting jobs (arrival ranks), in arrival order
+    waiting = 0
+    running: list[tuple[float, int, int]] = []  # (end, job, node)
+    waits: list[float] = []
+    count = len(arrivals)
+    limit = count // 100
+    failed = Waits(math.inf, math.inf, count)
+    nxt = old = on_time = 0
+    started = bytearray(count)  # started within give_up
+    most = per  # the most GPUs any node has free
+
+    def start(j: int, now: float) -> int:
+        """Start job j on the first node with its GPUs free (there is one); the most any node has free after."""
+        g = need[j]
+        heap, flags = fitting[g], listed[g]
+        while whole[heap[0]] < g:
+            flags[heappop(heap)] = 0
+        n = heap[0]
+        c = whole[n]
+        having[c] -= 1
+        having[c - g] += 1
+        whole[n] = c - g
+        heappush(running, (now + runs[j], j, n))
+        wait = now - arrivals[j]
+        waits.append(wait)
+        if not wait > give_up:
+            started[j] = 1
+        top = most
+        while top and not having[top]:
+            top -= 1
+        return top
+
+    while nxt < count or waiting:
+        arrive = arrivals[nxt] if nxt < count else math.inf
+        if running and running[0][0] <= arrive:
+            now = running[0][0]
+        elif arrive == math.inf:
+            return failed  # jobs that can never start (more GPUs than a node has)
+        else:
+            now = arrive
+        freed = False
+        # with nothing waiting, every end up to the next arrival frees GPUs and starts nothing: take them all
+        upto = now if waiting else arrive
+        while running and running[0][0] <= upto:
+            _, j, n = heappop(running)
+            c = whole[n]
+            having[c] -= 1
+            c += need[j]
+            having[c] += 1
+            whole[n] = c
+            most = max(most, c)
+            for g in sizes:  # list n again for the sizes it holds now
+                if g > c:
+                    break
+                if not listed[g][n]:
+                    listed[g][n] = 1
+                    heappush(fitting[g], n)
+            freed = True
+        if not waiting:
+            # the pass is this instant's arrivals in arrival order
+            now = arrive
+            while nxt < count and arrivals[nxt] <= now:
+                if need[nxt] > most:
+                    queues.setdefault(need[nxt], deque()).append(nxt)
+                    waiting += 1
+                else:
+                    most = start(nxt, now)
+                nxt += 1
+        else:
+            fresh: list[int] = []  # sizes whose queue was empty before this instant's arrivals
+            while nxt < count and arrivals[nxt] <= now:
+                line = queues.setdefault(need[nxt], deque())
+                if not line:
+                    fresh.append(need[nxt])
+                line.append(nxt)
+                waiting += 1
+                nxt += 1
+            # nothing freed: only the newcomers at the heads of their queues may start
+            tried = [g for g, line in queues.items() if line and g <= most] if freed else [g for g in fresh if g <= most]
+            heads = [(queues[g][0], g) for g in tried]
+            heapq.heapify(heads)
+            while heads:
+                _, g = heappop(heads)
+                if g > most:
+                    continue  # this size is done for the pass
+                line = queues[g]
+                most = start(line.popleft(), now)
+                waiting -= 1
+                if line:
+                    heappush(heads, (line[0], g))
+        while old < count and now - arrivals[old] > give_up:
+            on_time += started[old]
+            old += 1
+        if old - on_time > limit:
+            return failed
+    return _waits(waits, count)
 
 
 def _own_rate(jobs: tuple[Job, ...]) -> float:
@@ -146,8 +388,40 @@ def _own_rate(jobs: tuple[Job, ...]) -> float:
     return work / span if span > 0 else 0.0
 
 
-@lru_cache(maxsize=16)
+Search = tuple[tuple[Job, ...], int, float, float | None, float | None]
+"""nodes_for_wait's arguments: the jobs, GPUs per node, the wait target (s), demand and the fluid hint (GPUs)."""
+SEARCHES_KEPT = 64
+_searches: OrderedDict[tuple[int, int, float, float | None, float | None], tuple[tuple[Job, ...], tuple[int, Waits]]] = OrderedDict()
+"""Searches done, by the identity of their jobs tuple and the other arguments (the entry holds the jobs: the id stays theirs)."""
+
+
+def _known(search: Search) -> tuple[int, Waits] | None:
+    hit = _searches.get((id(search[0]), *search[1:]))
+    if hit is None or hit[0] is not search[0]:
+        return None
+    _searches.move_to_end((id(search[0]), *search[1:]))
+    return hit[1]
+
+
+def _remember(search: Search, result: tuple[int, Waits]) -> None:
+    _searches[(id(search[0]), *search[1:])] = (search[0], result)
+    if len(_searches) > SEARCHES_KEPT:
+        _searches.popitem(last=False)
+
+
 def nodes_for_wait(
+    jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float, demand_gpus: float | None = None, hint_gpus: float | None = None
+) -> tuple[int, Waits]:
+    """_search, cached: the plans of one window under other prices and instruments ask the same searches again."""
+    search = (jobs, gpus_per_node, max_wait_s, demand_gpus, hint_gpus)
+    known = _known(search)
+    if known is None:
+        known = _search(*search)
+        _remember(search, known)
+    return known
+
+
+def _search(
     jobs: tuple[Job, ...], gpus_per_node: int, max_wait_s: float, demand_gpus: float | None = None, hint_gpus: float | None = None
 ) -> tuple[int, Waits]:
     """Fewest nodes whose replay keeps the 99th-percentile wait within `max_wait_s` and whose queue drains.

@@ -14,10 +14,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from gpu_platform.catalog import Catalog
 from gpu_platform.planning.demand import Demand, DemandGroup
 from gpu_platform.planning.planner import Plan, plan
-from gpu_platform.planning.series import SECONDS_PER_MONTH, StepSeries
+from gpu_platform.planning.series import EXACT, SECONDS_PER_MONTH, Columns, Ints, StepSeries, slice_series
 from gpu_platform.pricing import load_commitments
 
 DAY = 86400.0
@@ -26,22 +28,6 @@ RAMP_SHARE = 0.9
 RAMP_SPAN = 0.5
 SENSITIVITY_DAYS = (None, 90, 28)
 SENSITIVITY_INSTRUMENTS = ("savings-plan-1y", "savings-plan-3y")
-
-
-def slice_series(s: StepSeries, start: float, end: float) -> StepSeries:
-    """The series over [start, end) (clipped to its own window)."""
-    a, b = max(start, s.start), min(end, s.end)
-    times: list[float] = []
-    values: list[int] = []
-    for t0, t1, v in s.segments():
-        if t1 <= a or t0 >= b:
-            continue
-        times.append(max(t0, a))
-        values.append(v)
-    if not times or times[0] > a:
-        times.insert(0, a)
-        values.insert(0, 0)
-    return StepSeries(start=a, end=b, times=tuple(times), values=tuple(values))
 
 
 def regroup(g: DemandGroup, start: float, end: float) -> DemandGroup:
@@ -82,6 +68,23 @@ def windowed(demand: Demand, days: float) -> Demand:
 
 def ramp_start(s: StepSeries, share: float = RAMP_SHARE) -> float | None:
     """Start of the shortest trailing stretch holding `share` of the GPU-hours, when it is under RAMP_SPAN of the window."""
+    c = _exact_columns(s)
+    if c is not None:
+        # the loop below on columns: its sums are whole numbers under 2**53, so integer suffix sums are the same
+        parts = c.v * (c.t1 - c.t0).astype(np.int64)
+        tail = np.cumsum(parts[::-1])[::-1]  # tail[k]: GPU-seconds of steps k and after
+        total_i = int(tail[0]) if len(tail) else 0
+        if total_i <= 0 or s.window <= 0:
+            return None
+        need_i = share * total_i
+        reach = np.flatnonzero(tail >= need_i)
+        if not len(reach):
+            return None
+        k = int(reach[-1])
+        acc = float(tail[k + 1]) if k + 1 < len(tail) else 0.0
+        v, t0, t1 = int(c.v[k]), _num(c.t0[k]), _num(c.t1[k])
+        at = t1 - (need_i - acc) / v if v else t0
+        return at if s.end - at < RAMP_SPAN * s.window else None
     segs = list(s.segments())
     total = sum((t1 - t0) * v for t0, t1, v in segs)
     if total <= 0 or s.window <= 0:
@@ -107,9 +110,43 @@ class Growth:
     days: int
 
 
+def _exact_columns(s: StepSeries) -> Columns | None:
+    """The series' columns where they are contiguous whole seconds from its start and every sum of milli-GPU-seconds is exact."""
+    c = s.cols
+    if c is None or not c.whole or float(s.start) != float(np.floor(s.start)) or not len(c.v):
+        return None
+    if float(c.t0[0]) < s.start or not np.array_equal(c.t0[1:], c.t1[:-1]):
+        return None
+    if float(np.abs(c.v).max()) * (float(c.t1[-1]) - float(c.t0[0])) >= EXACT:
+        return None
+    return c
+
+
+def _num(t: np.float64) -> float:
+    """A column's time as the series holds it: whole seconds as an int."""
+    f = float(t)
+    return int(f) if f.is_integer() else f
+
+
+def _integral_to(c: Columns, at: Ints) -> Ints:
+    """Milli-GPU-seconds of demand before each time of `at` (whole seconds), exact."""
+    before = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(c.v * (c.t1 - c.t0).astype(np.int64))))
+    idx = np.searchsorted(c.t0, at, side="right") - 1
+    k = np.clip(idx, 0, len(c.v) - 1)
+    inside = (np.minimum(at, c.t1[k]) - c.t0[k]).astype(np.int64)
+    out: Ints = np.where(idx < 0, 0, before[k] + c.v[k] * inside)
+    return out
+
+
 def daily_means(s: StepSeries) -> list[float]:
     """Mean concurrent demand (GPUs' worth) of each whole day of the series' window."""
     days = int(s.window // DAY)
+    c = _exact_columns(s)
+    if c is not None and days > 0:
+        # each day's work as a difference of the running integral: the whole numbers the loop below adds up
+        bounds = np.array([s.start + d * DAY for d in range(days + 1)], dtype=np.float64)
+        work_i = np.diff(_integral_to(c, bounds.astype(np.int64)))
+        return [w / DAY / 1000 for w in work_i.astype(np.float64).tolist()]
     work = [0.0] * days
     for a, b, v in s.segments():
         d, at = int((a - s.start) // DAY), a
