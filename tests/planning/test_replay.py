@@ -11,8 +11,10 @@ import math
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from gpu_platform.planning import whole_replay
 from gpu_platform.planning.replay import Job, nodes_for_wait, replay
 from gpu_platform.planning.series import step_series
 from tests.planning.helpers import plan_json, row
@@ -148,6 +150,47 @@ def test_the_replay_is_best_effort_fifo_by_its_definition(seed: int) -> None:
     else:
         assert got.max == want[-1]
         assert got.p99 == want[min(len(want) - 1, math.ceil(0.99 * len(want)) - 1)]
+
+
+def whole_jobs(rng: random.Random, per: int, count: int, span: int = 200) -> tuple[Job, ...]:
+    """Random whole-GPU jobs, up to a node's worth each."""
+    return tuple(Job(float(rng.randrange(0, span)), float(rng.randrange(1, 60)), rng.choice([1, 1, 2, per]), 1000) for _ in range(count))
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("compiled", [False, True], ids=["interpreted", "compiled"])
+def test_the_whole_gpu_replay_is_best_effort_fifo_by_its_definition(seed: int, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs that all take whole GPUs replay on whole_replay.passes (interpreted, and compiled by Numba as a million-job
+    history runs it): the waits are the definition's, to the last digit."""
+    if compiled:
+        monkeypatch.setattr(whole_replay, "COMPILED_FROM", 0)
+    rng = random.Random(500 + seed)
+    per = rng.choice([1, 2, 4, 8])
+    jobs = whole_jobs(rng, per, rng.randrange(5, 150))
+    nodes = rng.randrange(1, 5)
+    want = reference(jobs, nodes, per)
+    got = replay(jobs, nodes, per)
+    assert got.max == want[-1]
+    assert got.p99 == want[min(len(want) - 1, math.ceil(0.99 * len(want)) - 1)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_compiled_replay_starts_every_job_when_the_interpreted_one_does(seed: int) -> None:
+    """Both runs of whole_replay.passes give the same waits in the same start order, and fail (late jobs past 1 %)
+    at the same point, on thousands of jobs under a tight and a loose wait bound."""
+    rng = random.Random(900 + seed)
+    per = rng.choice([2, 4, 8])
+    jobs = whole_jobs(rng, per, 4000, span=20_000)
+    arrival = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
+    columns = ([jobs[i].arrival for i in arrival], [jobs[i].run for i in arrival], [jobs[i].gpus for i in arrival])
+    arrays = (np.array(columns[0]), np.array(columns[1]), np.array(columns[2], dtype=np.int64))
+    for nodes in (rng.randrange(3, 8), rng.randrange(10, 40)):
+        for give_up in (math.inf, 120.0, 5.0):
+            plain = whole_replay.run_plain(*columns, nodes, per, give_up)
+            fast = whole_replay.run_compiled(*arrays, nodes, per, give_up)
+            assert (plain is None) == (fast is None), (nodes, give_up)
+            if plain is not None and fast is not None:
+                assert plain == fast.tolist(), (nodes, give_up)
 
 
 @pytest.mark.parametrize("seed", range(12))

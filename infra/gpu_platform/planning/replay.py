@@ -11,14 +11,19 @@ meets the target.
 
 from __future__ import annotations
 
+import functools
 import heapq
+import itertools
 import math
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import NamedTuple
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
+from gpu_platform.planning import whole_replay
 from gpu_platform.planning.memo import by_first_identity
 
 MAX_NODES = 100_000  # a search past this gives up: the wait target cannot be met on this type
@@ -136,28 +141,79 @@ class _Nodes:
                     heapq.heappush(self.fitting[s], n)
 
 
-class _Queue(NamedTuple):
-    """The jobs in arrival order (ties in the order given): when each arrived, its shape and its run time."""
+class _Queue:
+    """The jobs in arrival order (ties in the order given): when each arrived, its run time, GPUs and share.
 
-    arrival: list[float]
-    shape: list[Shape]
-    run: list[float]
+    Held as columns: float64 arrays where every time is exact as a float (a trace's are), else Python lists. The
+    interpreted replays read lists, made when first asked; the compiled one reads the arrays.
+    """
+
+    def __init__(self, arrival: Column, run: Column, gpus: Column, milli: Column) -> None:
+        self._arrival, self._run, self._gpus, self._milli = arrival, run, gpus, milli
+        self.jobs = len(arrival)
+
+    @functools.cached_property
+    def arrival(self) -> list[float]:
+        """When each job arrived."""
+        return _as_list(self._arrival)
+
+    @functools.cached_property
+    def run(self) -> list[float]:
+        """How long each job runs."""
+        return _as_list(self._run)
+
+    @functools.cached_property
+    def need(self) -> list[int]:
+        """GPUs per job."""
+        return _as_list(self._gpus)
+
+    @functools.cached_property
+    def shape(self) -> list[Shape]:
+        """(GPUs, share) per job, one tuple per distinct shape."""
+        shapes: dict[Shape, Shape] = {}
+        return [shapes.setdefault(s, s) for s in zip(self.need, _as_list(self._milli), strict=True)]
+
+    @functools.cached_property
+    def whole(self) -> bool:
+        """Every job takes whole GPUs."""
+        return all(m == 1000 for m in self._milli) if isinstance(self._milli, list) else bool(np.all(self._milli == 1000))
+
+    @functools.cached_property
+    def most_gpus(self) -> int:
+        """The most GPUs a job takes."""
+        return max(self._gpus, default=0) if isinstance(self._gpus, list) else int(self._gpus.max(initial=0))
+
+    @property
+    def columns(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]] | None:
+        """Arrivals, run times and GPUs as arrays for the compiled replay; None where they are Python values."""
+        if isinstance(self._arrival, list) or isinstance(self._gpus, list):
+            return None
+        return self._arrival, self._run, self._gpus  # type: ignore[return-value]
+
+
+Column = list[Any] | npt.NDArray[Any]
+
+
+def _as_list(column: Column) -> list[Any]:
+    return column if isinstance(column, list) else column.tolist()
 
 
 @by_first_identity(maxsize=2)
 def _in_arrival_order(jobs: tuple[Job, ...]) -> _Queue:
     """The jobs sorted by arrival, once per jobs tuple (a search replays the same jobs on several node counts)."""
-    arrival = np.array([j.arrival for j in jobs], dtype=np.float64)
-    if len(arrival) and float(np.abs(arrival).max()) < 2**53:  # exact as floats: a stable sort by them is the sort by (arrival, i)
-        order: list[int] = np.argsort(arrival, kind="stable").tolist()
-    else:
-        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
-    shapes: dict[Shape, Shape] = {}  # one tuple per distinct shape
-    return _Queue(
-        [jobs[i].arrival for i in order],
-        [shapes.setdefault((jobs[i].gpus, jobs[i].milli), (jobs[i].gpus, jobs[i].milli)) for i in order],
-        [jobs[i].run for i in order],
-    )
+    arrivals, runs, gpus, milli = (list(map(itemgetter(k), jobs)) for k in range(4))  # by columns: a million jobs in milliseconds
+    arrival, run = np.array(arrivals, dtype=np.float64), np.array(runs, dtype=np.float64)
+    if len(arrival) and float(np.abs(arrival).max()) < 2**53 and float(np.abs(run).max()) < 2**53:
+        # a stable sort by the arrivals as floats is the sort by (arrival, i), and the floats are the values
+        order = np.argsort(arrival, kind="stable")
+        counts: tuple[Column, Column]
+        try:
+            counts = np.array(gpus, dtype=np.int64)[order], np.array(milli, dtype=np.int64)[order]
+        except OverflowError:
+            counts = [gpus[i] for i in order.tolist()], [milli[i] for i in order.tolist()]
+        return _Queue(arrival[order], run[order], *counts)
+    ranked = sorted(range(len(jobs)), key=lambda i: (arrivals[i], i))
+    return _Queue(*([column[i] for i in ranked] for column in (arrivals, runs, gpus, milli)))
 
 
 def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float = math.inf) -> Waits:
@@ -173,7 +229,7 @@ def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float
     Jobs that all take whole GPUs replay on _replay_whole, the same steps on counts of free GPUs.
     """
     queue = _in_arrival_order(jobs)
-    if all(milli == 1000 for _, milli in queue.shape):
+    if queue.whole:
         return _replay_whole(queue, nodes, gpus_per_node, give_up)
     shapes = sorted({s for s in queue.shape if s[0] <= gpus_per_node})
     cluster = _Nodes(nodes, gpus_per_node, shapes)
@@ -260,125 +316,32 @@ def replay(jobs: tuple[Job, ...], nodes: int, gpus_per_node: int, give_up: float
     return _waits(waits, count)
 
 
-def _waits(waits: list[float], jobs: int) -> Waits:
+def _waits(waits: list[float] | npt.NDArray[np.float64], jobs: int) -> Waits:
     """The 99th-percentile and longest wait of a replay that started every job."""
-    waits.sort()
-    return Waits(waits[min(len(waits) - 1, math.ceil(0.99 * len(waits)) - 1)] if waits else 0.0, waits[-1] if waits else 0.0, jobs)
+    if not len(waits):
+        return Waits(0.0, 0.0, jobs)
+    ordered = np.sort(waits) if isinstance(waits, np.ndarray) else sorted(waits)
+    return Waits(float(ordered[min(len(waits) - 1, math.ceil(0.99 * len(waits)) - 1)]), float(ordered[-1]), jobs)
+
+
+def fitting_jobs(jobs: tuple[Job, ...], gpus_per_node: int) -> tuple[Job, ...]:
+    """The jobs a node of `gpus_per_node` GPUs holds; the same tuple when it holds them all (caches know it by identity)."""
+    fits = np.fromiter(map(itemgetter(2), jobs), dtype=np.float64, count=len(jobs)) <= gpus_per_node
+    return jobs if fits.all() else tuple(itertools.compress(jobs, fits.tolist()))
 
 
 def _replay_whole(queue: _Queue, nodes: int, per: int, give_up: float) -> Waits:
-    """replay() for jobs that all take whole GPUs: a node is how many of its GPUs are free, a job how many it takes.
-
-    The same passes, inlined (a million-job history replays several times per plan). First fit is the least node
-    number in the heap of the job's size whose node has that many GPUs free (as _Nodes.place). A pass only tries the
-    sizes that fit the most GPUs any node has free (`most`, from the count of nodes by free GPUs): a larger one would
-    miss, and within a pass `most` only falls.
-    """
-    heappush, heappop = heapq.heappush, heapq.heappop
-    arrivals, runs = queue.arrival, queue.run
-    need = [gpus for gpus, _ in queue.shape]
-    sizes = sorted({g for g in need if g <= per})
-    whole = [per] * nodes  # free GPUs per node
-    having = [0] * per + [nodes]  # nodes per count of free GPUs
-    # fitting[g]: a heap of the nodes that may hold g GPUs (every node that does, and some that no longer do)
-    fitting = [list(range(nodes)) for _ in range(per + 1)]
-    listed = [bytearray(b"\x01") * nodes for _ in range(per + 1)]  # listed[g][n]: n is in fitting[g]
-    queues: dict[int, deque[int]] = {}  # size -> waiting jobs (arrival ranks), in arrival order
-    waiting = 0
-    running: list[tuple[float, int, int]] = []  # (end, job, node)
-    waits: list[float] = []
-    count = len(arrivals)
-    limit = count // 100
-    failed = Waits(math.inf, math.inf, count)
-    nxt = old = on_time = 0
-    started = bytearray(count)  # started within give_up
-    most = per  # the most GPUs any node has free
-
-    def start(j: int, now: float) -> int:
-        """Start job j on the first node with its GPUs free (there is one); the most any node has free after."""
-        g = need[j]
-        heap, flags = fitting[g], listed[g]
-        while whole[heap[0]] < g:
-            flags[heappop(heap)] = 0
-        n = heap[0]
-        c = whole[n]
-        having[c] -= 1
-        having[c - g] += 1
-        whole[n] = c - g
-        heappush(running, (now + runs[j], j, n))
-        wait = now - arrivals[j]
-        waits.append(wait)
-        if not wait > give_up:
-            started[j] = 1
-        top = most
-        while top and not having[top]:
-            top -= 1
-        return top
-
-    while nxt < count or waiting:
-        arrive = arrivals[nxt] if nxt < count else math.inf
-        if running and running[0][0] <= arrive:
-            now = running[0][0]
-        elif arrive == math.inf:
-            return failed  # jobs that can never start (more GPUs than a node has)
-        else:
-            now = arrive
-        freed = False
-        # with nothing waiting, every end up to the next arrival frees GPUs and starts nothing: take them all
-        upto = now if waiting else arrive
-        while running and running[0][0] <= upto:
-            _, j, n = heappop(running)
-            c = whole[n]
-            having[c] -= 1
-            c += need[j]
-            having[c] += 1
-            whole[n] = c
-            most = max(most, c)
-            for g in sizes:  # list n again for the sizes it holds now
-                if g > c:
-                    break
-                if not listed[g][n]:
-                    listed[g][n] = 1
-                    heappush(fitting[g], n)
-            freed = True
-        if not waiting:
-            # the pass is this instant's arrivals in arrival order
-            now = arrive
-            while nxt < count and arrivals[nxt] <= now:
-                if need[nxt] > most:
-                    queues.setdefault(need[nxt], deque()).append(nxt)
-                    waiting += 1
-                else:
-                    most = start(nxt, now)
-                nxt += 1
-        else:
-            fresh: list[int] = []  # sizes whose queue was empty before this instant's arrivals
-            while nxt < count and arrivals[nxt] <= now:
-                line = queues.setdefault(need[nxt], deque())
-                if not line:
-                    fresh.append(need[nxt])
-                line.append(nxt)
-                waiting += 1
-                nxt += 1
-            # nothing freed: only the newcomers at the heads of their queues may start
-            tried = [g for g, line in queues.items() if line and g <= most] if freed else [g for g in fresh if g <= most]
-            heads = [(queues[g][0], g) for g in tried]
-            heapq.heapify(heads)
-            while heads:
-                _, g = heappop(heads)
-                if g > most:
-                    continue  # this size is done for the pass
-                line = queues[g]
-                most = start(line.popleft(), now)
-                waiting -= 1
-                if line:
-                    heappush(heads, (line[0], g))
-        while old < count and now - arrivals[old] > give_up:
-            on_time += started[old]
-            old += 1
-        if old - on_time > limit:
-            return failed
-    return _waits(waits, count)
+    """replay() for jobs that all take whole GPUs: the same passes on counts of free GPUs (whole_replay.passes)."""
+    count = queue.jobs
+    if queue.most_gpus > per:
+        return Waits(math.inf, math.inf, count)  # a job that can never start (more GPUs than a node has)
+    columns = queue.columns
+    waits: list[float] | npt.NDArray[np.float64] | None
+    if columns is not None and whole_replay.runs_compiled(count):
+        waits = whole_replay.run_compiled(*columns, nodes, per, give_up)
+    else:
+        waits = whole_replay.run_plain(queue.arrival, queue.run, queue.need, nodes, per, give_up)
+    return Waits(math.inf, math.inf, count) if waits is None else _waits(waits, count)
 
 
 def _own_rate(jobs: tuple[Job, ...]) -> float:
@@ -439,7 +402,7 @@ def _search(
     Jobs asking more GPUs than one node has cannot run on this type at all; they are left out (the plan
     reports the share of GPU-hours whose tasks fit a node).
     """
-    jobs = tuple(j for j in jobs if j.gpus <= gpus_per_node)
+    jobs = fitting_jobs(jobs, gpus_per_node)
     if not jobs:
         return 0, Waits(0.0, 0.0, 0)
     rate = demand_gpus if demand_gpus is not None else _own_rate(jobs)

@@ -81,14 +81,7 @@ class StepSeries:
             values = np.array(self.values, dtype=np.int64)
         except OverflowError:
             return None
-        times = np.array(self.times, dtype=np.float64)
-        if len(times) and (float(np.abs(times).max()) >= EXACT or abs(self.end) >= EXACT):
-            return None
-        bounds = np.append(times[1:], np.float64(self.end))
-        keep = bounds > times
-        t0, t1 = times[keep], bounds[keep]
-        whole = bool(np.all(t0 == np.floor(t0)) and np.all(t1 == np.floor(t1)))
-        return Columns(t0, t1, values[keep], whole)
+        return _columns(np.array(self.times, dtype=np.float64), values, self.end)
 
     def _exact_sums(self, bound: float) -> bool:
         """True when the columns hold whole seconds and sums of |milli-GPU| x seconds below `bound` x the span stay exact."""
@@ -96,18 +89,27 @@ class StepSeries:
         return c is not None and c.whole and (not len(c.v) or bound * (float(c.t1[-1]) - float(c.t0[0])) < EXACT)
 
     @cached_property
-    def durations(self) -> dict[int, float]:
-        """Milli-GPU value -> seconds spent at it (in the order the values first occur)."""
+    def _by_value(self) -> tuple[Ints, Ints, Floats] | None:
+        """The distinct values ascending, the step where each first occurs and the seconds at each; None without columns.
+
+        The seconds are added in step order (bincount adds its weights in order).
+        """
         c = self.cols
         if c is None:
+            return None
+        keys, first, inverse = np.unique(c.v, return_index=True, return_inverse=True)
+        return keys, first, np.bincount(inverse.reshape(-1), weights=c.t1 - c.t0, minlength=len(keys))
+
+    @cached_property
+    def durations(self) -> dict[int, float]:
+        """Milli-GPU value -> seconds spent at it (in the order the values first occur)."""
+        by_value = self._by_value
+        if by_value is None:
             durations: dict[int, float] = {}
             for t0, t1, v in self._segs:
                 durations[v] = durations.get(v, 0.0) + (t1 - t0)
             return durations
-        if not len(c.v):
-            return {}
-        keys, first, inverse = np.unique(c.v, return_index=True, return_inverse=True)
-        sums = np.bincount(inverse.reshape(-1), weights=c.t1 - c.t0, minlength=len(keys))  # in step order, as the loop adds
+        keys, first, sums = by_value
         order = np.argsort(first, kind="stable")
         return dict(zip(keys[order].tolist(), sums[order].tolist(), strict=True))
 
@@ -124,6 +126,10 @@ class StepSeries:
     @cached_property
     def _ascending(self) -> tuple[list[int], list[float]]:
         """The values ascending, and the seconds spent at or below each, added up in that order (quantile reads them)."""
+        by_value = self._by_value
+        if by_value is not None:  # a running sum (numpy's accumulate) adds in order, as the loop below does
+            keys, _, sums = by_value
+            return keys.tolist(), np.cumsum(sums).tolist()
         durations = self.durations
         values = sorted(durations)
         seen: list[float] = []
@@ -326,6 +332,17 @@ def step_series(intervals: Iterable[tuple[float, float, int]], start: float, end
     return step_series_columns(cols[:, 0], cols[:, 1], milli, start, end)
 
 
+def _columns(times: Floats, values: Ints, end: float) -> Columns | None:
+    """StepSeries.cols of a series with these times (as floats), values and end."""
+    if len(times) and (float(np.abs(times).max()) >= EXACT or abs(end) >= EXACT):
+        return None
+    bounds = np.append(times[1:], np.float64(end))
+    keep = bounds > times
+    t0, t1 = times[keep], bounds[keep]
+    whole = bool(np.all(t0 == np.floor(t0)) and np.all(t1 == np.floor(t1)))
+    return Columns(t0, t1, values[keep], whole)
+
+
 def step_series_columns(t0: Floats, t1: Floats, milli: Ints, start: float, end: float) -> StepSeries:
     """step_series of intervals given as columns (from, to, milli-GPUs), already clipped to [start, end), of positive length and value."""
     if not len(milli):
@@ -340,7 +357,9 @@ def step_series_columns(t0: Floats, t1: Floats, milli: Ints, start: float, end: 
     times, level = times[keep], level[keep]
     changed = np.append(True, level[1:] != level[:-1])
     times, level = times[changed], level[changed]
-    return StepSeries(start=start, end=end, times=tuple(_plain(times)), values=_levels(level))
+    series = StepSeries(start=start, end=end, times=tuple(_plain(times)), values=_levels(level))
+    series.__dict__["cols"] = _columns(times, level, end)  # the columns it would read back from its tuples
+    return series
 
 
 def _step_series_big(rows: list[tuple[float, float, int]], start: float, end: float) -> StepSeries:
@@ -393,7 +412,15 @@ def slice_series(s: StepSeries, start: float, end: float) -> StepSeries:
     """The series over [start, end) (clipped to its own window)."""
     a, b = max(start, s.start), min(end, s.end)
     c = s.cols
-    if c is not None:
+    if c is not None and c.whole and len(c.v) == len(s.times) and set(map(type, s.times)) <= {int}:
+        # every step has a length and the times are whole seconds as ints: the window is a run of steps, and its
+        # times and values are the series' own objects (a million-step series is not copied), the first clipped to a
+        i0, i1 = int(np.searchsorted(c.t1, a, side="right")), int(np.searchsorted(c.t0, b, side="left"))
+        times = list(s.times[i0:i1])
+        values = list(s.values[i0:i1])
+        if times and times[0] < a:
+            times[0] = _plain(np.array([a], dtype=np.float64))[0]
+    elif c is not None:
         inside = (c.t1 > a) & (c.t0 < b)
         times = _plain(np.maximum(c.t0[inside], a))
         values = list(_levels(c.v[inside]))

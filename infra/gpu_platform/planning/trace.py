@@ -140,11 +140,13 @@ def _read_plain(text: str) -> Tasks | None:
                 return None
             parts[name].append(values)
         qos = cells[col["qos"] :: width]
-        if not set(qos) <= set(QOS):
+        if not set(qos) <= QOS_CODE.keys():
             return None
-        parts["qos"].append(np.array([QOS.index(q) for q in qos], dtype=np.int64))
+        parts["qos"].append(np.array(list(map(QOS_CODE.__getitem__, qos)), dtype=np.int64))
         spec_cells = cells[col["gpu_spec"] :: width] if "gpu_spec" in col else [""] * len(lines)
-        parts["gpu_spec"].append(np.array([specs.setdefault(x.strip(), len(specs)) for x in spec_cells], dtype=np.int64))
+        # each distinct cell, in the order it first occurs, numbers its stripped spec as a row-by-row setdefault would
+        code = {raw: specs.setdefault(raw.strip(), len(specs)) for raw in dict.fromkeys(spec_cells)}
+        parts["gpu_spec"].append(np.array(list(map(code.__getitem__, spec_cells)), dtype=np.int64))
     if not rows:
         return None
     column = {name: np.concatenate(chunks) for name, chunks in parts.items()}
@@ -166,6 +168,7 @@ def _read_plain(text: str) -> Tasks | None:
 
 
 INTEGER_COLUMNS = ("num_gpu", "gpu_milli", "creation_time", "deletion_time")
+QOS_CODE = {q: i for i, q in enumerate(QOS)}
 PLAIN_CHUNK = 1 << 22
 """Characters of rows split at a time: their cells are short-lived."""
 
@@ -173,13 +176,17 @@ PLAIN_CHUNK = 1 << 22
 def _plain_ints(cells: list[str], column: str) -> npt.NDArray[np.int64] | None:
     """A column's cells as read_tasks reads them (int(); gpu_milli's empty cell 0; the optional numbers _int_or_zero), as int64.
 
-    Cells of ASCII digits only, at most 18 of them, parse in one numpy call; any other cell takes Python's int(). None
+    Cells of ASCII digits only, every value below 10^18, parse in one numpy call; else each cell takes Python's int(). None
     where a cell is not a whole number (the row-by-row reader names it) or the value overflows int64.
     """
-    joined = "".join(cells)
-    if joined.isascii() and joined.isdigit() and not cells.count("") and max(map(len, cells)) <= 18:
-        out: npt.NDArray[np.int64] = np.fromstring(",".join(cells), sep=",", dtype=np.int64)
-        return out if len(out) == len(cells) else None
+    joined = ",".join(cells)
+    digits = joined.replace(",", "")
+    # no empty cell (none leads, ends or sits between two commas; one empty cell alone is no digit), digits only
+    if digits.isascii() and digits.isdigit() and not (joined[0] == "," or joined[-1] == "," or ",," in joined):
+        out: npt.NDArray[np.int64] = np.fromstring(joined, sep=",", dtype=np.int64)
+        # numpy saturates past int64: a value from 10^18 takes the exact path below (a longer cell of leading zeros parses alike)
+        if len(out) == len(cells) and (not len(out) or int(out.max()) < 10**18):
+            return out
     try:
         if column in INTEGER_COLUMNS:
             values = [int(x or 0) for x in cells] if column == "gpu_milli" else [int(x) for x in cells]
@@ -458,7 +465,10 @@ def _group(cls: str, model: str, series: StepSeries, spot: StepSeries, gpu: str,
 
 def _weighted_p95(values: npt.NDArray[Any], weights: npt.NDArray[Any]) -> Any:
     """The value at 95 % of the weight, values ascending (ties by weight), the weight added up in that order as floats."""
-    total = sum(weights.tolist())  # exact: Python's integers
+    if weights.dtype != object and len(weights) and int(np.abs(weights).max()) * len(weights) < 2**63:
+        total = int(weights.sum())  # exact: no partial sum leaves int64
+    else:
+        total = sum(weights.tolist())  # exact: Python's integers
     if object in (values.dtype, weights.dtype):
         pairs = list(zip(values.tolist(), weights.tolist(), strict=True))
         acc = 0.0

@@ -10,15 +10,18 @@ history is shorter than the term, and shows the plan re-run over other windows a
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
 from gpu_platform.catalog import Catalog
 from gpu_platform.planning.demand import Demand, DemandGroup
 from gpu_platform.planning.planner import Plan, plan
+from gpu_platform.planning.replay import Job
 from gpu_platform.planning.series import EXACT, SECONDS_PER_MONTH, Columns, Ints, StepSeries, slice_series
 from gpu_platform.pricing import load_commitments
 
@@ -48,8 +51,14 @@ def regroup(g: DemandGroup, start: float, end: float) -> DemandGroup:
         interruptible_p95=spot.quantile(0.95) if spot is not None else 0.0,
         interruptible_share=(spot.mean() / s.mean() if spot is not None and s.mean() > 0 else 0.0),
         growth_per_month=s.growth_per_month(),
-        jobs=tuple(j for j in g.jobs if start <= j.arrival < end),
+        jobs=_arriving(g.jobs, start, end),
     )
+
+
+def _arriving(jobs: tuple[Job, ...], start: float, end: float) -> tuple[Job, ...]:
+    """The jobs arriving in [start, end), in their order (times are whole seconds or floats: exact as float64)."""
+    at = np.fromiter(map(itemgetter(0), jobs), dtype=np.float64, count=len(jobs))
+    return tuple(itertools.compress(jobs, ((start <= at) & (at < end)).tolist()))
 
 
 def windowed(demand: Demand, days: float) -> Demand:
@@ -223,6 +232,7 @@ def sensitivity(demand: Demand, catalog: Catalog, production: bool, existing: Ma
         for name in SENSITIVITY_INSTRUMENTS:
             opts = dataclasses.replace(d.options, instrument=name, reserved_discount=c.instrument(name).discount)
             rows.append(_row(plan(dataclasses.replace(d, options=opts), catalog, production, existing), days, name, base_spot))
+        del d  # a window's series go before the next window's are sliced: a million-row history holds two at most, not three
     for spot in (base_spot - 0.1, base_spot + 0.1):
         opts = dataclasses.replace(demand.options, spot_discount=round(spot, 4))
         rows.append(_row(plan(dataclasses.replace(demand, options=opts), catalog, production, existing), None, demand.options.instrument, spot))
