@@ -89,7 +89,7 @@ class StepSeries:
         return c is not None and c.whole and (not len(c.v) or bound * (float(c.t1[-1]) - float(c.t0[0])) < EXACT)
 
     @cached_property
-    def _by_value(self) -> tuple[Ints, Ints, Floats] | None:
+    def _by_value(self) -> tuple[Ints, npt.NDArray[Any], npt.NDArray[Any]] | None:
         """The distinct values ascending, the step where each first occurs and the seconds at each; None without columns.
 
         The seconds are added in step order (bincount adds its weights in order).
