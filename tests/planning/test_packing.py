@@ -131,6 +131,30 @@ def test_packing_by_shape_counts_is_first_fit_decreasing_pod_by_pod() -> None:
     assert checked > 2500
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_pods_packed_by_columns_and_one_by_one_give_the_same_nodes(seed: int) -> None:
+    """Pods of whole-number sizes are read as arrays (a million of them); any other pods, here with one vCPU request as a
+    float, take the loop over each pod. Both find the same events, the same pods no node holds, the same nodes."""
+    import random
+
+    from gpu_platform.planning import packing
+
+    rng = random.Random(40 + seed)
+    shape = NodeShape(rng.choice([1, 4, 8]), 48, 192)
+    pods = []
+    for _ in range(rng.randrange(50, 400)):
+        start = rng.randrange(0, 1000)
+        g = rng.choice([1, 1, 2, 4, 8, 16])  # 16: more than any node
+        pods.append(Pod(start, start + rng.randrange(0, 200), g, rng.choice([250, 500, 1000]), rng.choice([0, 4000, 64000]), rng.choice([0, 8192])))
+    as_ints = tuple(pods)
+    with_float = (*pods[:-1], pods[-1]._replace(cpu_milli=float(pods[-1].cpu_milli)))
+    assert packing._columns(as_ints) is not None and packing._columns(with_float) is None
+    for window in ((0, 1200), (100, 700)):
+        by_columns, by_pod = nodes_over(as_ints, shape, *window), nodes_over(with_float, shape, *window)
+        assert (by_columns.nodes, by_columns.unplaceable) == (by_pod.nodes, by_pod.unplaceable)
+        assert by_columns.unplaceable > 0  # 16-GPU pods fit no node
+
+
 def test_a_history_with_more_events_than_the_exact_bound_is_packed_at_sampled_instants() -> None:
     """Past MAX_EXACT_EVENTS the packing is read at SAMPLES evenly spaced instants; on a steady load it gives the same
     nodes as packing at every event, and it says it sampled."""

@@ -15,8 +15,10 @@ instants instead of at each event.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -228,8 +230,84 @@ def nodes_over(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float
 @by_first_identity(maxsize=16)
 def _oversize(pods: tuple[Pod, ...], shape: NodeShape) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Creation and deletion times of the pods no node of the shape holds (each window counts its own)."""
-    big = [(p.start, p.end) for p in pods if not shape.holds(p)]
-    return np.array([a for a, _ in big], dtype=np.float64), np.array([b for _, b in big], dtype=np.float64)
+    c = _columns(pods)
+    if c is not None:
+        big = ~c.held_by(shape)
+        return c.start[big], c.end[big]
+    pairs = [(p.start, p.end) for p in pods if not shape.holds(p)]
+    return np.array([a for a, _ in pairs], dtype=np.float64), np.array([b for _, b in pairs], dtype=np.float64)
+
+
+class _PodColumns(NamedTuple):
+    """The pods as arrays: times exact as floats, sizes as int64."""
+
+    start: npt.NDArray[np.float64]
+    end: npt.NDArray[np.float64]
+    size: npt.NDArray[np.int64]
+    """(GPUs, milli, vCPU milli, MiB) per pod, one row each."""
+
+    def held_by(self, shape: NodeShape) -> npt.NDArray[np.bool_]:
+        """NodeShape.holds of every pod."""
+        limit = np.array([shape.gpus, 1 << 62, shape.vcpu * 1000, shape.memory_gib * 1024], dtype=np.int64)
+        return np.all(self.size <= limit, axis=1)
+
+
+@by_first_identity(maxsize=4)
+def _columns(pods: tuple[Pod, ...]) -> _PodColumns | None:
+    """The pods by columns; None where a time is not exact as a float or a size is not an int64 (the loops read those)."""
+    if not pods:
+        return None
+    starts, ends = (np.array(list(map(itemgetter(k), pods)), dtype=np.float64) for k in (0, 1))
+    if max(float(np.abs(starts).max()), float(np.abs(ends).max())) >= 2**53:
+        return None
+    sizes = [np.array(list(map(itemgetter(k), pods))) for k in (2, 3, 4, 5)]
+    if any(a.dtype.kind != "i" for a in sizes):
+        return None  # floats, or integers past int64 (object)
+    return _PodColumns(starts, ends, np.stack(sizes, axis=1).astype(np.int64))
+
+
+def _events(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float) -> tuple[dict[Shape, Floats], dict[Shape, Floats], list[Pod]]:
+    """Per pod shape, the creations and deletions within (start, end) of the pods a node holds; and the pods none holds.
+
+    A pod of no length, or outside the window, changes nothing. A deletion at `end` is the window's end, not an event.
+    """
+    c = _columns(pods)
+    if c is None:
+        created: dict[Shape, list[float]] = {}
+        deleted: dict[Shape, list[float]] = {}
+        too_big = []
+        for p in pods:
+            if not shape.holds(p):
+                too_big.append(p)
+            elif not (p.end <= start or p.start >= end or p.end <= p.start):
+                key = (p.gpus, p.milli, p.cpu_milli, p.memory_mib)
+                created.setdefault(key, []).append(max(p.start, start))
+                if p.end < end:
+                    deleted.setdefault(key, []).append(p.end)
+        return _arrays(created), _arrays(deleted), too_big
+    held = c.held_by(shape)
+    live = held & ~((c.end <= start) | (c.start >= end) | (c.end <= c.start))
+    distinct, first, group = np.unique(c.size[live], axis=0, return_index=True, return_inverse=True)
+    group = group.reshape(-1)
+    starts, ends = np.maximum(c.start[live], start), c.end[live]
+    closes = ends < end
+    opened: dict[Shape, Floats] = {}
+    closed: dict[Shape, Floats] = {}
+    for k in np.argsort(first, kind="stable").tolist():  # in the order the pods first show each shape
+        g, m, cpu, mem = distinct[k].tolist()
+        key = (g, m, cpu, mem)
+        mine = group == k
+        opened[key] = starts[mine]
+        if np.any(mine & closes):
+            closed[key] = ends[mine & closes]
+    return opened, closed, (list(itertools.compress(pods, (~held).tolist())) if not held.all() else [])
+
+
+def _arrays(times: dict[Shape, list[float]]) -> dict[Shape, Floats]:
+    return {k: np.array(v, dtype=np.float64) for k, v in times.items()}
+
+
+Floats = npt.NDArray[np.float64]
 
 
 @by_first_identity(maxsize=16)
@@ -239,30 +317,21 @@ def pack(pods: tuple[Pod, ...], shape: NodeShape) -> Packing:
     The pods running at an instant, per shape, are those created at or before it less those deleted at or before it:
     two binary searches per shape over its sorted creations and deletions, for every instant at once.
     """
-    start = min((p.start for p in pods), default=0.0)
-    end = max((p.end for p in pods), default=0.0)
+    start = min(map(itemgetter(0), pods), default=0.0)
+    end = max(map(itemgetter(1), pods), default=0.0)
+    created, deleted, too_big = _events(pods, shape, start, end)
     unplaceable = 0
-    created: dict[Shape, list[float]] = {}
-    deleted: dict[Shape, list[float]] = {}
-    changes: list[float] = [start]  # every instant the running pods change
     extra: list[tuple[float, int]] = []  # (when, nodes): pods no node holds take the nodes they would fill from then on
-    for p in pods:
-        if shape.holds(p):
-            if p.end <= start or p.start >= end or p.end <= p.start:
-                continue
-            key = (p.gpus, p.milli, p.cpu_milli, p.memory_mib)
-            created.setdefault(key, []).append(max(p.start, start))
-            if p.end < end:
-                deleted.setdefault(key, []).append(p.end)
-            continue
+    for p in too_big:
         if p.end > start and p.start < end:
             unplaceable += 1
         if p.end > p.start:
             extra.append((p.start, shape.spans(p)))
             if p.end < end:
                 extra.append((p.end, -shape.spans(p)))
-    changes += [t for times in (*created.values(), *deleted.values()) for t in times] + [t for t, _ in extra]
-    at = np.unique(np.array(changes, dtype=np.float64))
+    # every instant the running pods change
+    changes = [np.array([start], dtype=np.float64), *created.values(), *deleted.values(), np.array([t for t, _ in extra], dtype=np.float64)]
+    at = np.unique(np.concatenate(changes))
     sampled = len(at) > MAX_EXACT_EVENTS
     if sampled:
         # too many events to pack at each: pack at SAMPLES evenly spaced instants, each read over its own slice
@@ -275,9 +344,9 @@ def pack(pods: tuple[Pod, ...], shape: NodeShape) -> Packing:
     keys = list(created)
     running = np.zeros((len(keys), len(instants)), dtype=np.int64)
     for row, key in enumerate(keys):
-        running[row] = np.searchsorted(np.sort(np.array(created[key], dtype=np.float64)), instants, side="right")
+        running[row] = np.searchsorted(np.sort(created[key]), instants, side="right")
         if key in deleted:
-            running[row] -= np.searchsorted(np.sort(np.array(deleted[key], dtype=np.float64)), instants, side="right")
+            running[row] -= np.searchsorted(np.sort(deleted[key]), instants, side="right")
     spanned = np.zeros(len(instants), dtype=np.int64)
     if extra:
         extra.sort(key=lambda e: e[0])
