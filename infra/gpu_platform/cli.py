@@ -12,7 +12,6 @@ from pathlib import Path
 
 from gpu_platform.commands import capacity_plan_args
 from gpu_platform.commands.bad_input import located, print_bad_input
-from gpu_platform.commands.fragmentation import add_arguments as fragmentation_args
 from gpu_platform.commands.options import FORMATS, add_format
 from gpu_platform.commands.stacks import resolve_stack_file
 from gpu_platform.errors import ConfigError
@@ -102,7 +101,7 @@ def _add_capacity_plan(capacity: argparse.ArgumentParser) -> None:
     help_text = "replay a pod list onto a node list as the trace paper's simulator does: the GPUs sharing pods leave unallocatable"
     f = sub.add_parser("fragmentation", help=help_text, description=help_text)
     add_format(f, "capacity", suppress=True)
-    fragmentation_args(f)
+    capacity_plan_args.add_fragmentation_arguments(f)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,6 +19,7 @@ import pytest
 from gpu_platform.behaviour import gpu_share
 from gpu_platform.behaviour.gpu_share import PodShape
 from gpu_platform.planning import fragmentation as frag
+from gpu_platform.planning.fragmentation_choices import DEFAULT_SEEDS, POLICIES
 from tests.planning.helpers import require_trace, run_cli
 
 NODES = "openb_node_list_gpu_node.csv"
@@ -32,17 +33,17 @@ REFERENCE_GAP = 144  # best-fit minus FGD unallocated GPUs at 130 %, the issue's
 def _report() -> dict[str, frag.PolicyResult]:
     nodes = frag.read_nodes(require_trace(NODES).read_text(), NODES)
     pods = frag.read_pods(require_trace(PODS).read_text(), PODS)
-    return {r.policy: r for r in frag.fragmentation_report(nodes, pods, frag.POLICIES, frag.DEFAULT_SEEDS, jobs=None)}
+    return {r.policy: r for r in frag.fragmentation_report(nodes, pods, POLICIES, DEFAULT_SEEDS, jobs=None)}
 
 
-@pytest.mark.parametrize("policy", frag.POLICIES)
+@pytest.mark.parametrize("policy", POLICIES)
 def test_allocated_share_at_130_percent_is_the_simulators_within_half_a_point(policy: str) -> None:
     mean, lo, hi = _report()[policy].allocated(130) or (0.0, 0.0, 0.0)
     assert abs(mean - REFERENCE_130[policy]) <= 0.5, (policy, mean)
     assert lo <= REFERENCE_130[policy] + 0.5 and hi >= REFERENCE_130[policy] - 0.5
 
 
-@pytest.mark.parametrize("policy", frag.POLICIES)
+@pytest.mark.parametrize("policy", POLICIES)
 def test_unallocated_gpus_within_ten_percent_of_the_simulators(policy: str) -> None:
     share = (_report()[policy].allocated(130) or (0.0,))[0]
     got = frag.unallocated_gpus(share, 6212)
@@ -50,11 +51,11 @@ def test_unallocated_gpus_within_ten_percent_of_the_simulators(policy: str) -> N
 
 
 def test_fgd_strands_about_144_gpus_fewer_than_best_fit() -> None:
-    shares = {p: (_report()[p].allocated(130) or (0.0,))[0] for p in frag.POLICIES}
+    shares = {p: (_report()[p].allocated(130) or (0.0,))[0] for p in POLICIES}
     gap = frag.unallocated_gpus(shares["best-fit"], 6212) - frag.unallocated_gpus(shares["fgd"], 6212)
     assert abs(gap - REFERENCE_GAP) <= 15, gap
     # Below 100 % arrived nothing is stranded yet: both place everything that arrives.
-    assert all(abs(((_report()[p].allocated(90) or (0.0,))[0]) - 90.0) <= 0.1 for p in frag.POLICIES)
+    assert all(abs(((_report()[p].allocated(90) or (0.0,))[0]) - 90.0) <= 0.1 for p in POLICIES)
 
 
 def test_typical_pods_of_the_default_trace() -> None:

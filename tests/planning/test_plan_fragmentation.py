@@ -13,15 +13,16 @@ import dataclasses
 import json
 import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from gpu_platform.catalog import load_catalog
-from gpu_platform.commands.capacity_plan_args import PLACEMENT_POLICIES
 from gpu_platform.errors import ConfigError
 from gpu_platform.planning.demand import Allocatable
-from gpu_platform.planning.fragmentation import POLICIES
+from gpu_platform.planning.fragmentation_choices import POLICIES
 from gpu_platform.planning.inputs import load_demand
 from gpu_platform.planning.planner import plan
 from tests.planning.helpers import plan_json, require_trace, row, run_cli
@@ -79,8 +80,15 @@ def test_a_cluster_that_strands_three_gpus_in_four_quadruples_the_plan(tmp_path:
     assert f"Fragmentation: fgd places 25.00% of the GPUs arrived when arrivals reach 100 % of the 80 GPUs on 20 nodes of {nodes}" in out
 
 
-def test_the_cli_offers_the_simulators_policies() -> None:
-    assert PLACEMENT_POLICIES == POLICIES
+def test_the_cli_offers_the_replays_options_without_loading_the_planner_or_numpy() -> None:
+    """`plan`, `render` and `check` build the same argument parser as `capacity`: it must not import the planner or
+    the replay (numpy alone was a tenth of a second of every `plan`)."""
+    probe = (
+        "import sys; from gpu_platform.cli import _parser; _parser(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numpy' or m.startswith('gpu_platform.planning.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['gpu_platform.planning.fragmentation_choices']"
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,15 @@
-"""The options of `gpu-platform capacity plan`, apart from the planner so the CLI can offer them without importing it.
+"""The options of `gpu-platform capacity plan` and `capacity fragmentation`, apart from the planner and the replay.
 
-The planner's modules (trace parsing, chart, report) cost about a second to import; `plan`, `render`
-and `check` never need them.
+The CLI offers them without importing either: the planner's modules (trace parsing, chart, report) cost about a
+second to import, the replay's arrays (numpy) a tenth; `plan`, `render` and `check` never need them.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from gpu_platform.planning.fragmentation_choices import DEFAULT_SEEDS, POLICIES
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,10 +48,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="node list CSV of the cluster a trace's pods run on (sn, cpu_milli, memory_mib, gpu, model): "
         "GPUs needed = demand / the share --policy can allocate, replayed as `capacity fragmentation` does",
     )
-    p.add_argument("--policy", choices=PLACEMENT_POLICIES, help="with --nodes: the cluster's placement policy (default fgd)")
+    p.add_argument("--policy", choices=POLICIES, help="with --nodes: the cluster's placement policy (default fgd)")
     p.add_argument("--seeds", metavar="SEEDS", help="with --nodes: seeds of the replay, N, N-M or N,M,... (default 42-51)")
 
 
-PLACEMENT_POLICIES = ("best-fit", "fgd")  # planning.fragmentation.POLICIES (a test holds them equal), without importing numpy here
-
-__all__ = ["add_arguments"]
+def add_fragmentation_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `capacity fragmentation`."""
+    p.add_argument("--nodes", type=Path, required=True, metavar="FILE", help="node list CSV: sn, cpu_milli, memory_mib, gpu, model")
+    p.add_argument("--pods", type=Path, required=True, metavar="FILE", help="pod list CSV: name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec")
+    p.add_argument("--policy", choices=(*POLICIES, "all"), default="all", help="placement policy (default all)")
+    p.add_argument("--seeds", default=f"{DEFAULT_SEEDS[0]}-{DEFAULT_SEEDS[-1]}", metavar="SEEDS", help="seeds: N, N-M or N,M,... (default 42-51)")
+    p.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: one per CPU, at most one per run)")
+    p.add_argument("--chart", type=Path, metavar="FILE", help="write the allocation curves (SVG or PNG, by the file's suffix)")

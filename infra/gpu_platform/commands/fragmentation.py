@@ -19,10 +19,7 @@ from gpu_platform.input_limits import DEMAND, read_regular
 from gpu_platform.planning.chart import check_chart_path, curves_scene, write_scene
 from gpu_platform.planning.fragmentation import (
     ARRIVED_MARKS,
-    DEFAULT_SEEDS,
     INFLATION,
-    MAX_SEEDS,
-    POLICIES,
     UNALLOCATED_MARKS,
     PolicyResult,
     fragmentation_report,
@@ -30,16 +27,7 @@ from gpu_platform.planning.fragmentation import (
     read_pods,
     unallocated_gpus,
 )
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The subcommand's own options."""
-    p.add_argument("--nodes", type=Path, required=True, metavar="FILE", help="node list CSV: sn, cpu_milli, memory_mib, gpu, model")
-    p.add_argument("--pods", type=Path, required=True, metavar="FILE", help="pod list CSV: name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec")
-    p.add_argument("--policy", choices=(*POLICIES, "all"), default="all", help="placement policy (default all)")
-    p.add_argument("--seeds", default=f"{DEFAULT_SEEDS[0]}-{DEFAULT_SEEDS[-1]}", metavar="SEEDS", help="seeds: N, N-M or N,M,... (default 42-51)")
-    p.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: one per CPU, at most one per run)")
-    p.add_argument("--chart", type=Path, metavar="FILE", help="write the allocation curves (SVG or PNG, by the file's suffix)")
+from gpu_platform.planning.fragmentation_choices import MAX_SEEDS, POLICIES
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:

@@ -36,16 +36,13 @@ from gpu_platform.behaviour.gpu_share import WHOLE, BoolArray, IntArray, PodShap
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.demand import Allocatable
 
-POLICIES = ("best-fit", "fgd")
 INFLATION = 1.3  # workloadTuningConfig.ratio
-DEFAULT_SEEDS = tuple(range(42, 52))
 ARRIVED_MARKS = (90, 100, 130)
 UNALLOCATED_MARKS = (100, 130)
 POD_LIMIT = 1001  # the node YAML's `pods: '1001'` (NodeResourcesFit)
 MAX_NODES = 100_000
 MAX_PODS = 1_000_000  # after inflation
 MAX_GPUS_PER_NODE = 16
-MAX_SEEDS = 100
 MAX_VALUE = 2**40  # milli-CPU, MiB and GPU milli past this are no machine's (and would overflow the int64 arrays)
 MAX_PROBLEMS = 20
 MAX_CACHED_SHAPES = 256  # FGD scores kept per pod shape (the default trace has 91 shapes)
