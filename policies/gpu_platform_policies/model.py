@@ -174,8 +174,13 @@ class Rule:
     """Stack rules over a MultiKueue stack's clusters together; every other stack rule judges each cluster alone."""
 
     def stack_findings(self, plan: PlanView, ctx: Context) -> list[Finding]:
-        """A stack rule's findings: over the whole stack (federation rules), else over each cluster of it in turn."""
+        """A stack rule's findings: over the whole stack (federation rules), else over each cluster of it in turn.
+
+        A federation rule with nothing to judge (its not_applicable gives a reason: no workers) does not run.
+        """
         if self.federation:
+            if self.not_applicable is not None and self.not_applicable(plan, ctx):
+                return []
             return list(self.check(plan, ctx))
         return [f for cluster in plan.clusters() for f in self.check(cluster, ctx)]
 

@@ -351,6 +351,14 @@ def dispatched(plan: PlanView, cq: Resource) -> bool:
     return bool(names & multikueue_checks(plan))
 
 
+def queue_quotas(cq: Resource) -> Iterator[tuple[str, str, Any]]:
+    """(flavor, resource name, nominalQuota) of every entry of a ClusterQueue's resourceGroups, as written."""
+    for group in get(cq.inputs, "spec", "resourceGroups", default=[]) or []:
+        for flavor in group.get("flavors", []) if isinstance(group, Mapping) else []:
+            for res in flavor.get("resources", []):
+                yield str(flavor.get("name")), str(res.get("name")), res.get("nominalQuota")
+
+
 def metadata(r: Resource) -> Mapping[str, Any]:
     """The object's metadata (empty when absent)."""
     meta = r.inputs.get("metadata")

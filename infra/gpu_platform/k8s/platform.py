@@ -200,17 +200,17 @@ class GpuPlatform(pulumi.ComponentResource):
             with source(NS + "queueing.jobApis"):
                 apis = job_apis.JobApis(f"{pre}job-apis", job_apis.JobApisArgs(spec=spec, provider=provider, dependencies=graph, built=built), child)
             built |= apis.releases
+        # A MultiKueue manager's Kueue sees the federation: the workers' pools as flavors, quotas summed.
+        queues = federated_spec(spec) if is_manager(spec) else spec
         spaces: dict[str, TenantSpace] = {}
         for t in spec.tenants:
             with source(tenant_key(spec, t.name)):
-                tenant_args = TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider, s3_peers=args.s3_peers)
+                tenant_args = TenantArgs(spec=spec, catalog=catalog, tenant=t, provider=provider, s3_peers=args.s3_peers, queues=queues)
                 spaces[t.name] = TenantSpace(f"{pre}tenant-{t.name}", tenant_args, child)
         self.kueue: pulumi.Resource | None = None
         self.tenant_namespaces: dict[str, pulumi.Resource] = {n: s.namespace for n, s in spaces.items()}
         if spec.queueing.kueue.enabled:
             namespaces = self.tenant_namespaces
-            # A MultiKueue manager's Kueue sees the federation: the workers' pools as flavors, quotas summed.
-            queues = federated_spec(spec) if is_manager(spec) else spec
             with source(NS + "queueing.kueue"):
                 kueue_args = KueueArgs(spec=queues, catalog=catalog, provider=provider, tenant_namespaces=namespaces, after=after("kueue"))
                 self.kueue = Kueue(f"{pre}kueue", kueue_args, child)

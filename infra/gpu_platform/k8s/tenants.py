@@ -210,6 +210,8 @@ class TenantArgs:
     tenant: Tenant
     provider: k8s.Provider
     s3_peers: pulumi.Input[list[dict[str, Any]]] | None = None  # EKS: the `to` of `allow-s3` (S3's prefix list)
+    queues: PlatformSpec | None = None
+    """The spec Kueue admits against: a MultiKueue manager's federated spec (federation.federated_spec), else `spec`."""
 
 
 class TenantSpace(pulumi.ComponentResource):
@@ -229,7 +231,7 @@ class TenantSpace(pulumi.ComponentResource):
         # A MultiKueue manager holds the claim templates its workers' DRA pools take: its Kueue counts a workload's
         # claims from the templates in the namespace (behaviour.dra.kueue_claim_requests) before dispatching it.
         claims = (
-            tenant_templates(federated_spec(spec), federated_tenant(spec, t), args.catalog)
+            tenant_templates(args.queues or federated_spec(spec), federated_tenant(spec, t), args.catalog)
             if spec.workers
             else tenant_templates(spec, t, args.catalog)
         )

@@ -24,6 +24,7 @@ from gpu_platform_policies.view import (
     objects,
     pools,
     quantity,
+    queue_quotas,
     tenant_namespaces,
 )
 
@@ -152,12 +153,8 @@ def nominal_quotas(plan: PlanView) -> Iterator[tuple[str, str, str, Any]]:
     A MultiKueue manager's ClusterQueues are left out: their quota is the workers' (rule multikueue-quota-sums).
     """
     for r in objects(plan, "ClusterQueue", KUEUE):
-        if dispatched(plan, r):
-            continue
-        for group in get(r.inputs, "spec", "resourceGroups", default=[]) or []:
-            for flavor in group.get("flavors", []) if isinstance(group, Mapping) else []:
-                for res in flavor.get("resources", []):
-                    yield r.name, str(flavor.get("name")), str(res.get("name")), res.get("nominalQuota")
+        if not dispatched(plan, r):
+            yield from ((r.name, flavor, resource, nominal) for flavor, resource, nominal in queue_quotas(r))
 
 
 @rule(

@@ -25,6 +25,7 @@ from gpu_platform_policies.view import (
     object_name,
     objects,
     pools,
+    queue_quotas,
 )
 
 KUEUE = "kueue.x-k8s.io"
@@ -73,8 +74,6 @@ def multikueue_kubeconfigs_static(plan: PlanView, ctx: Context) -> Iterator[Find
 
     Kueue refuses exec plugins, token files and insecure TLS (behaviour.multikueue.kubeconfig_errors).
     """
-    if _no_federation(plan, ctx):
-        return
     manager, _ = _parts(plan)
     servers: dict[str, str] = {}
     for mkc in objects(manager, "MultiKueueCluster", KUEUE):
@@ -134,8 +133,6 @@ def multikueue_workers_mirror_manager(plan: PlanView, ctx: Context) -> Iterator[
     in the same namespace and LocalQueue there (Kueue docs, setup_multikueue.md: workers mirror the manager's
     namespaces and LocalQueues).
     """
-    if _no_federation(plan, ctx):
-        return
     manager, workers = _parts(plan)
     want_charts, want_frameworks, want_queues = _charts(manager), _frameworks(manager), _local_queues(manager)
     for worker, view in workers.items():
@@ -158,12 +155,9 @@ def _quotas(view: PlanView) -> dict[tuple[str, str, str], float]:
     """(ClusterQueue, flavor, resource) -> nominal quota."""
     out: dict[tuple[str, str, str], float] = {}
     for cq in objects(view, "ClusterQueue", KUEUE):
-        for group in get(cq.inputs, "spec", "resourceGroups", default=[]) or []:
-            for flavor in group.get("flavors", []) if isinstance(group, Mapping) else []:
-                for res in flavor.get("resources", []):
-                    n = res.get("nominalQuota")
-                    if isinstance(n, (int, float)) and str(res.get("name", "")).startswith("nvidia.com/"):
-                        out[(object_name(cq), str(flavor.get("name")), str(res.get("name")))] = float(n)
+        for flavor, resource, n in queue_quotas(cq):
+            if isinstance(n, (int, float)) and resource.startswith("nvidia.com/"):
+                out[(object_name(cq), flavor, resource)] = float(n)
     return out
 
 
@@ -178,8 +172,6 @@ def _quotas(view: PlanView) -> dict[tuple[str, str, str], float]:
 )
 def multikueue_quota_sums(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """More on the manager admits work no worker can take (it waits dispatched, holding quota); less strands workers' GPUs."""
-    if _no_federation(plan, ctx):
-        return
     manager, workers = _parts(plan)
     summed: dict[tuple[str, str, str], float] = {}
     for view in workers.values():
@@ -209,8 +201,6 @@ def multikueue_dispatch_complete(plan: PlanView, ctx: Context) -> Iterator[Findi
     A manager queue without the check admits work onto the manager, which has no GPUs; a MultiKueueConfig naming no
     MultiKueueCluster dispatches nowhere; a manager with GPU node groups is also a worker nobody dispatches to.
     """
-    if _no_federation(plan, ctx):
-        return
     manager, _ = _parts(plan)
     clusters = {object_name(r) for r in objects(manager, "MultiKueueCluster", KUEUE)}
     configs = {object_name(r): r for r in objects(manager, "MultiKueueConfig", KUEUE)}
@@ -246,8 +236,6 @@ def multikueue_dispatch_complete(plan: PlanView, ctx: Context) -> Iterator[Findi
 )
 def multikueue_workers_alerted(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     """An inactive worker silently takes no work; its capacity is gone until someone looks."""
-    if _no_federation(plan, ctx):
-        return
     manager, _ = _parts(plan)
     exprs = [
         str(r.get("expr", ""))
@@ -293,8 +281,6 @@ def multikueue_committed_first(plan: PlanView, ctx: Context) -> Iterator[Finding
     Kueue's incremental dispatcher (behaviour.multikueue.dispatch) gives the first worker five minutes before the
     next is nominated, so a pay-as-you-go worker listed first takes work the reserved one was bought for.
     """
-    if _no_federation(plan, ctx):
-        return
     manager, workers = _parts(plan)
     committed = {scope.removesuffix("-worker"): any(p.tier in COMMITTED for p in pools(view, ctx.catalog)) for scope, view in workers.items()}
     for config in objects(manager, "MultiKueueConfig", KUEUE):
