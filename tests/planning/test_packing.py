@@ -155,6 +155,35 @@ def test_pods_packed_by_columns_and_one_by_one_give_the_same_nodes(seed: int) ->
         assert by_columns.unplaceable > 0  # 16-GPU pods fit no node
 
 
+def test_pods_held_as_columns_pack_as_their_tuples() -> None:
+    """A trace's pods are held as columns (packing.Pods): indexed, walked and packed, they are the same pods and the
+    same nodes as the tuple of them; columns of Python integers past int64 take the loop and still agree."""
+    import numpy as np
+
+    from gpu_platform.planning.packing import Pods
+
+    rng = np.random.default_rng(3)
+    n = 300
+    start = rng.integers(0, 1000, n)
+    columns = (
+        start,
+        start + rng.integers(0, 200, n),
+        rng.choice([1, 2, 4, 16], n),
+        rng.choice([250, 1000], n),
+        rng.choice([0, 4000], n),
+        np.zeros(n, dtype=np.int64),
+    )
+    held = Pods(*columns)
+    as_tuple = tuple(Pod(*(int(c[i]) for c in columns)) for i in range(n))
+    assert tuple(held) == as_tuple and held[7] == as_tuple[7] and len(held) == n
+    huge = Pods(*columns[:4], np.array([*columns[4][:-1].tolist(), 2**70], dtype=object), columns[5])
+    for pods in (held, huge):
+        for window in ((0, 1200), (300, 800)):
+            got, want = nodes_over(pods, NODE, *window), nodes_over(tuple(pods), NODE, *window)
+            assert (got.nodes, got.unplaceable) == (want.nodes, want.unplaceable)
+            assert got.unplaceable > 0  # 16-GPU pods (and the 2**70 vCPU one) fit no node
+
+
 def test_a_history_with_more_events_than_the_exact_bound_is_packed_at_sampled_instants() -> None:
     """Past MAX_EXACT_EVENTS the packing is read at SAMPLES evenly spaced instants; on a steady load it gives the same
     nodes as packing at every event, and it says it sampled."""

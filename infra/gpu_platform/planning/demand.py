@@ -6,6 +6,7 @@ never knows which one it came from.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -125,7 +126,7 @@ class DemandGroup:
     """The interruptible part of `series` (histories), so a shorter window can be re-read exactly."""
     jobs: tuple[Job, ...] = ()
     """The trace's jobs (arrival, run time, GPUs), for sizing queues by replay."""
-    pods: tuple[Pod, ...] = ()
+    pods: Sequence[Pod] = ()
     """The trace's tasks as they hold a node (GPUs, vCPU, memory over their lifetime), for packing into whole nodes."""
     request_gpus: float | None = None
     """GPUs' worth Erlang C gives the entries with request data, at the horizon (planning/queueing.py); None without."""

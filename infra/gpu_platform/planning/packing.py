@@ -15,11 +15,11 @@ instants instead of at each event.
 
 from __future__ import annotations
 
-import itertools
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +43,50 @@ class Pod(NamedTuple):
     milli: int
     cpu_milli: int = 0
     memory_mib: int = 0
+
+
+class Pods(Sequence[Pod]):
+    """A trace's pods held as columns: the packing reads the arrays; a Pod tuple is made only for a caller that asks.
+
+    A million pods as tuples are about 160 MB and a second to build, and only the classes sized on packed nodes
+    (inference) read them at all, by columns.
+    """
+
+    def __init__(self, start: Column, end: Column, gpus: Column, milli: Column, cpu_milli: Column, memory_mib: Column) -> None:
+        self.columns = (start, end, gpus, milli, cpu_milli, memory_mib)
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+    @overload
+    def __getitem__(self, i: int) -> Pod: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Pod]: ...
+
+    def __getitem__(self, i: int | slice) -> Pod | Sequence[Pod]:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        return Pod(*(c[i].item() if isinstance(c, np.ndarray) else c[i] for c in self.columns))
+
+    def __iter__(self) -> Iterator[Pod]:
+        return map(Pod._make, zip(*(c.tolist() if isinstance(c, np.ndarray) else c for c in self.columns), strict=True))
+
+    def span(self) -> tuple[float, float]:
+        """The first creation and the last deletion, as the pods give them (Python numbers)."""
+        start, end = self.columns[0], self.columns[1]
+        if not len(start):
+            return 0.0, 0.0
+        if isinstance(start, np.ndarray) and isinstance(end, np.ndarray):
+            return _number(start.min()), _number(end.max())
+        return min(start), max(end)
+
+
+Column = list[Any] | npt.NDArray[Any]
+
+
+def _number(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
 
 
 @dataclass(frozen=True)
@@ -198,7 +242,7 @@ def _fill(free: list[int], gpus: int, milli: int, most: int) -> int:
     return placed
 
 
-def nodes_over(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float) -> Packing:
+def nodes_over(pods: Sequence[Pod], shape: NodeShape, start: float, end: float) -> Packing:
     """The packing over [start, end): the whole history's packing read over that window.
 
     The nodes at an instant depend only on the tasks running then, so a shorter window (the
@@ -228,7 +272,7 @@ def nodes_over(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float
 
 
 @by_first_identity(maxsize=16)
-def _oversize(pods: tuple[Pod, ...], shape: NodeShape) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def _oversize(pods: Sequence[Pod], shape: NodeShape) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Creation and deletion times of the pods no node of the shape holds (each window counts its own)."""
     c = _columns(pods)
     if c is not None:
@@ -253,20 +297,21 @@ class _PodColumns(NamedTuple):
 
 
 @by_first_identity(maxsize=4)
-def _columns(pods: tuple[Pod, ...]) -> _PodColumns | None:
+def _columns(pods: Sequence[Pod]) -> _PodColumns | None:
     """The pods by columns; None where a time is not exact as a float or a size is not an int64 (the loops read those)."""
     if not pods:
         return None
-    starts, ends = (np.array(list(map(itemgetter(k), pods)), dtype=np.float64) for k in (0, 1))
+    raw = pods.columns if isinstance(pods, Pods) else tuple(list(map(itemgetter(k), pods)) for k in range(6))
+    starts, ends = (np.array(raw[k], dtype=np.float64) for k in (0, 1))
     if max(float(np.abs(starts).max()), float(np.abs(ends).max())) >= 2**53:
         return None
-    sizes = [np.array(list(map(itemgetter(k), pods))) for k in (2, 3, 4, 5)]
+    sizes = [np.asarray(raw[k]) for k in (2, 3, 4, 5)]
     if any(a.dtype.kind != "i" for a in sizes):
         return None  # floats, or integers past int64 (object)
     return _PodColumns(starts, ends, np.stack(sizes, axis=1).astype(np.int64))
 
 
-def _events(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float) -> tuple[dict[Shape, Floats], dict[Shape, Floats], list[Pod]]:
+def _events(pods: Sequence[Pod], shape: NodeShape, start: float, end: float) -> tuple[dict[Shape, Floats], dict[Shape, Floats], list[Pod]]:
     """Per pod shape, the creations and deletions within (start, end) of the pods a node holds; and the pods none holds.
 
     A pod of no length, or outside the window, changes nothing. A deletion at `end` is the window's end, not an event.
@@ -300,7 +345,7 @@ def _events(pods: tuple[Pod, ...], shape: NodeShape, start: float, end: float) -
         opened[key] = starts[mine]
         if np.any(mine & closes):
             closed[key] = ends[mine & closes]
-    return opened, closed, (list(itertools.compress(pods, (~held).tolist())) if not held.all() else [])
+    return opened, closed, [pods[i] for i in np.flatnonzero(~held).tolist()]
 
 
 def _arrays(times: dict[Shape, list[float]]) -> dict[Shape, Floats]:
@@ -311,14 +356,17 @@ Floats = npt.NDArray[np.float64]
 
 
 @by_first_identity(maxsize=16)
-def pack(pods: tuple[Pod, ...], shape: NodeShape) -> Packing:
+def pack(pods: Sequence[Pod], shape: NodeShape) -> Packing:
     """Nodes in use over the pods' span when the running pods are packed first-fit decreasing (at each event, or sampled).
 
     The pods running at an instant, per shape, are those created at or before it less those deleted at or before it:
     two binary searches per shape over its sorted creations and deletions, for every instant at once.
     """
-    start = min(map(itemgetter(0), pods), default=0.0)
-    end = max(map(itemgetter(1), pods), default=0.0)
+    if isinstance(pods, Pods):
+        start, end = pods.span()
+    else:
+        start = min(map(itemgetter(0), pods), default=0.0)
+        end = max(map(itemgetter(1), pods), default=0.0)
     created, deleted, too_big = _events(pods, shape, start, end)
     unplaceable = 0
     extra: list[tuple[float, int]] = []  # (when, nodes): pods no node holds take the nodes they would fill from then on

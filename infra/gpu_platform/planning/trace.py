@@ -22,7 +22,7 @@ import numpy.typing as npt
 from gpu_platform.catalog import load_catalog
 from gpu_platform.errors import ConfigError, Problem
 from gpu_platform.planning.demand import ANY, DEFAULT_SLA, WORKLOAD_CLASSES, Demand, DemandGroup, Options, Shape
-from gpu_platform.planning.packing import Pod
+from gpu_platform.planning.packing import Pods
 from gpu_platform.planning.replay import Job
 from gpu_platform.planning.series import StepSeries, step_series, step_series_columns
 
@@ -517,10 +517,9 @@ def _records(kind: type[T], *columns: list[Any]) -> tuple[T, ...]:
     return tuple(map(tuple.__new__, repeat(kind), zip(*columns, strict=True)))  # type: ignore[arg-type]
 
 
-def pods_of(tasks: Tasks) -> tuple[Pod, ...]:
-    """The tasks as they hold a node from creation to deletion: GPUs at their share, vCPU and memory."""
-    shared = (_shared(c) for c in (tasks.gpus, tasks.share, tasks.cpu_milli, tasks.memory_mib))
-    return _records(Pod, tasks.start.tolist(), tasks.end.tolist(), *shared)
+def pods_of(tasks: Tasks) -> Pods:
+    """The tasks as they hold a node from creation to deletion: GPUs at their share, vCPU and memory (held as columns)."""
+    return Pods(tasks.start, tasks.end, tasks.gpus, tasks.share, tasks.cpu_milli, tasks.memory_mib)
 
 
 def _shared(column: npt.NDArray[Any]) -> list[Any]:
