@@ -82,6 +82,14 @@ def _link(path: Path, target: Path) -> Path:
 TRACE_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
 
 
+def _ten_million_rows(d: Path) -> list[str]:
+    """A pod list the size of ten million trace rows (670 MB, sparse: nothing is written past the header)."""
+    path = _file("pods-10m.csv", TRACE_HEADER)(d)
+    with path.open("r+b") as f:
+        f.truncate(10_000_000 * 67)
+    return ["capacity", "plan", "--demand", str(path)]
+
+
 def _stack(text: str) -> Callable[[Path], list[str]]:
     return lambda d: ["plan", "--config", str(_file("Pulumi.evil.yaml", text)(d))]
 
@@ -185,6 +193,7 @@ CASES = [
         "erlangs (concurrent requests); allowed: at most 1,000,000",
     ),
     Hostile("demand-is-a-device", lambda d: ["capacity", "plan", "--demand", "/dev/zero"], "is a device, not a regular file"),
+    Hostile("demand-ten-million-rows", _ten_million_rows, "more than the 256 MiB this input may hold"),
     Hostile("render-into-root", lambda d: ["render", "--config", str(STACK), "--out", "/"], "is the root of the file system"),
     Hostile("render-into-home", lambda d: ["render", "--config", str(STACK), "--out", str(Path.home())], "is the home folder"),
     Hostile("render-into-the-repository", lambda d: ["render", "--config", str(STACK), "--out", str(ROOT)], "is a repository or project root"),
