@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpu_platform.planning.memo import by_first_identity
-from gpu_platform.planning.series import StepSeries
+from gpu_platform.planning.series import Column, StepSeries, as_list
 
 MAX_EXACT_EVENTS = 10_000
 """Up to this many creations and deletions (a class of the published traces has at most about 8,000) the pods are packed
@@ -70,7 +70,7 @@ class Pods(Sequence[Pod]):
         return Pod(*(c[i].item() if isinstance(c, np.ndarray) else c[i] for c in self.columns))
 
     def __iter__(self) -> Iterator[Pod]:
-        return map(Pod._make, zip(*(c.tolist() if isinstance(c, np.ndarray) else c for c in self.columns), strict=True))
+        return map(Pod._make, zip(*map(as_list, self.columns), strict=True))
 
     def span(self) -> tuple[float, float]:
         """The first creation and the last deletion, as the pods give them (Python numbers)."""
@@ -80,9 +80,6 @@ class Pods(Sequence[Pod]):
         if isinstance(start, np.ndarray) and isinstance(end, np.ndarray):
             return _number(start.min()), _number(end.max())
         return min(start), max(end)
-
-
-Column = list[Any] | npt.NDArray[Any]
 
 
 def _number(x: Any) -> Any:

@@ -18,13 +18,14 @@ import math
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from gpu_platform.planning import whole_replay
 from gpu_platform.planning.memo import by_first_identity
+from gpu_platform.planning.series import Column, as_list
 
 MAX_NODES = 100_000  # a search past this gives up: the wait target cannot be met on this type
 
@@ -155,23 +156,23 @@ class _Queue:
     @functools.cached_property
     def arrival(self) -> list[float]:
         """When each job arrived."""
-        return _as_list(self._arrival)
+        return as_list(self._arrival)
 
     @functools.cached_property
     def run(self) -> list[float]:
         """How long each job runs."""
-        return _as_list(self._run)
+        return as_list(self._run)
 
     @functools.cached_property
     def need(self) -> list[int]:
         """GPUs per job."""
-        return _as_list(self._gpus)
+        return as_list(self._gpus)
 
     @functools.cached_property
     def shape(self) -> list[Shape]:
         """(GPUs, share) per job, one tuple per distinct shape."""
         shapes: dict[Shape, Shape] = {}
-        return [shapes.setdefault(s, s) for s in zip(self.need, _as_list(self._milli), strict=True)]
+        return [shapes.setdefault(s, s) for s in zip(self.need, as_list(self._milli), strict=True)]
 
     @functools.cached_property
     def whole(self) -> bool:
@@ -189,13 +190,6 @@ class _Queue:
         if isinstance(self._arrival, list) or isinstance(self._gpus, list):
             return None
         return self._arrival, self._run, self._gpus  # type: ignore[return-value]
-
-
-Column = list[Any] | npt.NDArray[Any]
-
-
-def _as_list(column: Column) -> list[Any]:
-    return column if isinstance(column, list) else column.tolist()
 
 
 @by_first_identity(maxsize=2)

@@ -28,6 +28,13 @@ EXACT = 2**53
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
+Column = list[Any] | npt.NDArray[Any]
+"""A column of a million-row history: an array, or Python values where numbers leave int64 or exact floats."""
+
+
+def as_list(column: Column) -> list[Any]:
+    """The column's values as Python numbers."""
+    return column if isinstance(column, list) else column.tolist()
 
 
 class Columns(NamedTuple):
