@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import gc
 import hashlib
+import importlib
 import json
 import re
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from pulumi.runtime import mocks, rpc, settings
 from gpu_platform.behaviour.wiring import urn_ref
 from gpu_platform.federation import WORKER_COMPONENT
 from gpu_platform.plan_ids import CLUSTER_SECURITY_GROUP, PLANNED_S3_PREFIX_LIST, planned_arn, planned_id, planned_ip
-from gpu_platform.program import build, main
+from gpu_platform.program import build, main, provider_modules
 from gpu_platform.provenance import recorded
 from gpu_platform.spec.models import PlatformSpec
 
@@ -228,7 +229,14 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
     plan = Plan(stack=stack)
     # Everything imported so far (the SDKs' thousands of classes and functions) lives for the whole
     # process; freezing it keeps the collector's full passes, which the registration of thousands of
-    # resources triggers again and again, from walking it each time (CPython gc.freeze).
+    # resources triggers again and again, from walking it each time (CPython gc.freeze). The provider
+    # modules the program will execute are loaded first (any attribute but the introspection ones runs
+    # a lazy module, pulumi/_utils.py `_LazyModule`), or their ~70,000 functions, classes and
+    # annotations would be walked by every full pass of the registration.
+    for name in provider_modules(spec) if spec is not None else ():
+        parts = name.split(".")
+        for depth in range(2, len(parts) + 1):  # parents first: importing a child leaves a lazy parent unexecuted
+            getattr(importlib.import_module(".".join(parts[:depth])), "__all__", None)
     gc.collect()
     gc.freeze()
     # MockMonitor.RegisterResource (pulumi/runtime/mocks.py) deserializes each request's inputs once and

@@ -52,6 +52,29 @@ class Built:
     egress_ips: tuple[pulumi.Output[str], ...] = ()  # EKS, new VPC: the NAT gateways' public addresses
 
 
+# The provider packages `build` registers resources from: Kubernetes always, AWS where a cluster is EKS.
+K8S_MODULES = (
+    "pulumi_kubernetes.apiextensions",
+    "pulumi_kubernetes.core.v1",
+    "pulumi_kubernetes.helm.v3",
+    "pulumi_kubernetes.meta.v1",
+    "pulumi_kubernetes.scheduling.v1",
+)
+AWS_MODULES = ("pulumi_aws.autoscaling", "pulumi_aws.ec2", "pulumi_aws.eks", "pulumi_aws.iam", "pulumi_aws.kms", "pulumi_aws.vpc")
+
+
+def provider_modules(spec: PlatformSpec) -> tuple[str, ...]:
+    """The provider modules `build(spec)` executes: the Kubernetes ones, and the AWS ones when it builds an EKS cluster.
+
+    Both SDKs execute a module on its first attribute access (pulumi/_utils.py `lazy_import`), so a
+    program loads them while it registers its first resources. The offline engine loads them before it
+    freezes the heap that lives for the whole process (engine.run_program); tests hold every stack to
+    loading no provider module after that.
+    """
+    eks = spec.is_eks or any(w.cluster.provider == "eks" for w in spec.workers)
+    return K8S_MODULES + AWS_MODULES if eks else K8S_MODULES
+
+
 def stack_tags(spec: PlatformSpec) -> dict[str, str]:
     """Tags on every AWS resource of the stack."""
     return {**spec.tags, "gpu-platform:environment": spec.environment, "gpu-platform:stack": spec.stack, "managed-by": "pulumi"}

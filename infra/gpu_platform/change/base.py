@@ -221,7 +221,7 @@ class BasePlanJob:
         tmp = self.tmp.name if self.tmp else ""
         try:
             config, spec = load_stack(stack_file, stack)
-            plan = run_program(config, stack)
+            plan = run_program(config, stack, spec)
         except ConfigError as err:
             self._fail([str(p).replace(tmp + "/", "") for p in err.problems])
         finally:

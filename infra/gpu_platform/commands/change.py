@@ -74,7 +74,7 @@ def compare(args: argparse.Namespace, path: Path, stack: str, rules: bool) -> Ou
         # In the base revision's process judging a change to the rules (base_rules): the working tree's plan.
         after = judged_plan()
         if after is None:
-            plan = run_program(config, stack)
+            plan = run_program(config, stack, spec)
             after = [{**r.to_json(), "source": r.source, "refs": r.refs} for r in plan.resources]
     except BaseException:
         job.cancel()
