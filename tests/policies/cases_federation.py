@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from gpu_platform.k8s.multikueue import kubeconfig
-from tests.policies.builders import DROP, Case, at, compliant, drop, fires
+from tests.policies.builders import DROP, Case, at, compliant, drop, fires, silent
 
 STACKS = ("multi", "staging", "prod", "dev", "onprem")
 EAST_SECRET = "multikueue-kubeconfig-east"
@@ -116,6 +116,37 @@ FEDERATION_CASES: list[Case] = [
         at("west-kueue-clusterqueue-research", {"spec.resourceGroups.1.flavors.0.resources.0.nominalQuota": 8}),
         on="kueue-clusterqueue-research",
         says="the manager admits 8, the workers hold 12",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-quota-sums",
+        "manager-cpu-above-the-workers-sum",
+        at("kueue-clusterqueue-research", {"spec.resourceGroups.0.flavors.0.resources.0.nominalQuota": 1000}),
+        on="kueue-clusterqueue-research",
+        says="cpu on flavor default-cpu: the manager admits 1000, the workers hold 128",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-quota-sums",
+        "manager-memory-above-the-workers-sum",
+        at("kueue-clusterqueue-research", {"spec.resourceGroups.0.flavors.0.resources.1.nominalQuota": "1Ti"}),
+        on="kueue-clusterqueue-research",
+        says="memory on flavor default-cpu: the manager admits 1099511627776, the workers hold 549755813888",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-quota-sums",
+        "manager-quota-not-a-quantity",
+        at("kueue-clusterqueue-research", {"spec.resourceGroups.0.flavors.0.resources.1.nominalQuota": "lots"}),
+        on="kueue-clusterqueue-research",
+        says="the manager admits 'lots' (not a quantity)",
+        stack="multi",
+    ),
+    # The same amount written in other units is the same quota (Kueue compares parsed quantities).
+    silent(
+        "multikueue-quota-sums",
+        "memory-in-bytes",
+        at("kueue-clusterqueue-research", {"spec.resourceGroups.0.flavors.0.resources.1.nominalQuota": "549755813888"}),
         stack="multi",
     ),
     *compliant("multikueue-dispatch-complete", *STACKS),

@@ -24,6 +24,8 @@ from gpu_platform.spec.loader import load_stack
 
 # Kinds the admission model knows that are not workloads a tenant submits for GPUs.
 NOT_WORKLOADS = ("Workload", "PodGroup", "VolcanoJob", "Service", "Ingress", "NetworkPolicy")
+# apiserver pkg/storage/names/generate.go: maxGeneratedNameLength (63 - 5) and randomLength.
+GENERATED_PREFIX, GENERATED_RANDOM = 58, 5
 KINDS = [*sorted(k for k in RESOURCES if k not in (*NOT_WORKLOADS, "CronJob")), "Job (batch.volcano.sh)"]
 
 
@@ -47,8 +49,15 @@ def read_workload(path: Path) -> dict[str, Any]:
     kind = doc.get("kind")
     if not isinstance(kind, str) or kind not in RESOURCES or kind in NOT_WORKLOADS:
         raise ConfigError([Problem(file, "kind", f"unknown workload kind {kind!r}", f"allowed: {', '.join(KINDS)}")])
-    if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
-        raise ConfigError([Problem(file, "metadata.name", "missing", "allowed: the workload's name (and metadata.namespace)")])
+    meta = doc.get("metadata")
+    if isinstance(meta, dict) and not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
+        # `kubectl create` of a manifest with generateName: the API server names the object (apiserver
+        # pkg/storage/names/generate.go SimpleNameGenerator: the prefix cut to 58 characters, then 5 random
+        # ones); explained here with five x's in their place.
+        doc = {**doc, "metadata": {**meta, "name": meta["generateName"][:GENERATED_PREFIX] + "x" * GENERATED_RANDOM}}
+    elif not isinstance(meta, dict) or not meta.get("name"):
+        allowed = "allowed: the workload's name or generateName (and metadata.namespace)"
+        raise ConfigError([Problem(file, "metadata.name", "missing", allowed)])
     return doc
 
 

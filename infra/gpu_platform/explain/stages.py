@@ -173,7 +173,10 @@ class Walk:
             self.add("api", "blocked", f'no matches for kind "{self.out.kind}" in version "{api}"{have}', src)
         refused = core_validation.object_errors(self.obj)
         if refused:
-            src = "apimachinery serializer (decoding); pkg/api/validation objectmeta.go ValidateObjectMeta"
+            src = (
+                "apimachinery serializer (decoding); pkg/api/validation objectmeta.go ValidateObjectMeta; "
+                "pkg/apis/core/validation validation.go validatePodResourceClaim, validateResourceClaimNames"
+            )
             self.add("api", "blocked", f"the API server refuses the {self.out.kind}: {'; '.join(refused)}", src)
         self.add("api", "ok", f"{self.out.kind} {api} is served", src)
 

@@ -7,8 +7,10 @@ one view per worker (gpu_platform.federation). Kueue's behaviour is in gpu_platf
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from decimal import Decimal
 from typing import Any
 
+from gpu_platform.behaviour.apimachinery import parse_quantity
 from gpu_platform.behaviour.multikueue import kubeconfig_errors, kubeconfig_server, manager_config
 from gpu_platform.behaviour.wiring import UNKNOWN
 from gpu_platform.federation import WORKER_COMPONENT
@@ -151,19 +153,26 @@ def multikueue_workers_mirror_manager(plan: PlanView, ctx: Context) -> Iterator[
             yield Finding(anchor, f"worker {worker}: no LocalQueue {ns}/{name}, which the manager's workloads are dispatched to", key=WHERE)
 
 
-def _quotas(view: PlanView) -> dict[tuple[str, str, str], float]:
-    """(ClusterQueue, flavor, resource) -> nominal quota."""
-    out: dict[tuple[str, str, str], float] = {}
-    for cq in objects(view, "ClusterQueue", KUEUE):
-        for flavor, resource, n in queue_quotas(cq):
-            if isinstance(n, (int, float)) and resource.startswith("nvidia.com/"):
-                out[(object_name(cq), flavor, resource)] = float(n)
-    return out
+def _quotas(view: PlanView) -> dict[tuple[str, str, str], Any]:
+    """(ClusterQueue, flavor, resource) -> nominal quota as written, for every resource the queue covers."""
+    return {(object_name(cq), flavor, resource): n for cq in objects(view, "ClusterQueue", KUEUE) for flavor, resource, n in queue_quotas(cq)}
+
+
+def _amount(value: Any) -> Decimal | None:
+    """A quota as Kueue reads it (a Kubernetes quantity, k8s.io/apimachinery `ParseQuantity`); None if it is not one."""
+    try:
+        return parse_quantity(value)
+    except ValueError:
+        return None
+
+
+def _shown(amount: Decimal | None, written: Any) -> str:
+    return f"{written!r} (not a quantity)" if amount is None else f"{amount.normalize():f}"
 
 
 @rule(
     "multikueue-quota-sums",
-    "A manager ClusterQueue's GPU quota per flavor is the sum of the workers' quotas of that queue and flavor.",
+    "A manager ClusterQueue's quota per flavor and resource (GPUs, DRA devices, CPU, memory) is the sum of the workers' quotas.",
     "mandatory",
     "stack",
     category="capacity",
@@ -171,18 +180,31 @@ def _quotas(view: PlanView) -> dict[tuple[str, str, str], float]:
     federation=True,
 )
 def multikueue_quota_sums(plan: PlanView, ctx: Context) -> Iterator[Finding]:
-    """More on the manager admits work no worker can take (it waits dispatched, holding quota); less strands workers' GPUs."""
+    """More on the manager admits work no worker can take (it waits dispatched, holding quota); less strands workers' capacity.
+
+    Every covered resource counts: Kueue admits a workload only when each resource it requests fits its flavor's
+    quota (pkg/scheduler/flavorassigner), so a manager CPU or memory quota above the workers' sum over-admits as
+    surely as a GPU one. Quantities are compared as numbers (`512Gi` equals two workers' `256Gi`).
+    """
     manager, workers = _parts(plan)
-    summed: dict[tuple[str, str, str], float] = {}
+    summed: dict[tuple[str, str, str], Decimal | None] = {}
+    bad: dict[tuple[str, str, str], Any] = {}
     for view in workers.values():
         for k, n in _quotas(view).items():
-            summed[k] = summed.get(k, 0) + n
+            amount, before = _amount(n), summed.get(k, Decimal(0))
+            if amount is None:
+                bad[k] = n
+            summed[k] = None if amount is None or before is None else before + amount
     names = {object_name(cq): cq.name for cq in objects(manager, "ClusterQueue", KUEUE) if dispatched(manager, cq)}
-    have = {k: n for k, n in _quotas(manager).items() if k[0] in names}
-    for key in sorted(set(have) | {k for k in summed if k[0] in names}):
+    written = {k: n for k, n in _quotas(manager).items() if k[0] in names}
+    for key in sorted(set(written) | {k for k in summed if k[0] in names}):
         queue, flavor, resource = key
-        if have.get(key, 0) != summed.get(key, 0):
-            why = f"{resource} on flavor {flavor}: the manager admits {have.get(key, 0):g}, the workers hold {summed.get(key, 0):g}"
+        have = _amount(written[key]) if key in written else Decimal(0)
+        hold = summed.get(key, Decimal(0))
+        if have is None or hold is None or have != hold:
+            admits = _shown(have, written.get(key))
+            holds = _shown(hold, bad.get(key))
+            why = f"{resource} on flavor {flavor}: the manager admits {admits}, the workers hold {holds}"
             yield Finding(names[queue], why, key=WHERE)
 
 
