@@ -48,6 +48,8 @@ class PlannedResource:
     replace_on_changes: tuple[str, ...] = ()
     """Input paths whose change replaces the resource instead of updating it (`replaceOnChanges`)."""
     delete_before_replace: bool = False
+    secrets: tuple[str, ...] = ()
+    """Inputs that are or hold a secret (pulumi.Output.secret): encrypted in the state, hidden in previews."""
 
     def to_json(self) -> dict[str, Any]:
         """The contract's JSON shape."""
@@ -116,6 +118,20 @@ class Plan:
         return {"stack": self.stack, "resources": resources, "summary": dict(sorted(summary.items()))}
 
 
+_UNWRAPPED = [0]  # secret wrappers `_plain` has unwrapped so far
+
+
+def _plain_inputs(inputs: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """(the inputs made plain, the names of those that are or hold a secret: what Pulumi encrypts in the state)."""
+    secret: list[str] = []
+    for key, value in inputs.items():
+        before = _UNWRAPPED[0]
+        inputs[key] = _plain(value)
+        if _UNWRAPPED[0] != before:
+            secret.append(key)
+    return inputs, tuple(secret)
+
+
 def _plain(value: Any) -> Any:
     """Inputs as JSON-safe data: whole numbers as ints, resource references as their type's name.
 
@@ -126,7 +142,9 @@ def _plain(value: Any) -> Any:
     kind = type(value)
     if kind is dict and value.get(rpc._special_sig_key) == rpc._special_secret_sig:
         # A secret input (pulumi.Output.secret) as MockMonitor hands it over: the value inside the wire format's
-        # secret wrapper (pulumi/runtime/rpc.py). The plan holds only the engine's own fake values.
+        # secret wrapper (pulumi/runtime/rpc.py). The plan holds only the engine's own fake values, and which inputs
+        # were secret (`_secret_inputs` counts the unwrapping).
+        _UNWRAPPED[0] += 1
         return _plain(value.get("value"))
     if kind is dict:
         for key, item in value.items():
@@ -263,7 +281,7 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
             urns.add(response.urn)
             if request.type != "pulumi:pulumi:Stack":
                 try:
-                    inputs = _plain(seen[(request.type, request.name)].pop(0))
+                    inputs, secret = _plain_inputs(seen[(request.type, request.name)].pop(0))
                 except UnknownInputError:
                     unknown.append(f"{request.type} {request.name}")
                     return response
@@ -284,6 +302,7 @@ def run_program(config: Mapping[str, Any], stack: str, spec: PlatformSpec | None
                     refs,
                     tuple(request.replaceOnChanges),
                     bool(request.deleteBeforeReplace),
+                    secret,
                 )
                 plan.resources.append(planned)
             return response

@@ -54,6 +54,8 @@ class Resource:
     """The stack key the program built it from (`gpu-platform:nodePools[2]`); None under CrossGuard, which sees no stack file."""
     refs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Input name -> the resources its value was built from (Pulumi's property dependencies; behaviour.wiring)."""
+    secrets: tuple[str, ...] | None = None
+    """Inputs that are or hold a Pulumi secret; None where that is not known (CrossGuard's validation hands secrets unwrapped)."""
 
 
 @dataclass(frozen=True)

@@ -104,9 +104,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str | None, m
     assert len(err) == 1 and err[0].startswith(f"{path}: ") and message in err[0], err
 
 
-def test_a_manifest_with_generate_name_is_explained_under_the_name_the_api_server_gives(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_manifest_with_generate_name_is_explained_under_the_name_the_api_server_gives(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`kubectl create -f` takes `generateName` (Kueue's own sample jobs use it): the prefix, cut to 58 characters, then 5 random ones."""
     job = (EXAMPLES / "above-tier.yaml").read_text().replace("  name: sneaky-priority\n", f"  generateName: {'p' * 70}-\n")
     path = tmp_path / "job.yaml"

@@ -104,6 +104,13 @@ def test_the_managers_kueue_configuration_runs_the_incremental_dispatcher_one_wo
     assert step_size(manager_config(inputs("east-kueue-release")["values"])) is None
 
 
+def test_the_kubeconfigs_are_pulumi_secrets_in_the_plan() -> None:
+    """The worker's token in each kubeconfig is secret (it comes from the token Secret's `data`, which pulumi-kubernetes
+    marks secret, and the program wraps it again): the engine records the inputs Pulumi would encrypt in the state."""
+    secret = {r.name: r.secrets for r in plan().resources if r.secrets}
+    assert secret == {"multikueue-kubeconfig-east": ("stringData",), "multikueue-kubeconfig-west": ("stringData",)}
+
+
 def test_kubeconfigs_are_static_and_kueue_accepts_them() -> None:
     for worker in ("east", "west"):
         text = inputs(f"multikueue-kubeconfig-{worker}")["stringData"]["kubeconfig"]
@@ -240,6 +247,13 @@ BAD_EDITS = [
         "        research: [{pool: infer-l4, gpus: 4}]\n    - name: west",
         "        reserch: [{pool: infer-l4, gpus: 4}]\n    - name: west",
         "gpu-platform:workers[0].quotas.reserch: unknown tenant 'reserch'",
+    ),
+    (
+        # The advice names the worker's own key, not the manager's pool of the same index.
+        "worker quota above its pool",
+        "        llm-training: [{pool: train-h100, gpus: 16}]\n        research: [{pool: infer-l4, gpus: 4}]\n    - name: west",
+        "        llm-training: [{pool: train-h100, gpus: 64}]\n        research: [{pool: infer-l4, gpus: 4}]\n    - name: west",
+        "lower the quotas or raise gpu-platform:workers[0].nodePools[0].scaling.max",
     ),
     ("duplicate worker", "    - name: west", "    - name: east", "gpu-platform:workers[1].name: duplicate worker name 'east'"),
     (

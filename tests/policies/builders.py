@@ -38,6 +38,7 @@ class Case:
     key: str | None = None  # the stack key path the violation must name, where the case pins it
     idle: str | None = None  # the reason `check` reports the (silent) rule not applicable, where the case pins it
     today: date | None = None  # the day the gate runs, where the case pins it (rules about support dates)
+    offline_only: str | None = None  # why the policy pack cannot see this break (the pack is held to stay silent on it)
 
 
 # --- cases ---------------------------------------------------------------------------------------

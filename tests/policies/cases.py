@@ -33,7 +33,7 @@ from tests.policies.cases_versions import VERSION_CASES
 
 def resources(stack: str) -> list[Resource]:
     """A deep copy of a stack's offline plan as plain resources."""
-    return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs), r.source, dict(r.refs)) for r in plan_for(stack).resources]
+    return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs), r.source, dict(r.refs), r.secrets) for r in plan_for(stack).resources]
 
 
 def context(stack: str, lock: Lockfile | None = None, root: Path | None = None, stack_lock: Lockfile | None = None) -> Context:

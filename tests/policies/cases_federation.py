@@ -7,9 +7,12 @@ the rule names the Secret, queue or release at fault. Kueue's refusals are behav
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from gpu_platform.k8s.multikueue import kubeconfig
-from tests.policies.builders import DROP, Case, at, compliant, drop, fires, silent
+from gpu_platform_policies.model import Resource
+from tests.policies.builders import DROP, Case, Edit, at, compliant, drop, fires, silent
+from tests.policies.cases_controllers import kueue_config_edit
 
 STACKS = ("multi", "staging", "prod", "dev", "onprem")
 EAST_SECRET = "multikueue-kubeconfig-east"
@@ -22,6 +25,26 @@ def _kubeconfig(user: dict[str, object] | None = None, cluster: dict[str, object
     doc["users"][0]["user"] = user if user is not None else doc["users"][0]["user"]
     doc["clusters"][0]["cluster"] |= cluster or {}
     return json.dumps(doc)
+
+
+def _not_secret(name: str) -> Edit:
+    """A resource whose inputs the program no longer wraps in pulumi.Output.secret."""
+
+    def edit(res: list[Resource]) -> list[Resource]:
+        return [replace(r, secrets=()) if r.name == name else r for r in res]
+
+    return edit
+
+
+def _without_rules(role: str, group: str) -> Edit:
+    """A worker ClusterRole with every rule of one API group left out, as a hand-trimmed role would be."""
+
+    def edit(res: list[Resource]) -> list[Resource]:
+        target = next(r for r in res if r.name == role)
+        target.inputs["rules"] = [r for r in target.inputs["rules"] if group not in r.get("apiGroups", [])]
+        return res
+
+    return edit
 
 
 EXEC = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws", "args": ["eks", "get-token", "--cluster-name", "gpu-east"]}}
@@ -62,6 +85,16 @@ FEDERATION_CASES: list[Case] = [
     ),
     fires(
         "multikueue-kubeconfigs-static",
+        "kubeconfig-not-a-pulumi-secret",
+        _not_secret(EAST_SECRET),
+        on=EAST_SECRET,
+        says="is not a Pulumi secret: the state would keep it in plain text",
+        stack="multi",
+        key="gpu-platform:workers[0]",
+        offline_only="CrossGuard validation hands a policy secrets unwrapped (pulumi_policy deserialize.py, proxy_secrets off)",
+    ),
+    fires(
+        "multikueue-kubeconfigs-static",
         "secret-missing",
         drop(EAST_SECRET),
         on="multikueue-cluster-east",
@@ -75,6 +108,7 @@ FEDERATION_CASES: list[Case] = [
         on="multikueue-cluster-east",
         says="reads a file inside the manager's Kueue pod",
         stack="multi",
+        key="gpu-platform:workers[0]",
     ),
     *compliant("multikueue-workers-mirror-manager", *STACKS),
     fires(
@@ -82,8 +116,9 @@ FEDERATION_CASES: list[Case] = [
         "local-queue-missing-on-a-worker",
         drop("west-kueue-localqueue-research"),
         on="west-worker",
-        says="no LocalQueue research/default",
+        says="worker west: no LocalQueue research/default",
         stack="multi",
+        key="gpu-platform:workers[1]",
     ),
     fires(
         "multikueue-workers-mirror-manager",
@@ -172,6 +207,59 @@ FEDERATION_CASES: list[Case] = [
         at("multikueue-config", {"spec.clusters": ["east", "west", "gcp"]}),
         on="multikueue-config",
         says="lists worker gcp, which has no MultiKueueCluster",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-dispatch-complete",
+        "all-at-once-dispatcher",
+        kueue_config_edit(multiKueue=None),
+        on="kueue-release",
+        says="dispatches to every worker at once",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-dispatch-complete",
+        "three-workers-per-round",
+        kueue_config_edit(
+            multiKueue={"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental", "incrementalDispatcherConfig": {"stepSize": 3}}
+        ),
+        on="kueue-release",
+        says="nominates 3 workers per round (stepSize), not 1",
+        stack="multi",
+    ),
+    *compliant("multikueue-worker-access", *STACKS),
+    fires(
+        "multikueue-worker-access",
+        "service-account-dropped",
+        drop("east-multikueue-serviceaccount"),
+        on="east-worker",
+        says="worker east: no ServiceAccount kueue-system/multikueue-sa",
+        stack="multi",
+        key="gpu-platform:workers[0]",
+    ),
+    fires(
+        "multikueue-worker-access",
+        "token-secret-dropped",
+        drop("west-multikueue-token"),
+        on="west-worker",
+        says="no kubernetes.io/service-account-token Secret for multikueue-sa in kueue-system",
+        stack="multi",
+        key="gpu-platform:workers[1]",
+    ),
+    fires(
+        "multikueue-worker-access",
+        "binding-dropped",
+        drop("east-multikueue-clusterrolebinding"),
+        on="east-worker",
+        says="multikueue-sa may not create kueue.x-k8s.io/workloads",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-worker-access",
+        "jobsets-left-out-of-the-role",
+        _without_rules("east-multikueue-clusterrole", "jobset.x-k8s.io"),
+        on="east-worker",
+        says="may not create jobset.x-k8s.io/jobsets",
         stack="multi",
     ),
     *compliant("multikueue-committed-first", *STACKS),

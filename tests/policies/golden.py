@@ -45,7 +45,7 @@ def golden_plan() -> Plan:
 
 def golden_resources() -> list[Resource]:
     """A deep copy of that plan as plain resources."""
-    return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs), r.source, dict(r.refs)) for r in golden_plan().resources]
+    return [Resource(r.type, r.name, r.parent, copy.deepcopy(r.inputs), r.source, dict(r.refs), r.secrets) for r in golden_plan().resources]
 
 
 def on_golden_image(res: list[Resource]) -> list[Resource]:

@@ -83,7 +83,8 @@ def crossguard_findings(case: Case, res: list[Resource]) -> set[tuple[str, str]]
     return found
 
 
-PACK_CASES = [c for c in CASES if c.repo is None]
+PACK_CASES = [c for c in CASES if c.repo is None and c.offline_only is None]
+BLIND_CASES = [c for c in CASES if c.offline_only is not None]
 
 
 @pytest.mark.parametrize("case", PACK_CASES, ids=[f"{c.rule}:{c.id}" for c in PACK_CASES])
@@ -106,6 +107,17 @@ def test_wrapper_reports_what_the_offline_gate_reports(case: Case, tmp_path: Pat
     assert crossguard_findings(case, res) == offline
     if case.fires_on is not None:
         assert any(name == case.fires_on for name, _ in offline)
+
+
+@pytest.mark.parametrize("case", BLIND_CASES, ids=[f"{c.rule}:{c.id}" for c in BLIND_CASES])
+def test_what_the_pack_cannot_see_is_caught_offline_only(case: Case, tmp_path: Path) -> None:
+    """A break the policy pack has no data for (case.offline_only says why): the offline gate names it, the pack does not."""
+    res = resources(case.stack)
+    for edit in case.edits:
+        res = edit(res)
+    offline = {(v.resource, v.message) for v in run_case(case, tmp_path)}
+    assert any(name == case.fires_on for name, _ in offline)
+    assert crossguard_findings(case, res) == {f for f in offline if f[0] != case.fires_on}
 
 
 def test_every_resource_and_stack_rule_is_a_policy_at_its_level() -> None:

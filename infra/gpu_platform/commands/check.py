@@ -111,7 +111,7 @@ def check_stack_details(path: Path, stack: str, root: Path | None = None) -> tup
     if problems:
         raise ConfigError(problems)
     plan = run_program(config, stack, spec)
-    resources = [Resource(r.type, r.name, r.parent, r.inputs, r.source, r.refs) for r in plan.resources]
+    resources = [Resource(r.type, r.name, r.parent, r.inputs, r.source, r.refs, r.secrets) for r in plan.resources]
     ctx = gate_context(spec, root)
     violations = place(evaluate(resources, ctx, spec.policy.enforcement), path, ctx.root)
     return spec, violations, not_applicable(resources, ctx, spec.policy.enforcement)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,27 @@ KUEUE_RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 # `GetMultiKueueAdapters(cfg.Integrations.Frameworks)`), and a watch it may not open fails the worker's connection
 # (Active False, ClientConnectionFailed). Deployments reach workers as their pods (the `pod` integration).
 BUILT_IN_ADAPTERS = {"batch/job": ("batch", "jobs"), "statefulset": ("apps", "statefulsets"), "pod": ("", "pods")}
+
+
+# Every integration with a MultiKueue adapter, by its framework name: (group, plural).
+ADAPTERS: dict[str, tuple[str, str]] = {
+    **BUILT_IN_ADAPTERS,
+    **{framework: (group, plural) for kinds in job_apis.KINDS.values() for _kind, framework, group, _version, plural in kinds},
+}
+
+
+def access_needed(frameworks: Iterable[str]) -> list[tuple[str, str, str, str]]:
+    """(verb, group, resource, subresource) the manager's Kueue asks of a worker, for the integrations it enables.
+
+    Kueue's objects (KUEUE_RULES), and for each integration with an adapter its kind (mirrored: created, watched,
+    deleted) and its status (read back); `deployment` reaches workers as pods and has no adapter of its own.
+    """
+    out = [(verb, group, *resource.partition("/")[::2]) for group, resources, verbs in KUEUE_RULES for resource in resources for verb in verbs]
+    for framework in frameworks:
+        if framework in ADAPTERS:
+            group, plural = ADAPTERS[framework]
+            out += [(verb, group, plural, "") for verb in _CREATE] + [("get", group, plural, "status")]
+    return out
 
 
 def worker_rules(spec: PlatformSpec) -> list[dict[str, Any]]:

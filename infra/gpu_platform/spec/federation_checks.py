@@ -116,13 +116,21 @@ def _worker_problems(spec: PlatformSpec, i: int, catalog: Catalog, file: str) ->
     out: list[Problem] = []
     for p in check_spec(ws, catalog, file):
         path = worker_path(p.path, i, tenant_of)
-        if path is not None:
-            out.append(Problem(p.file, path, p.message, p.allowed))
+        if path is not None:  # the key, and every key its message and advice name, at the worker's keys
+            out.append(Problem(p.file, path, _at_worker(p.message, i, tenant_of), _at_worker(p.allowed, i, tenant_of)))
         elif (p.path, p.message) not in shared:
             # A shared setting that is wrong only on this worker (an FSx zone outside its region, load balancers
             # where its controller is off): at the shared key, naming the worker.
             out.append(Problem(p.file, p.path, f"on worker '{spec.workers[i].name}': {p.message}", p.allowed))
     return out
+
+
+KEY_IN_TEXT = re.compile(r"gpu-platform:[A-Za-z][\w.\[\]-]*[\w\]]")
+
+
+def _at_worker(text: str, i: int, tenant_of: dict[int, str]) -> str:
+    """A problem's text with each worker key it names (`gpu-platform:nodePools[0].scaling.max`) at the worker's keys."""
+    return KEY_IN_TEXT.sub(lambda m: worker_path(m.group(0), i, tenant_of) or m.group(0), text)
 
 
 def worker_path(path: str, i: int, tenant_of: dict[int, str]) -> str | None:

@@ -6,15 +6,19 @@ one view per worker (gpu_platform.federation). Kueue's behaviour is in gpu_platf
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from gpu_platform.behaviour import rbac
 from gpu_platform.behaviour.apimachinery import parse_quantity
-from gpu_platform.behaviour.multikueue import kubeconfig_errors, kubeconfig_server, manager_config
+from gpu_platform.behaviour.multikueue import kubeconfig_errors, kubeconfig_server, manager_config, step_size
 from gpu_platform.behaviour.wiring import UNKNOWN
 from gpu_platform.federation import WORKER_COMPONENT
 from gpu_platform.k8s.alerts import MULTIKUEUE_CLUSTER_METRIC
+from gpu_platform.k8s.multikueue import DISPATCHER_INCREMENTAL, SERVICE_ACCOUNT, STEP_SIZE, access_needed
 from gpu_platform.k8s.objects import KUEUE_NAMESPACE
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import (
@@ -23,6 +27,7 @@ from gpu_platform_policies.view import (
     dispatched,
     get,
     helm_releases,
+    metadata,
     namespace_of,
     object_name,
     objects,
@@ -43,13 +48,24 @@ def _no_federation(plan: PlanView, ctx: Context) -> str | None:
     return None
 
 
-def _parts(plan: PlanView) -> tuple[PlanView, dict[str, PlanView]]:
-    """The manager's view and each worker's (by its WorkerScope's logical name)."""
+@dataclass(frozen=True)
+class _Worker:
+    """One worker as the rules see it: its view, the resource findings name, and its entry in the stack file."""
+
+    view: PlanView
+    anchor: str  # its WorkerScope's logical name (`east-worker`)
+    key: str  # `gpu-platform:workers[0]` (from the scope's recorded source); WHERE under CrossGuard, which has none
+
+
+def _parts(plan: PlanView) -> tuple[PlanView, dict[str, _Worker]]:
+    """The manager's view and each worker's, by the stack's worker name (`east`: its WorkerScope is `east-worker`)."""
     views = plan.clusters()
     workers = {}
     for view in views[1:]:
         scope = view.of_type(WORKER_COMPONENT)
-        workers[scope[0].name if scope else "?"] = view
+        anchor = (scope or view.resources)[0]
+        entry = re.match(r"gpu-platform:workers\[\d+\]", anchor.source or "")
+        workers[anchor.name.removesuffix("-worker")] = _Worker(view, anchor.name, entry.group(0) if entry else WHERE)
     return views[0], workers
 
 
@@ -76,30 +92,34 @@ def multikueue_kubeconfigs_static(plan: PlanView, ctx: Context) -> Iterator[Find
 
     Kueue refuses exec plugins, token files and insecure TLS (behaviour.multikueue.kubeconfig_errors).
     """
-    manager, _ = _parts(plan)
+    manager, workers = _parts(plan)
     servers: dict[str, str] = {}
     for mkc in objects(manager, "MultiKueueCluster", KUEUE):
+        where = workers[object_name(mkc)].key if object_name(mkc) in workers else WHERE  # the worker's entry in the stack file
         source = get(mkc.inputs, "spec", "clusterSource", "kubeConfig", default={}) or {}
         if source.get("locationType", "Secret") != "Secret":
             yield Finding(
-                mkc.name, "kubeConfig.locationType Path reads a file inside the manager's Kueue pod, which nothing here provides", key=WHERE
+                mkc.name, "kubeConfig.locationType Path reads a file inside the manager's Kueue pod, which nothing here provides", key=where
             )
             continue
         secret = _secret(manager, str(source.get("location")), KUEUE_NAMESPACE)
         if secret is None:
             why = f"its kubeconfig Secret {KUEUE_NAMESPACE}/{source.get('location')} is not created by this stack"
-            yield Finding(mkc.name, why, key=WHERE)
+            yield Finding(mkc.name, why, key=where)
             continue
+        if secret.secrets is not None and not {"stringData", "data"} & set(secret.secrets):
+            why = "its kubeconfig (the worker's token) is not a Pulumi secret: the state would keep it in plain text and previews show it"
+            yield Finding(secret.name, why, key=where)
         text = _kubeconfig_of(secret)
         if text == UNKNOWN or text is None:
             continue  # a preview that has not read the worker's token yet: judged when it has
         for err in kubeconfig_errors(str(text)):
-            yield Finding(secret.name, f"Kueue refuses this kubeconfig: {err}", key=WHERE)
+            yield Finding(secret.name, f"Kueue refuses this kubeconfig: {err}", key=where)
         server = kubeconfig_server(str(text)) or ""
         if server and not server.startswith("https://"):
-            yield Finding(secret.name, f"server {server} is not https", key=WHERE)
+            yield Finding(secret.name, f"server {server} is not https", key=where)
         if server in servers:
-            yield Finding(secret.name, f"server {server} is also worker {servers[server]}'s: one cluster counted twice", key=WHERE)
+            yield Finding(secret.name, f"server {server} is also worker {servers[server]}'s: one cluster counted twice", key=where)
         servers.setdefault(server, object_name(mkc))
 
 
@@ -137,20 +157,20 @@ def multikueue_workers_mirror_manager(plan: PlanView, ctx: Context) -> Iterator[
     """
     manager, workers = _parts(plan)
     want_charts, want_frameworks, want_queues = _charts(manager), _frameworks(manager), _local_queues(manager)
-    for worker, view in workers.items():
-        anchor = (view.of_type(WORKER_COMPONENT) or view.resources)[0].name
+    for worker, w in workers.items():
+        view, anchor = w.view, w.anchor
         charts = _charts(view)
         for chart, version in want_charts.items():
             if charts.get(chart) != version:
                 got = charts.get(chart, "not installed")
-                yield Finding(anchor, f"worker {worker}: chart {chart} is {got}, the manager runs {version}", key=WHERE)
+                yield Finding(anchor, f"worker {worker}: chart {chart} is {got}, the manager runs {version}", key=w.key)
         frameworks = _frameworks(view)
         if want_frameworks is not None and frameworks is not None and sorted(frameworks) != sorted(want_frameworks):
             yield Finding(
-                anchor, f"worker {worker}: Kueue integrations {sorted(frameworks)} differ from the manager's {sorted(want_frameworks)}", key=WHERE
+                anchor, f"worker {worker}: Kueue integrations {sorted(frameworks)} differ from the manager's {sorted(want_frameworks)}", key=w.key
             )
         for ns, name in sorted(want_queues - _local_queues(view), key=str):
-            yield Finding(anchor, f"worker {worker}: no LocalQueue {ns}/{name}, which the manager's workloads are dispatched to", key=WHERE)
+            yield Finding(anchor, f"worker {worker}: no LocalQueue {ns}/{name}, which the manager's workloads are dispatched to", key=w.key)
 
 
 def _quotas(view: PlanView) -> dict[tuple[str, str, str], Any]:
@@ -189,8 +209,8 @@ def multikueue_quota_sums(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     manager, workers = _parts(plan)
     summed: dict[tuple[str, str, str], Decimal | None] = {}
     bad: dict[tuple[str, str, str], Any] = {}
-    for view in workers.values():
-        for k, n in _quotas(view).items():
+    for w in workers.values():
+        for k, n in _quotas(w.view).items():
             amount, before = _amount(n), summed.get(k, Decimal(0))
             if amount is None:
                 bad[k] = n
@@ -210,7 +230,7 @@ def multikueue_quota_sums(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 
 @rule(
     "multikueue-dispatch-complete",
-    "The manager's ClusterQueues all dispatch through MultiKueue to workers it lists, and the manager runs no GPU nodes.",
+    "The manager's ClusterQueues all dispatch through MultiKueue, one worker at a time in the listed order, and it runs no GPU nodes.",
     "mandatory",
     "stack",
     category="controllers",
@@ -221,9 +241,19 @@ def multikueue_dispatch_complete(plan: PlanView, ctx: Context) -> Iterator[Findi
     """Work must leave the manager for a worker it lists.
 
     A manager queue without the check admits work onto the manager, which has no GPUs; a MultiKueueConfig naming no
-    MultiKueueCluster dispatches nowhere; a manager with GPU node groups is also a worker nobody dispatches to.
+    MultiKueueCluster dispatches nowhere; a manager with GPU node groups is also a worker nobody dispatches to. Without
+    the incremental dispatcher with stepSize 1 (incrementaldispatcher.go; the default is all workers at once) the
+    workload is created on every worker and the first to admit it wins, whatever the preference order.
     """
     manager, _ = _parts(plan)
+    for release in helm_releases(manager, "kueue")[:1]:
+        step = step_size(manager_config(get(release.inputs, "values", default={}) or {}))
+        if step is None:
+            why = f"the manager's Kueue dispatches to every worker at once (multiKueue.dispatcherName is not {DISPATCHER_INCREMENTAL})"
+            yield Finding(release.name, why + ": the MultiKueueConfig's preference order is not kept", key=WHERE)
+        elif step != STEP_SIZE:
+            why = f"the incremental dispatcher nominates {step} workers per round (stepSize), not {STEP_SIZE}"
+            yield Finding(release.name, why + ": workers further down the preference order are tried alongside the first", key=WHERE)
     clusters = {object_name(r) for r in objects(manager, "MultiKueueCluster", KUEUE)}
     configs = {object_name(r): r for r in objects(manager, "MultiKueueConfig", KUEUE)}
     for check in objects(manager, "AdmissionCheck", KUEUE):
@@ -285,6 +315,66 @@ def multikueue_workers_alerted(plan: PlanView, ctx: Context) -> Iterator[Finding
             )
 
 
+TOKEN_TYPE = "kubernetes.io/service-account-token"
+SA_ANNOTATION = "kubernetes.io/service-account.name"
+
+
+def _granted(view: PlanView, user: rbac.UserInfo) -> list[Mapping[str, Any]]:
+    """The rules of every ClusterRole a ClusterRoleBinding of this worker gives `user` (rbac.go `VisitRulesFor`)."""
+    roles = {object_name(r): r for r in objects(view, "ClusterRole")}
+    bindings = [{**r.inputs, "metadata": {}} for r in objects(view, "ClusterRoleBinding")]
+    out: list[Mapping[str, Any]] = []
+    for binding in rbac.bindings_for(user, bindings):
+        ref = binding.get("roleRef") or {}
+        role = roles.get(str(ref.get("name"))) if ref.get("kind") == "ClusterRole" else None
+        out += [r for r in (get(role.inputs, "rules", default=[]) or []) if isinstance(r, Mapping)] if role is not None else []
+    return out
+
+
+@rule(
+    "multikueue-worker-access",
+    "Each worker grants the manager's multikueue-sa what Kueue does there, through a non-expiring token Secret.",
+    "mandatory",
+    "stack",
+    category="security",
+    not_applicable=_no_federation,
+    federation=True,
+)
+def multikueue_worker_access(plan: PlanView, ctx: Context) -> Iterator[Finding]:
+    """A worker whose service account cannot do what the manager asks drops out of the federation.
+
+    The manager mirrors Workloads and each enabled integration's objects onto the worker and watches them
+    (multikueuecluster.go `updateConfigAndRefreshWatchers`): a request the worker's RBAC refuses (rbac.go
+    `RulesAllow` over the ClusterRoles bound to `system:serviceaccount:kueue-system:multikueue-sa`) leaves the
+    MultiKueueCluster inactive. The kubeconfig's token is a service-account-token Secret's, which lasts as long as
+    the Secret; a TokenRequest token would expire under the manager (kueue#9280).
+    """
+    manager, workers = _parts(plan)
+    frameworks = _frameworks(manager) or []
+    user = rbac.UserInfo(rbac.service_account_username(KUEUE_NAMESPACE, SERVICE_ACCOUNT), ())
+    for worker, w in workers.items():
+        view, anchor = w.view, w.anchor
+        accounts = [r for r in objects(view, "ServiceAccount") if object_name(r) == SERVICE_ACCOUNT and namespace_of(r) == KUEUE_NAMESPACE]
+        if not accounts:
+            yield Finding(anchor, f"worker {worker}: no ServiceAccount {KUEUE_NAMESPACE}/{SERVICE_ACCOUNT} for the manager", key=w.key)
+        tokens = [
+            r
+            for r in objects(view, "Secret")
+            if namespace_of(r) == KUEUE_NAMESPACE
+            and r.inputs.get("type") == TOKEN_TYPE
+            and (metadata(r).get("annotations") or {}).get(SA_ANNOTATION) == SERVICE_ACCOUNT
+        ]
+        if not tokens:
+            why = f"worker {worker}: no {TOKEN_TYPE} Secret for {SERVICE_ACCOUNT} in {KUEUE_NAMESPACE}: the manager's token would expire"
+            yield Finding(anchor, why, key=w.key)
+        rules = _granted(view, user)
+        missing = [a for a in access_needed(frameworks) if not rbac.rules_allow(rules, a[0], a[1], a[2], a[3])]
+        if missing:
+            shown = ", ".join(f"{verb} {group or 'core'}/{resource}{'/' + sub if sub else ''}" for verb, group, resource, sub in missing[:4])
+            more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+            yield Finding(anchor, f"worker {worker}: {SERVICE_ACCOUNT} may not {shown}{more}, which the manager's Kueue does there", key=w.key)
+
+
 COMMITTED = ("reserved", "capacity-block")
 
 
@@ -304,7 +394,7 @@ def multikueue_committed_first(plan: PlanView, ctx: Context) -> Iterator[Finding
     next is nominated, so a pay-as-you-go worker listed first takes work the reserved one was bought for.
     """
     manager, workers = _parts(plan)
-    committed = {scope.removesuffix("-worker"): any(p.tier in COMMITTED for p in pools(view, ctx.catalog)) for scope, view in workers.items()}
+    committed = {name: any(p.tier in COMMITTED for p in pools(w.view, ctx.catalog)) for name, w in workers.items()}
     for config in objects(manager, "MultiKueueConfig", KUEUE):
         order = [str(c) for c in get(config.inputs, "spec", "clusters", default=[]) or []]
         for i, name in enumerate(order):
