@@ -62,16 +62,19 @@ def worker_spec(spec: PlatformSpec, index: int) -> PlatformSpec:
     return out
 
 
-def _summed(quotas: Iterable[TenantQuota]) -> TenantQuota:
-    """One pool's quota over the workers: GPUs added; a limit only where every worker sets one (None is unlimited)."""
+def _summed(quotas: Iterable[TenantQuota], multiplier: int = 1) -> TenantQuota:
+    """One pool's quota over the workers, times the manager's multiplier.
+
+    GPUs added; a limit only where every worker sets one (None is unlimited).
+    """
     qs = list(quotas)
 
     def total(values: list[int | None]) -> int | None:
-        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+        return None if any(v is None for v in values) else multiplier * sum(v for v in values if v is not None)
 
     return TenantQuota(
         pool=qs[0].pool,
-        gpus=sum(q.gpus for q in qs),
+        gpus=multiplier * sum(q.gpus for q in qs),
         borrowing_limit=total([q.borrowing_limit for q in qs]),
         lending_limit=total([q.lending_limit for q in qs]),
     )
@@ -87,12 +90,16 @@ def federated_pools(spec: PlatformSpec) -> tuple[NodePool, ...]:
 
 
 def federated_tenant(spec: PlatformSpec, tenant: Tenant) -> Tenant:
-    """A tenant with its quota per pool summed over the workers, in the order pools first appear."""
+    """A tenant with its quota per pool summed over the workers, in the order pools first appear.
+
+    Times `queueing.kueue.multiKueueQuotaMultiplier` (1 unless the stack declares more).
+    """
     by_pool: dict[str, list[TenantQuota]] = {}
     for w in spec.workers:
         for q in w.quotas.get(tenant.name, ()):
             by_pool.setdefault(q.pool, []).append(q)
-    return tenant.model_copy(update={"quotas": tuple(_summed(qs) for qs in by_pool.values())})
+    multiplier = spec.queueing.kueue.multi_kueue_quota_multiplier
+    return tenant.model_copy(update={"quotas": tuple(_summed(qs, multiplier) for qs in by_pool.values())})
 
 
 def federated_spec(spec: PlatformSpec) -> PlatformSpec:

@@ -227,6 +227,7 @@ MANAGER_POOL = (
     "gpu-platform:nodePools: [{name: x, workloadClass: training, capacity: on-demand, instanceTypes: [g6.xlarge],"
     " scaling: {min: 0, desired: 0, max: 1}}]"
 )
+JOB_APIS = "    jobApis: {jobset: true, trainer: false, ray: false}\n"
 WEST_L4 = "          instanceTypes: [g6.xlarge]\n          scaling: {min: 0, desired: 0, max: 4}"
 WEST_H100_END = "          rootVolumeGiB: 1000\n        - name: infer-l4\n          workloadClass: inference\n"
 BAD_EDITS = [
@@ -256,6 +257,12 @@ BAD_EDITS = [
         "lower the quotas or raise gpu-platform:workers[0].nodePools[0].scaling.max",
     ),
     ("duplicate worker", "    - name: west", "    - name: east", "gpu-platform:workers[1].name: duplicate worker name 'east'"),
+    (
+        "quota multiplier above its bound",
+        JOB_APIS,
+        JOB_APIS + "    kueue: {multiKueueQuotaMultiplier: 5}\n",
+        "gpu-platform:queueing.kueue.multiKueueQuotaMultiplier",
+    ),
     (
         "worker on the manager's cluster",
         "name: gpu-west",
@@ -433,6 +440,26 @@ def test_a_production_federation_is_judged_at_each_workers_keys(tmp_path: Any, c
     assert keys["east-cluster-eks"] == "gpu-platform:workers[0].cluster.publicAccessCidrs[0]"
     assert keys["cluster-eks"] == "gpu-platform:cluster.publicAccessCidrs[0]"
     assert all(v.get("line") for v in cidrs)
+
+
+def test_a_declared_quota_multiplier_scales_the_managers_quota_and_the_gate_holds_it(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """`queueing.kueue.multiKueueQuotaMultiplier: 2`: the manager admits twice the workers' sum, GPUs and CPU alike,
+    declared on its queues; the gate passes it, and on a stack without workers the setting is refused."""
+    stack = tmp_path / "Pulumi.multi.yaml"
+    stack.write_text(stack_path(STACK).read_text().replace(JOB_APIS, JOB_APIS + "    kueue: {multiKueueQuotaMultiplier: 2}\n", 1))
+    plan = plan_stack(stack, "multi")
+    research = next(r for r in plan.resources if r.name == "kueue-clusterqueue-research")
+    quotas = {res["name"]: res["nominalQuota"] for g in research.inputs["spec"]["resourceGroups"] for f in g["flavors"] for res in f["resources"]}
+    assert quotas == {"cpu": 256, "memory": "1024Gi", "nvidia.com/gpu": 16}  # workers: 64 cpu, 256Gi, 4 GPUs each
+    assert research.inputs["metadata"]["annotations"] == {"gpu-platform.io/multikueue-quota-multiplier": "2"}
+    assert main(["check", "--stack", str(stack)]) == 0, capsys.readouterr().out
+    single = tmp_path / "Pulumi.dev.yaml"
+    dev = stack_path("dev").read_text()
+    assert "    volcano: {enabled: false}\n" in dev
+    single.write_text(dev.replace("    volcano: {enabled: false}\n", "    volcano: {enabled: false}\n    kueue: {multiKueueQuotaMultiplier: 2}\n", 1))
+    capsys.readouterr()
+    assert main(["check", "--stack", str(single)]) == 2
+    assert "gpu-platform:queueing.kueue.multiKueueQuotaMultiplier: a quota multiplier for a MultiKueue manager" in capsys.readouterr().err
 
 
 def _change(tmp_path: Any, edit: Any) -> list[Any]:

@@ -178,6 +178,23 @@ FEDERATION_CASES: list[Case] = [
         stack="multi",
     ),
     # The same amount written in other units is the same quota (Kueue compares parsed quantities).
+    fires(
+        # A multiplier written onto the queue without the quota that goes with it (the program writes both).
+        "multikueue-quota-sums",
+        "multiplier-declared-quota-not-scaled",
+        at("kueue-clusterqueue-research", {"metadata.annotations": {"gpu-platform.io/multikueue-quota-multiplier": "2"}}),
+        on="kueue-clusterqueue-research",
+        says="the manager admits 8, the workers hold 8, times the declared multiplier 2",
+        stack="multi",
+    ),
+    fires(
+        "multikueue-quota-sums",
+        "multiplier-out-of-bounds",
+        at("kueue-clusterqueue-research", {"metadata.annotations": {"gpu-platform.io/multikueue-quota-multiplier": "100"}}),
+        on="kueue-clusterqueue-research",
+        says="quota multiplier '100' is not a whole number from 1 to 4",
+        stack="multi",
+    ),
     silent(
         "multikueue-quota-sums",
         "memory-in-bytes",

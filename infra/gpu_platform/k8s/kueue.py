@@ -179,8 +179,9 @@ def cluster_queue(spec: PlatformSpec, catalog: Catalog, tenant: Tenant, today: d
     """
     day = today or date.today()
     quotas = {q.pool: q for q in tenant.quotas}
-    # A MultiKueue manager admits against every worker's share: each worker's ClusterQueue has the tenant's resources.
-    clusters = max(1, len(spec.workers))
+    # A MultiKueue manager admits against every worker's share (times its multiplier): each worker's ClusterQueue has
+    # the tenant's resources.
+    clusters = len(spec.workers) * spec.queueing.kueue.multi_kueue_quota_multiplier if spec.workers else 1
     cpu = {"name": "cpu", "nominalQuota": tenant.resources.cpu * clusters}
     mem = {"name": "memory", "nominalQuota": f"{tenant.resources.memory_gib * clusters}Gi"}
     resource_groups: list[dict[str, Any]] = [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": CPU_FLAVOR, "resources": [cpu, mem]}]}]
@@ -214,9 +215,13 @@ def _queue(spec: PlatformSpec, tenant: Tenant, name: str, resource_groups: list[
         "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "BorrowingOverPreemption"},
         "fairSharing": {"weight": tenant.fair_share_weight},
     }
+    meta = metadata(name, labels={LABEL_TENANT: tenant.name})
     if spec.workers:  # a MultiKueue manager: every workload is admitted here, then dispatched to a worker
         body["admissionChecksStrategy"] = multikueue.admission_checks_strategy()
-    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": metadata(name, labels={LABEL_TENANT: tenant.name}), "spec": body}
+        multiplier = spec.queueing.kueue.multi_kueue_quota_multiplier
+        if multiplier != 1:  # declared on the queue, where the gate's multikueue-quota-sums reads it
+            meta["annotations"] = {multikueue.QUOTA_MULTIPLIER_ANNOTATION: str(multiplier)}
+    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": meta, "spec": body}
 
 
 def whole_nodes_queue_name(tenant: Tenant) -> str:

@@ -31,6 +31,8 @@ CONTROLLER = "kueue.x-k8s.io/multikueue"
 ADMISSION_CHECK = "multikueue"
 CONFIG = "multikueue"
 SERVICE_ACCOUNT = "multikueue-sa"
+# On a manager ClusterQueue whose quota is the workers' sum times `queueing.kueue.multiKueueQuotaMultiplier` (not 1).
+QUOTA_MULTIPLIER_ANNOTATION = "gpu-platform.io/multikueue-quota-multiplier"
 TOKEN_SECRET = "multikueue-sa-token"
 CLUSTER_ROLE = "gpu-platform-multikueue"
 KUBECONFIG_KEY = "kubeconfig"  # MultiKueueCluster CRD, spec.clusterSource.kubeConfig.location: 'stored in the "kubeconfig" key'

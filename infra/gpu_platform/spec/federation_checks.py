@@ -28,6 +28,9 @@ MAX_WORKER_NAME = 20
 def check_federation(spec: PlatformSpec, catalog: Catalog, file: str) -> list[Problem]:
     """Problems of a manager stack and of each of its workers (none for a single-cluster stack)."""
     if not spec.workers:
+        if spec.queueing.kueue.multi_kueue_quota_multiplier != 1:
+            why = "a quota multiplier for a MultiKueue manager, but the stack declares no workers"
+            return [Problem(file, f"{P}queueing.kueue.multiKueueQuotaMultiplier", why, "allowed: 1 (or unset) without workers")]
         return []
     out: list[Problem] = []
     if not spec.queueing.kueue.enabled:

@@ -357,6 +357,10 @@ class Kueue(Model):
     """ClusterQueue preemption policy."""
     fair_sharing: StrictBool = True
     """Weight-based fair sharing between queues of a cohort."""
+    multi_kueue_quota_multiplier: StrictInt = Field(default=1, ge=1, le=4)
+    """MultiKueue managers only: the manager's quota is the workers' sum times this (default 1, at most 4). Above 1
+    the manager admits more than the workers hold, so each worker's own queue keeps work ready for GPUs it frees;
+    what waits on a worker holds manager quota meanwhile (docs/multi-cluster.md)."""
 
 
 class Volcano(Model):

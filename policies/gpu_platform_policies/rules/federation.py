@@ -18,7 +18,7 @@ from gpu_platform.behaviour.multikueue import kubeconfig_errors, kubeconfig_serv
 from gpu_platform.behaviour.wiring import UNKNOWN
 from gpu_platform.federation import WORKER_COMPONENT
 from gpu_platform.k8s.alerts import MULTIKUEUE_CLUSTER_METRIC
-from gpu_platform.k8s.multikueue import DISPATCHER_INCREMENTAL, SERVICE_ACCOUNT, STEP_SIZE, access_needed
+from gpu_platform.k8s.multikueue import DISPATCHER_INCREMENTAL, QUOTA_MULTIPLIER_ANNOTATION, SERVICE_ACCOUNT, STEP_SIZE, access_needed
 from gpu_platform.k8s.objects import KUEUE_NAMESPACE
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import (
@@ -38,6 +38,7 @@ from gpu_platform_policies.view import (
 KUEUE = "kueue.x-k8s.io"
 # The job APIs' charts: what the manager's integrations need on every worker (kueue#3582: a framework the manager
 # enables whose CRD a worker lacks fails that worker's connection).
+MAX_MULTIPLIER = 4  # queueing.kueue.multiKueueQuotaMultiplier's bound (gpu_platform.spec.models.Kueue)
 JOB_API_CHARTS = ("kueue", "jobset", "kubeflow-trainer", "kuberay-operator")
 WHERE = "gpu-platform:workers"
 
@@ -192,7 +193,7 @@ def _shown(amount: Decimal | None, written: Any) -> str:
 
 @rule(
     "multikueue-quota-sums",
-    "A manager ClusterQueue's quota per flavor and resource (GPUs, DRA devices, CPU, memory) is the sum of the workers' quotas.",
+    "A manager ClusterQueue's quota per flavor and resource (GPUs, DRA devices, CPU, memory) is the workers' sum (times a declared multiplier).",
     "mandatory",
     "stack",
     category="capacity",
@@ -204,7 +205,9 @@ def multikueue_quota_sums(plan: PlanView, ctx: Context) -> Iterator[Finding]:
 
     Every covered resource counts: Kueue admits a workload only when each resource it requests fits its flavor's
     quota (pkg/scheduler/flavorassigner), so a manager CPU or memory quota above the workers' sum over-admits as
-    surely as a GPU one. Quantities are compared as numbers (`512Gi` equals two workers' `256Gi`).
+    surely as a GPU one. Quantities are compared as numbers (`512Gi` equals two workers' `256Gi`). A stack may declare
+    a multiplier (`queueing.kueue.multiKueueQuotaMultiplier`, on the queue as QUOTA_MULTIPLIER_ANNOTATION): the
+    manager then admits that many times the sum, on purpose.
     """
     manager, workers = _parts(plan)
     summed: dict[tuple[str, str, str], Decimal | None] = {}
@@ -215,15 +218,21 @@ def multikueue_quota_sums(plan: PlanView, ctx: Context) -> Iterator[Finding]:
             if amount is None:
                 bad[k] = n
             summed[k] = None if amount is None or before is None else before + amount
-    names = {object_name(cq): cq.name for cq in objects(manager, "ClusterQueue", KUEUE) if dispatched(manager, cq)}
+    queues = {object_name(cq): cq for cq in objects(manager, "ClusterQueue", KUEUE) if dispatched(manager, cq)}
+    names = {name: cq.name for name, cq in queues.items()}
     written = {k: n for k, n in _quotas(manager).items() if k[0] in names}
     for key in sorted(set(written) | {k for k in summed if k[0] in names}):
         queue, flavor, resource = key
+        declared = (metadata(queues[queue]).get("annotations") or {}).get(QUOTA_MULTIPLIER_ANNOTATION, "1")
+        if not (isinstance(declared, str) and declared.isdigit() and 1 <= int(declared) <= MAX_MULTIPLIER):
+            yield Finding(names[queue], f"quota multiplier {declared!r} is not a whole number from 1 to {MAX_MULTIPLIER}", key=WHERE)
+            continue
+        times = int(declared)
         have = _amount(written[key]) if key in written else Decimal(0)
         hold = summed.get(key, Decimal(0))
-        if have is None or hold is None or have != hold:
+        if have is None or hold is None or have != hold * times:
             admits = _shown(have, written.get(key))
-            holds = _shown(hold, bad.get(key))
+            holds = _shown(hold, bad.get(key)) + (f", times the declared multiplier {times}" if times != 1 else "")
             why = f"{resource} on flavor {flavor}: the manager admits {admits}, the workers hold {holds}"
             yield Finding(names[queue], why, key=WHERE)
 
