@@ -191,7 +191,8 @@ def _admits_at(free: dict[str, int], need: int) -> Any:
 
 
 def test_journey_training_job_is_admitted_on_the_sum_then_dispatched_east_then_west() -> None:
-    """A 24-GPU job: more than either worker holds for llm-training (16 each), within the manager's 32."""
+    """A 16-GPU job admitted on the manager (32) goes to east at once, or to west after a round when east is busy; a
+    24-GPU job (more than either worker holds for llm-training, 16 each) is admitted on the manager and never dispatched."""
     order = inputs("multikueue-config")["spec"]["clusters"]
     step = step_size(manager_config(inputs("kueue-release")["values"]))
     assert step is not None
