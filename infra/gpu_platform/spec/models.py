@@ -348,6 +348,10 @@ class KueuePreemption(Model):
     """Preempt while borrowing (classical preemption only; Kueue ignores it under fairSharing). Default `LowerPriority`."""
 
 
+# The most a MultiKueue manager may over-admit (`queueing.kueue.multiKueueQuotaMultiplier`; the gate reads the same bound).
+MAX_QUOTA_MULTIPLIER = 4
+
+
 class Kueue(Model):
     """Kueue quota and admission."""
 
@@ -357,7 +361,7 @@ class Kueue(Model):
     """ClusterQueue preemption policy."""
     fair_sharing: StrictBool = True
     """Weight-based fair sharing between queues of a cohort."""
-    multi_kueue_quota_multiplier: StrictInt = Field(default=1, ge=1, le=4)
+    multi_kueue_quota_multiplier: StrictInt = Field(default=1, ge=1, le=MAX_QUOTA_MULTIPLIER)
     """MultiKueue managers only: the manager's quota is the workers' sum times this (default 1, at most 4). Above 1
     the manager admits more than the workers hold, so each worker's own queue keeps work ready for GPUs it frees;
     what waits on a worker holds manager quota meanwhile (docs/multi-cluster.md)."""

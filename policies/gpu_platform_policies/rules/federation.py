@@ -20,6 +20,7 @@ from gpu_platform.federation import WORKER_COMPONENT
 from gpu_platform.k8s.alerts import MULTIKUEUE_CLUSTER_METRIC
 from gpu_platform.k8s.multikueue import DISPATCHER_INCREMENTAL, QUOTA_MULTIPLIER_ANNOTATION, SERVICE_ACCOUNT, STEP_SIZE, access_needed
 from gpu_platform.k8s.objects import KUEUE_NAMESPACE
+from gpu_platform.spec.models import MAX_QUOTA_MULTIPLIER
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
 from gpu_platform_policies.view import (
     MULTIKUEUE_CONTROLLER,
@@ -38,7 +39,6 @@ from gpu_platform_policies.view import (
 KUEUE = "kueue.x-k8s.io"
 # The job APIs' charts: what the manager's integrations need on every worker (kueue#3582: a framework the manager
 # enables whose CRD a worker lacks fails that worker's connection).
-MAX_MULTIPLIER = 4  # queueing.kueue.multiKueueQuotaMultiplier's bound (gpu_platform.spec.models.Kueue)
 JOB_API_CHARTS = ("kueue", "jobset", "kubeflow-trainer", "kuberay-operator")
 WHERE = "gpu-platform:workers"
 
@@ -224,8 +224,8 @@ def multikueue_quota_sums(plan: PlanView, ctx: Context) -> Iterator[Finding]:
     for key in sorted(set(written) | {k for k in summed if k[0] in names}):
         queue, flavor, resource = key
         declared = (metadata(queues[queue]).get("annotations") or {}).get(QUOTA_MULTIPLIER_ANNOTATION, "1")
-        if not (isinstance(declared, str) and declared.isdigit() and 1 <= int(declared) <= MAX_MULTIPLIER):
-            yield Finding(names[queue], f"quota multiplier {declared!r} is not a whole number from 1 to {MAX_MULTIPLIER}", key=WHERE)
+        if not (isinstance(declared, str) and declared.isdigit() and 1 <= int(declared) <= MAX_QUOTA_MULTIPLIER):
+            yield Finding(names[queue], f"quota multiplier {declared!r} is not a whole number from 1 to {MAX_QUOTA_MULTIPLIER}", key=WHERE)
             continue
         times = int(declared)
         have = _amount(written[key]) if key in written else Decimal(0)
