@@ -218,21 +218,24 @@ def multikueue_quota_sums(plan: PlanView, ctx: Context) -> Iterator[Finding]:
             if amount is None:
                 bad[k] = n
             summed[k] = None if amount is None or before is None else before + amount
-    queues = {object_name(cq): cq for cq in objects(manager, "ClusterQueue", KUEUE) if dispatched(manager, cq)}
-    names = {name: cq.name for name, cq in queues.items()}
-    written = {k: n for k, n in _quotas(manager).items() if k[0] in names}
-    for key in sorted(set(written) | {k for k in summed if k[0] in names}):
-        queue, flavor, resource = key
-        declared = (metadata(queues[queue]).get("annotations") or {}).get(QUOTA_MULTIPLIER_ANNOTATION, "1")
-        if not (isinstance(declared, str) and declared.isdigit() and 1 <= int(declared) <= MAX_QUOTA_MULTIPLIER):
-            yield Finding(names[queue], f"quota multiplier {declared!r} is not a whole number from 1 to {MAX_QUOTA_MULTIPLIER}", key=WHERE)
+    names = {object_name(cq): cq.name for cq in objects(manager, "ClusterQueue", KUEUE) if dispatched(manager, cq)}
+    times: dict[str, int] = {}  # queue -> its declared multiplier, read once per queue
+    for cq in objects(manager, "ClusterQueue", KUEUE):
+        if object_name(cq) not in names:
             continue
-        times = int(declared)
+        declared = (metadata(cq).get("annotations") or {}).get(QUOTA_MULTIPLIER_ANNOTATION, "1")
+        if isinstance(declared, str) and declared.isdigit() and 1 <= int(declared) <= MAX_QUOTA_MULTIPLIER:
+            times[object_name(cq)] = int(declared)
+        else:
+            yield Finding(cq.name, f"quota multiplier {declared!r} is not a whole number from 1 to {MAX_QUOTA_MULTIPLIER}", key=WHERE)
+    written = {k: n for k, n in _quotas(manager).items() if k[0] in times}
+    for key in sorted(set(written) | {k for k in summed if k[0] in times}):
+        queue, flavor, resource = key
         have = _amount(written[key]) if key in written else Decimal(0)
         hold = summed.get(key, Decimal(0))
-        if have is None or hold is None or have != hold * times:
+        if have is None or hold is None or have != hold * times[queue]:
             admits = _shown(have, written.get(key))
-            holds = _shown(hold, bad.get(key)) + (f", times the declared multiplier {times}" if times != 1 else "")
+            holds = _shown(hold, bad.get(key)) + (f", times the declared multiplier {times[queue]}" if times[queue] != 1 else "")
             why = f"{resource} on flavor {flavor}: the manager admits {admits}, the workers hold {holds}"
             yield Finding(names[queue], why, key=WHERE)
 
