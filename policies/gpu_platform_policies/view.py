@@ -329,6 +329,11 @@ def objects(plan: PlanView, kind: str, group: str | None = None) -> list[Resourc
     return [r for r in plan if kind_of(r) == kind and (group is None or api_group(r) == group)]
 
 
+def cluster_role_rules(plan: PlanView) -> dict[str, list[Any]]:
+    """Each ClusterRole's rules by its name, as a roleRef names it."""
+    return {object_name(r): get(r.inputs, "rules", default=[]) or [] for r in objects(plan, "ClusterRole", "rbac.authorization.k8s.io")}
+
+
 # Kueue apis/kueue/v1beta2/multikueue_types.go MultiKueueControllerName.
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 

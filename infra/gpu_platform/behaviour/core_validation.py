@@ -52,10 +52,9 @@ def object_errors(obj: Mapping[str, Any]) -> list[str]:
                     seen: set[str] = set()
                     for i, c in enumerate(v):
                         name = c.get("name")
-                        if not isinstance(name, str) or not name:
-                            out.append(f"{here}[{i}].name: Required value")
-                        elif len(name) > 63 or not DNS1123_LABEL.match(name):
-                            out.append(f"{here}[{i}].name: Invalid value: {name!r}: a lowercase RFC 1123 label is required")
+                        bad = _label_error(name, f"{here}[{i}].name")
+                        if bad:
+                            out.append(bad)
                         elif name in seen:
                             out.append(f"{here}[{i}].name: Duplicate value: {name!r}")
                         else:

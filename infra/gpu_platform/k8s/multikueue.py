@@ -64,33 +64,34 @@ ADAPTERS: dict[str, tuple[str, str]] = {
 }
 
 
-def access_needed(frameworks: Iterable[str]) -> list[tuple[str, str, str, str]]:
-    """(verb, group, resource, subresource) the manager's Kueue asks of a worker, for the integrations it enables.
+def _grants(frameworks: Iterable[str]) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """(group, resources, verbs) the manager needs on a worker for these integrations.
 
-    Kueue's objects (KUEUE_RULES), and for each integration with an adapter its kind (mirrored: created, watched,
+    Kueue's objects (KUEUE_RULES), then for each integration with an adapter its kind (mirrored: created, watched,
     deleted) and its status (read back); `deployment` reaches workers as pods and has no adapter of its own.
     """
-    out = [(verb, group, *resource.partition("/")[::2]) for group, resources, verbs in KUEUE_RULES for resource in resources for verb in verbs]
+    out = list(KUEUE_RULES)
     for framework in frameworks:
         if framework in ADAPTERS:
             group, plural = ADAPTERS[framework]
-            out += [(verb, group, plural, "") for verb in _CREATE] + [("get", group, plural, "status")]
+            out += [(group, (plural,), _CREATE), (group, (f"{plural}/status",), ("get",))]
     return out
 
 
+def access_needed(frameworks: Iterable[str]) -> list[tuple[str, str, str, str]]:
+    """(verb, group, resource, subresource) the manager's Kueue asks of a worker, for the integrations it enables."""
+    grants = _grants(frameworks)
+    return [(verb, group, *resource.partition("/")[::2]) for group, resources, verbs in grants for resource in resources for verb in verbs]
+
+
 def worker_rules(spec: PlatformSpec) -> list[dict[str, Any]]:
-    """The worker ClusterRole: Kueue's objects, and for each integration the manager runs its kind and status.
+    """The worker ClusterRole: what `access_needed` asks, for the stack's integrations.
 
     The integrations are the stack's (gpu_platform.k8s.kueue.frameworks: the built-in kinds and the installed job
     APIs), the same list on the manager and every worker, so each watch the manager opens is allowed.
     """
-    kinds = [BUILT_IN_ADAPTERS[f] for f in ("batch/job", "statefulset", "pod")]
-    kinds[1:1] = [(group, plural) for _kind, _framework, group, _version, plural in job_apis.kinds(spec)]
-    rules = [{"apiGroups": [g], "resources": list(r), "verbs": list(v)} for g, r, v in KUEUE_RULES]
-    for group, plural in kinds:
-        rules.append({"apiGroups": [group], "resources": [plural], "verbs": list(_CREATE)})
-        rules.append({"apiGroups": [group], "resources": [f"{plural}/status"], "verbs": ["get"]})
-    return rules
+    frameworks = ["batch/job", *(framework for _kind, framework, _group, _version, _plural in job_apis.kinds(spec)), "statefulset", "pod"]
+    return [{"apiGroups": [group], "resources": list(resources), "verbs": list(verbs)} for group, resources, verbs in _grants(frameworks)]
 
 
 def worker_objects(spec: PlatformSpec) -> list[Manifest]:

@@ -22,7 +22,17 @@ from gpu_platform.k8s.tenant_network import LABEL_OWNER, PLATFORM_OWNER
 from gpu_platform.k8s.tenants import LABEL_LOAD_BALANCERS
 from gpu_platform.versions import OCI
 from gpu_platform_policies.model import Context, Finding, PlanView, Resource, rule
-from gpu_platform_policies.view import HELM_RELEASE, chart_name, get, helm_releases, namespace_of, object_name, objects, tenant_namespaces
+from gpu_platform_policies.view import (
+    HELM_RELEASE,
+    chart_name,
+    cluster_role_rules,
+    get,
+    helm_releases,
+    namespace_of,
+    object_name,
+    objects,
+    tenant_namespaces,
+)
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DCGM_METRICS_FILE = "dcgm-metrics.csv"
@@ -285,7 +295,7 @@ def tenant_load_balancers_guarded(plan: PlanView, ctx: Context) -> Iterator[Find
     LoadBalancer Service without `loadBalancerClass` goes to the in-tree cloud provider (Classic ELB,
     internet-facing unless annotated internal).
     """
-    roles = {object_name(r): get(r.inputs, "rules", default=[]) or [] for r in objects(plan, "ClusterRole", "rbac.authorization.k8s.io")}
+    roles = cluster_role_rules(plan)
     admission = [
         dict(r.inputs)
         for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
@@ -361,7 +371,7 @@ def platform_netpols_protected(plan: PlanView, ctx: Context) -> Iterator[Finding
 
     RBAC RuleAllows (rbac/v1 evaluation_helpers.go) over the bound role's rules, for write verbs on networkpolicies.
     """
-    roles = {object_name(r): get(r.inputs, "rules", default=[]) or [] for r in objects(plan, "ClusterRole", "rbac.authorization.k8s.io")}
+    roles = cluster_role_rules(plan)
     namespaces = _namespace_labels(plan)
     guards = _netpol_guards(plan)
     guarded = {ns for ns, (_, labels) in namespaces.items() if any(selector_matches(sel, labels) for sel in guards)}

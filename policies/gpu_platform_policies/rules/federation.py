@@ -25,6 +25,7 @@ from gpu_platform_policies.model import Context, Finding, PlanView, Resource, ru
 from gpu_platform_policies.view import (
     MULTIKUEUE_CONTROLLER,
     NODE_GROUP,
+    cluster_role_rules,
     dispatched,
     get,
     helm_releases,
@@ -333,13 +334,13 @@ SA_ANNOTATION = "kubernetes.io/service-account.name"
 
 def _granted(view: PlanView, user: rbac.UserInfo) -> list[Mapping[str, Any]]:
     """The rules of every ClusterRole a ClusterRoleBinding of this worker gives `user` (rbac.go `VisitRulesFor`)."""
-    roles = {object_name(r): r for r in objects(view, "ClusterRole")}
+    roles = cluster_role_rules(view)
     bindings = [{**r.inputs, "metadata": {}} for r in objects(view, "ClusterRoleBinding")]
     out: list[Mapping[str, Any]] = []
     for binding in rbac.bindings_for(user, bindings):
         ref = binding.get("roleRef") or {}
-        role = roles.get(str(ref.get("name"))) if ref.get("kind") == "ClusterRole" else None
-        out += [r for r in (get(role.inputs, "rules", default=[]) or []) if isinstance(r, Mapping)] if role is not None else []
+        rules = roles.get(str(ref.get("name")), []) if ref.get("kind") == "ClusterRole" else []
+        out += [r for r in rules if isinstance(r, Mapping)]
     return out
 
 
